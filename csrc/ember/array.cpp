@@ -1,0 +1,202 @@
+#include "ember/array.h"
+
+#include <cstring>
+#include <sstream>
+
+#include "ember/primitive.h"
+#include "ember/transforms/eval.h"
+
+namespace ember {
+
+Strides row_strides(const Shape& shape) {
+  Strides s(shape.size());
+  int64_t acc = 1;
+  for (int i = static_cast<int>(shape.size()) - 1; i >= 0; --i) {
+    s[i] = acc;
+    acc *= shape[i] > 0 ? shape[i] : 1;
+  }
+  return s;
+}
+
+int64_t checked_size(const Shape& shape, const char* op) {
+  int64_t n = 1;
+  bool zero = false;
+  for (auto d : shape) {
+    if (d < 0) {
+      std::ostringstream os;
+      os << "[" << op << "] Negative dimension in shape " << shape_str(shape) << ".";
+      throw std::invalid_argument(os.str());
+    }
+    if (d == 0) zero = true;
+  }
+  if (zero) return 0;
+  for (auto d : shape) {
+    if (__builtin_mul_overflow(n, d, &n)) {
+      std::ostringstream os;
+      os << "[" << op << "] Shape " << shape_str(shape) << " has more elements than fit in 64 bits.";
+      throw std::invalid_argument(os.str());
+    }
+  }
+  return n;
+}
+
+namespace {
+std::shared_ptr<ArrayDesc> new_desc(Shape shape, Dtype dtype) {
+  auto d = std::make_shared<ArrayDesc>();
+  d->size = checked_size(shape, "array");
+  d->strides = row_strides(shape);
+  d->shape = std::move(shape);
+  d->dtype = dtype;
+  return d;
+}
+}  // namespace
+
+Node::~Node() {
+  // Release the inputs without recursion: any input whose descriptor and node
+  // we hold alone has its own inputs moved onto our stack before it dies.
+  std::vector<array> stack = std::move(inputs);
+  while (!stack.empty()) {
+    array a = std::move(stack.back());
+    stack.pop_back();
+    auto& d = a.desc();
+    if (d.use_count() == 1 && d->node && d->node.use_count() == 1) {
+      for (auto& in : d->node->inputs) stack.push_back(std::move(in));
+      d->node->inputs.clear();
+    }
+  }
+}
+
+template <class T>
+array::array(T value, Dtype dtype) : desc_(new_desc({}, dtype)) {
+  alloc();
+  dispatch_all(dtype, [&](auto tag) {
+    using U = typename decltype(tag)::type;
+    if constexpr (is_complex_v<U> || !is_complex_v<T>) {
+      *data<U>() = static_cast<U>(value);
+    } else {
+      *data<U>() = static_cast<U>(value.real());
+    }
+  });
+}
+template array::array(bool, Dtype);
+template array::array(int, Dtype);
+template array::array(int64_t, Dtype);
+template array::array(uint64_t, Dtype);
+template array::array(float, Dtype);
+template array::array(double, Dtype);
+template array::array(complex64_t, Dtype);
+
+array::array(const void* src, const Shape& shape, Dtype dtype) : desc_(new_desc(shape, dtype)) {
+  alloc();
+  if (nbytes()) std::memcpy(raw_data(), src, nbytes());
+}
+
+array array::empty_evaluated(const Shape& shape, Dtype dtype) {
+  array a(new_desc(shape, dtype));
+  a.alloc();
+  return a;
+}
+
+array::array(Shape shape, Dtype dtype, std::shared_ptr<Primitive> prim, std::vector<array> inputs)
+    : desc_(new_desc(std::move(shape), dtype)) {
+  auto node = std::make_shared<Node>();
+  node->prim = std::move(prim);
+  node->inputs = std::move(inputs);
+  node->outputs.push_back(desc_);
+  desc_->node = std::move(node);
+}
+
+std::vector<array> array::make_arrays(std::vector<Shape> shapes, const std::vector<Dtype>& dtypes,
+                                      std::shared_ptr<Primitive> prim, std::vector<array> inputs) {
+  auto node = std::make_shared<Node>();
+  node->prim = std::move(prim);
+  node->inputs = std::move(inputs);
+  node->out_shapes = shapes;
+  node->out_dtypes = dtypes;
+  std::vector<array> outs;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    auto d = new_desc(std::move(shapes[i]), dtypes[i]);
+    d->position = static_cast<int>(i);
+    d->node = node;
+    node->outputs.push_back(d);
+    outs.emplace_back(std::move(d));
+  }
+  return outs;
+}
+
+const std::vector<array>& array::inputs() const {
+  static const std::vector<array> none;
+  return desc_->node ? desc_->node->inputs : none;
+}
+
+std::vector<array> array::outputs() const {
+  if (!desc_->node) return {*this};
+  std::vector<array> outs;
+  for (auto& w : desc_->node->outputs) {
+    auto d = w.lock();
+    outs.emplace_back(d);  // may be empty if that output was dropped
+  }
+  return outs;
+}
+
+std::vector<array> array::siblings() const {
+  std::vector<array> sibs;
+  if (!desc_->node) return sibs;
+  for (auto& w : desc_->node->outputs) {
+    auto d = w.lock();
+    if (d && d != desc_) sibs.emplace_back(std::move(d));
+  }
+  return sibs;
+}
+
+void array::eval() const { ember::eval({*this}); }
+
+void array::set_data(std::shared_ptr<Buffer> buf) {
+  desc_->buf = std::move(buf);
+  desc_->strides = row_strides(desc_->shape);
+  desc_->offset = 0;
+  desc_->row_contiguous = true;
+}
+
+void array::set_data(std::shared_ptr<Buffer> buf, Strides strides, int64_t offset) {
+  desc_->buf = std::move(buf);
+  desc_->offset = offset;
+  bool contig = true;
+  int64_t acc = 1;
+  for (int i = ndim() - 1; i >= 0; --i) {
+    if (desc_->shape[i] != 1 && strides[i] != acc) contig = false;
+    acc *= desc_->shape[i];
+  }
+  desc_->row_contiguous = contig || desc_->size == 0;
+  desc_->strides = std::move(strides);
+}
+
+void array::alloc() { set_data(allocator::malloc(static_cast<size_t>(nbytes()))); }
+
+template <class T>
+T array::item() const {
+  if (size() != 1) {
+    throw std::invalid_argument("[item] Only one-element arrays can be converted to scalars; got shape " +
+                                shape_str(shape()) + ".");
+  }
+  eval();
+  return dispatch_all(dtype(), [&](auto tag) -> T {
+    using U = typename decltype(tag)::type;
+    U v = *data<U>();
+    if constexpr (is_complex_v<U> && !is_complex_v<T>) {
+      return static_cast<T>(v.real());
+    } else if constexpr (is_half_v<U>) {
+      return static_cast<T>(static_cast<float>(v));
+    } else {
+      return static_cast<T>(v);
+    }
+  });
+}
+template bool array::item<bool>() const;
+template int64_t array::item<int64_t>() const;
+template uint64_t array::item<uint64_t>() const;
+template double array::item<double>() const;
+template float array::item<float>() const;
+template complex64_t array::item<complex64_t>() const;
+
+}  // namespace ember

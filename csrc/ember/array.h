@@ -1,0 +1,135 @@
+// The array: a shared handle to a descriptor (shape, strides, dtype, data)
+// that, until evaluated, also points at the Node that will compute it
+// (primitive + inputs). Evaluation fills the data and drops the Node, so the
+// graph above an evaluated array is freed as soon as nothing else needs it.
+//
+//   array a = ember::ones({2, 3});          // a node, nothing computed yet
+//   array b = ember::add(a, a);             // another node
+//   ember::eval({b});                       // computes a then b
+//   float v = b.data<float>()[0];           // 2.0f
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ember/allocator.h"
+#include "ember/device.h"
+#include "ember/dtype.h"
+
+namespace ember {
+
+using Shape = std::vector<int64_t>;
+using Strides = std::vector<int64_t>;
+
+// TypeError in Python.
+class type_error : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+class Primitive;
+class array;
+struct ArrayDesc;
+
+// The computation behind one or more outputs (siblings share one Node).
+struct Node {
+  std::shared_ptr<Primitive> prim;
+  std::vector<array> inputs;
+  std::vector<std::weak_ptr<ArrayDesc>> outputs;
+  // Shapes/dtypes of the outputs, kept only for multi-output nodes so that an
+  // output nobody holds any more can still be given scratch storage.
+  std::vector<Shape> out_shapes;
+  std::vector<Dtype> out_dtypes;
+  uint64_t mark = 0;  // scratch for graph walks (under the eval lock)
+  ~Node();            // frees long input chains iteratively
+};
+
+struct ArrayDesc {
+  Shape shape;
+  Strides strides;  // in elements
+  int64_t offset = 0;  // in elements, from the buffer start
+  int64_t size = 1;
+  Dtype dtype = Dtype::float32;
+  bool row_contiguous = true;  // data is dense row-major from offset
+  int position = 0;            // which output of its node
+  std::shared_ptr<Buffer> buf;
+  std::shared_ptr<Node> node;  // null once evaluated (or for constants)
+};
+
+Strides row_strides(const Shape& shape);
+// Product of the dims, checked: throws std::invalid_argument on overflow or
+// negative dims (op names the caller).
+int64_t checked_size(const Shape& shape, const char* op);
+
+class array {
+ public:
+  array() = default;
+  explicit array(std::shared_ptr<ArrayDesc> d) : desc_(std::move(d)) {}
+
+  // Constants (evaluated at construction).
+  template <class T>
+  array(T value, Dtype dtype);  // scalar of `dtype` converted from value
+  array(const void* data, const Shape& shape, Dtype dtype);  // copies dense data
+  static array empty_evaluated(const Shape& shape, Dtype dtype);
+
+  // Graph nodes.
+  array(Shape shape, Dtype dtype, std::shared_ptr<Primitive> prim, std::vector<array> inputs);
+  static std::vector<array> make_arrays(std::vector<Shape> shapes, const std::vector<Dtype>& dtypes,
+                                        std::shared_ptr<Primitive> prim, std::vector<array> inputs);
+
+  const Shape& shape() const { return desc_->shape; }
+  int64_t shape(int dim) const { return desc_->shape.at(dim < 0 ? dim + ndim() : dim); }
+  const Strides& strides() const { return desc_->strides; }
+  int64_t offset() const { return desc_->offset; }
+  int ndim() const { return static_cast<int>(desc_->shape.size()); }
+  int64_t size() const { return desc_->size; }
+  Dtype dtype() const { return desc_->dtype; }
+  int itemsize() const { return size_of(desc_->dtype); }
+  int64_t nbytes() const { return size() * itemsize(); }
+  bool row_contiguous() const { return desc_->row_contiguous; }
+
+  bool is_evaluated() const { return !desc_->node; }
+  bool has_primitive() const { return static_cast<bool>(desc_->node); }
+  Primitive& primitive() const { return *desc_->node->prim; }
+  std::shared_ptr<Primitive> primitive_ptr() const { return desc_->node->prim; }
+  const std::vector<array>& inputs() const;
+  std::vector<array> siblings() const;  // the other outputs of the node
+  std::vector<array> outputs() const;   // all outputs of the node, in order
+  int position() const { return desc_->position; }
+
+  void eval() const;  // evaluate this array (and what it needs)
+
+  // Data access (evaluated arrays only).
+  const std::shared_ptr<Buffer>& buffer() const { return desc_->buf; }
+  template <class T>
+  T* data() const {
+    return reinterpret_cast<T*>(static_cast<char*>(desc_->buf->ptr()) + desc_->offset * itemsize());
+  }
+  void* raw_data() const { return data<char>(); }
+
+  // Kernels: give an output its storage.
+  void set_data(std::shared_ptr<Buffer> buf);  // dense row-major, offset 0
+  void set_data(std::shared_ptr<Buffer> buf, Strides strides, int64_t offset);
+  void alloc();  // set_data(allocator::malloc(nbytes()))
+  // Replace this handle's descriptor with another's (in-place Python ops).
+  void overwrite_descriptor(const array& other) { desc_ = other.desc_; }
+
+  uintptr_t id() const { return reinterpret_cast<uintptr_t>(desc_.get()); }
+  const std::shared_ptr<ArrayDesc>& desc() const { return desc_; }
+  bool valid() const { return static_cast<bool>(desc_); }
+
+  // Scalar read of an evaluated 0-d or one-element array, converted to T.
+  template <class T>
+  T item() const;
+
+ private:
+  std::shared_ptr<ArrayDesc> desc_;
+};
+
+// A dense copy of the array's elements into dst (row-major order).
+void copy_to_dense(const array& a, void* dst);
+
+}  // namespace ember

@@ -1,0 +1,65 @@
+// Binary elementwise kernels: Binary<Op>::eval_cpu for every op in the list.
+// Inputs arrive with the same dtype and broadcastable shapes.
+#include "ember/backend/cpu/copy.h"
+#include "ember/backend/cpu/functors.h"
+#include "ember/backend/cpu/kernel_utils.h"
+#include "ember/backend/cpu/loops.h"
+
+namespace ember {
+
+namespace cpu {
+template <class T, class O, class F>
+void binary_loop(const array& a, const array& b, array& out, F f) {
+  using C = compute_t<T>;
+  Strides sa = broadcast_strides(a, out.shape()), sb = broadcast_strides(b, out.shape());
+  for_each_row<3>(
+      out.shape(), {out.strides().data(), sa.data(), sb.data()},
+      {out.data<char>(), a.data<char>(), b.data<char>()},
+      {static_cast<int>(sizeof(O)), static_cast<int>(sizeof(T)), static_cast<int>(sizeof(T))},
+      [&](std::array<char*, 3> p, std::array<int64_t, 3> s, int64_t n) {
+        O* o = reinterpret_cast<O*>(p[0]);
+        const T* x = reinterpret_cast<const T*>(p[1]);
+        const T* y = reinterpret_cast<const T*>(p[2]);
+        if (s[0] == 1 && s[1] == 1 && s[2] == 1) {
+          for (int64_t i = 0; i < n; ++i) o[i] = static_cast<O>(f(static_cast<C>(x[i]), static_cast<C>(y[i])));
+        } else if (s[0] == 1 && s[1] == 0 && s[2] == 1) {
+          const C xs = static_cast<C>(x[0]);
+          for (int64_t i = 0; i < n; ++i) o[i] = static_cast<O>(f(xs, static_cast<C>(y[i])));
+        } else if (s[0] == 1 && s[1] == 1 && s[2] == 0) {
+          const C ys = static_cast<C>(y[0]);
+          for (int64_t i = 0; i < n; ++i) o[i] = static_cast<O>(f(static_cast<C>(x[i]), ys));
+        } else {
+          for (int64_t i = 0; i < n; ++i) {
+            o[i * s[0]] = static_cast<O>(f(static_cast<C>(x[i * s[1]]), static_cast<C>(y[i * s[2]])));
+          }
+        }
+      });
+}
+}  // namespace cpu
+
+template <class Op>
+void Binary<Op>::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  const array& a = inputs[0];
+  const array& b = inputs[1];
+  array& out = outputs[0];
+  cpu::alloc_or_donate(out, inputs);
+  dispatch_all(a.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = compute_t<T>;
+    using F = cpu::Fn<Op>;
+    if constexpr (std::is_invocable_v<F, C, C>) {
+      using R = std::invoke_result_t<F, C, C>;
+      using O = std::conditional_t<is_half_v<T> && std::is_same_v<R, float>, T, R>;
+      if (static_cast<int>(sizeof(O)) != out.itemsize()) cpu::unsupported(Op::name, out.dtype());
+      cpu::binary_loop<T, O>(a, b, out, F{});
+    } else {
+      cpu::unsupported(Op::name, a.dtype());
+    }
+  });
+}
+
+#define EMBER_INSTANTIATE(N) template class Binary<op::N>;
+EMBER_BINARY_OPS(EMBER_INSTANTIATE)
+#undef EMBER_INSTANTIATE
+
+}  // namespace ember

@@ -1,0 +1,370 @@
+// Scalar kernels of the elementwise ops: Fn<op::Tag> is called per element
+// on the compute type (half types arrive as float). An overload that does not
+// exist for a type means the op does not support that dtype (the kernel
+// raises; the op layer normally rejects or casts first). Keep them
+// branch-free where possible: the loops in unary.cpp / binary.cpp rely on the
+// compiler vectorizing them, and float32 transcendental math goes through
+// simd_math.h for that reason.
+#pragma once
+
+#include <cmath>
+#include <complex>
+#include <limits>
+#include <type_traits>
+
+#include "ember/backend/cpu/simd_math.h"
+#include "ember/dtype.h"
+#include "ember/primitives/elementwise.h"
+
+namespace ember::cpu {
+
+template <class T>
+constexpr bool is_int_v = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+template <class T>
+constexpr bool is_real_v = std::is_floating_point_v<T>;  // float, double (compute types)
+template <class T>
+using if_real = std::enable_if_t<is_real_v<T>, int>;
+template <class T>
+using if_inexact = std::enable_if_t<is_real_v<T> || is_complex_v<T>, int>;
+template <class T>
+using if_int = std::enable_if_t<is_int_v<T>, int>;
+template <class T>
+using if_intbool = std::enable_if_t<std::is_integral_v<T>, int>;
+template <class T>
+using if_num = std::enable_if_t<!std::is_same_v<T, bool>, int>;
+template <class T>
+using if_ordered = std::enable_if_t<!is_complex_v<T>, int>;
+
+// float32 goes through the vectorizable implementations; double and complex
+// through the standard library.
+#define EMBER_MATH(NAME, SIMD, STD)                              \
+  template <class T>                                            \
+  inline T NAME(T x) {                                          \
+    if constexpr (std::is_same_v<T, float>) return simd::SIMD(x); \
+    else return STD(x);                                         \
+  }
+EMBER_MATH(m_exp, exp, std::exp)
+EMBER_MATH(m_expm1, expm1, std::expm1)
+EMBER_MATH(m_log, log, std::log)
+EMBER_MATH(m_log1p, log1p, std::log1p)
+EMBER_MATH(m_log2, log2, std::log2)
+EMBER_MATH(m_log10, log10, std::log10)
+EMBER_MATH(m_sin, sin, std::sin)
+EMBER_MATH(m_cos, cos, std::cos)
+EMBER_MATH(m_tan, tan, std::tan)
+EMBER_MATH(m_sinh, sinh, std::sinh)
+EMBER_MATH(m_cosh, cosh, std::cosh)
+EMBER_MATH(m_tanh, tanh, std::tanh)
+EMBER_MATH(m_asin, asin, std::asin)
+EMBER_MATH(m_acos, acos, std::acos)
+EMBER_MATH(m_atan, atan, std::atan)
+EMBER_MATH(m_asinh, asinh, std::asinh)
+EMBER_MATH(m_acosh, acosh, std::acosh)
+EMBER_MATH(m_atanh, atanh, std::atanh)
+EMBER_MATH(m_erf, erf, std::erf)
+#undef EMBER_MATH
+
+inline double erfinv_f64(double y) {
+  // Newton refinement of a float32 starting point (simd::erfinv) on erf.
+  if (std::isnan(y) || y < -1 || y > 1) return std::numeric_limits<double>::quiet_NaN();
+  if (y == 1) return std::numeric_limits<double>::infinity();
+  if (y == -1) return -std::numeric_limits<double>::infinity();
+  double x = simd::erfinv(static_cast<float>(y));
+  for (int i = 0; i < 3; ++i) {
+    double err = std::erf(x) - y;
+    x -= err / (1.1283791670955126 * std::exp(-x * x));
+  }
+  return x;
+}
+
+template <class Op>
+struct Fn;
+
+#define EMBER_FN(OP) \
+  template <>        \
+  struct Fn<op::OP>
+
+EMBER_FN(Abs) {
+  template <class T, if_num<T> = 0>
+  auto operator()(T x) const {
+    if constexpr (is_complex_v<T>) return std::abs(x);
+    else if constexpr (std::is_unsigned_v<T>) return x;
+    else if constexpr (is_real_v<T>) return std::fabs(x);
+    else return static_cast<T>(x < 0 ? -x : x);
+  }
+};
+EMBER_FN(Negative) {
+  template <class T, if_num<T> = 0>
+  T operator()(T x) const { return static_cast<T>(-x); }
+};
+EMBER_FN(Sign) {
+  template <class T, if_num<T> = 0>
+  T operator()(T x) const {
+    if constexpr (is_complex_v<T>) {
+      float r = std::abs(x);
+      return r == 0 ? T(0) : x / r;
+    } else if constexpr (std::is_unsigned_v<T>) {
+      return static_cast<T>(x != 0);
+    } else if constexpr (is_real_v<T>) {
+      return x > 0 ? T(1) : (x < 0 ? T(-1) : x);  // keeps NaN and signed zero
+    } else {
+      return static_cast<T>((x > 0) - (x < 0));
+    }
+  }
+};
+EMBER_FN(Sqrt) {
+  template <class T, if_inexact<T> = 0>
+  T operator()(T x) const { return std::sqrt(x); }
+};
+EMBER_FN(Rsqrt) {
+  template <class T, if_inexact<T> = 0>
+  T operator()(T x) const { return T(1) / std::sqrt(x); }
+};
+EMBER_FN(Square) {
+  template <class T, if_num<T> = 0>
+  T operator()(T x) const { return static_cast<T>(x * x); }
+};
+#define EMBER_FN_MATH(OP, FN)                        \
+  EMBER_FN(OP) {                                     \
+    template <class T, if_inexact<T> = 0>            \
+    T operator()(T x) const {                        \
+      if constexpr (is_complex_v<T>) return std::FN(x); \
+      else return m_##FN(x);                         \
+    }                                                \
+  };
+EMBER_FN_MATH(Exp, exp)
+EMBER_FN_MATH(Log, log)
+EMBER_FN_MATH(Log10, log10)
+EMBER_FN_MATH(Sin, sin)
+EMBER_FN_MATH(Cos, cos)
+EMBER_FN_MATH(Tan, tan)
+EMBER_FN_MATH(Sinh, sinh)
+EMBER_FN_MATH(Cosh, cosh)
+EMBER_FN_MATH(Tanh, tanh)
+EMBER_FN_MATH(ArcSin, asin)
+EMBER_FN_MATH(ArcCos, acos)
+EMBER_FN_MATH(ArcTan, atan)
+EMBER_FN_MATH(ArcSinh, asinh)
+EMBER_FN_MATH(ArcCosh, acosh)
+EMBER_FN_MATH(ArcTanh, atanh)
+#undef EMBER_FN_MATH
+#define EMBER_FN_REAL(OP, EXPR)          \
+  EMBER_FN(OP) {                         \
+    template <class T, if_real<T> = 0>   \
+    T operator()(T x) const { return EXPR; } \
+  };
+EMBER_FN_REAL(Expm1, m_expm1(x))
+EMBER_FN_REAL(Log1p, m_log1p(x))
+EMBER_FN_REAL(Log2, m_log2(x))
+EMBER_FN_REAL(Erf, m_erf(x))
+EMBER_FN_REAL(Floor, std::floor(x))
+EMBER_FN_REAL(Ceil, std::ceil(x))
+EMBER_FN_REAL(Round, std::nearbyint(x))
+#undef EMBER_FN_REAL
+EMBER_FN(Sigmoid) {
+  template <class T, if_real<T> = 0>
+  T operator()(T x) const {
+    if constexpr (std::is_same_v<T, float>) return simd::sigmoid(x);
+    else return T(1) / (T(1) + std::exp(-x));
+  }
+};
+EMBER_FN(ErfInv) {
+  template <class T, if_real<T> = 0>
+  T operator()(T x) const {
+    if constexpr (std::is_same_v<T, float>) return simd::erfinv(x);
+    else return erfinv_f64(x);
+  }
+};
+EMBER_FN(LogicalNot) {
+  template <class T>
+  bool operator()(T x) const { return !(x != T(0)); }
+};
+EMBER_FN(BitwiseInvert) {
+  template <class T, if_intbool<T> = 0>
+  T operator()(T x) const {
+    if constexpr (std::is_same_v<T, bool>) return !x;
+    else return static_cast<T>(~x);
+  }
+};
+EMBER_FN(IsNaN) {
+  template <class T, if_inexact<T> = 0>
+  bool operator()(T x) const {
+    if constexpr (is_complex_v<T>) return std::isnan(x.real()) || std::isnan(x.imag());
+    else return x != x;
+  }
+};
+EMBER_FN(IsInf) {
+  template <class T, if_inexact<T> = 0>
+  bool operator()(T x) const {
+    if constexpr (is_complex_v<T>) return std::isinf(x.real()) || std::isinf(x.imag());
+    else return std::fabs(x) == std::numeric_limits<T>::infinity();
+  }
+};
+EMBER_FN(IsPosInf) {
+  template <class T, if_real<T> = 0>
+  bool operator()(T x) const { return x == std::numeric_limits<T>::infinity(); }
+};
+EMBER_FN(IsNegInf) {
+  template <class T, if_real<T> = 0>
+  bool operator()(T x) const { return x == -std::numeric_limits<T>::infinity(); }
+};
+EMBER_FN(Real) {
+  float operator()(complex64_t x) const { return x.real(); }
+};
+EMBER_FN(Imag) {
+  float operator()(complex64_t x) const { return x.imag(); }
+};
+EMBER_FN(Conjugate) {
+  complex64_t operator()(complex64_t x) const { return std::conj(x); }
+};
+
+// ---- binary ----
+#define EMBER_FN2(OP, ENABLE, RET, EXPR)      \
+  EMBER_FN(OP) {                              \
+    template <class T, ENABLE<T> = 0>         \
+    RET operator()(T a, T b) const { return EXPR; } \
+  };
+template <class T>
+using if_any = std::enable_if_t<true || sizeof(T), int>;
+EMBER_FN2(Add, if_any, T, static_cast<T>(a + b))
+EMBER_FN2(Subtract, if_num, T, static_cast<T>(a - b))
+EMBER_FN2(Multiply, if_any, T, static_cast<T>(a * b))
+EMBER_FN2(Equal, if_any, bool, a == b)
+EMBER_FN2(NotEqual, if_any, bool, a != b)
+EMBER_FN2(Less, if_ordered, bool, a < b)
+EMBER_FN2(LessEqual, if_ordered, bool, a <= b)
+EMBER_FN2(Greater, if_ordered, bool, a > b)
+EMBER_FN2(GreaterEqual, if_ordered, bool, a >= b)
+EMBER_FN2(LogicalAnd, if_any, bool, (a != T(0)) && (b != T(0)))
+EMBER_FN2(LogicalOr, if_any, bool, (a != T(0)) || (b != T(0)))
+EMBER_FN2(BitwiseAnd, if_intbool, T, static_cast<T>(a & b))
+EMBER_FN2(BitwiseOr, if_intbool, T, static_cast<T>(a | b))
+EMBER_FN2(BitwiseXor, if_intbool, T, static_cast<T>(a ^ b))
+EMBER_FN2(ArcTan2, if_real, T, std::atan2(a, b))
+#undef EMBER_FN2
+
+EMBER_FN(Divide) {
+  template <class T, if_inexact<T> = 0>
+  T operator()(T a, T b) const { return a / b; }
+  // integer division (used by floor-divide paths): 0 for b == 0, no INT_MIN/-1 trap
+  template <class T, if_int<T> = 0>
+  T operator()(T a, T b) const {
+    if (b == 0) return 0;
+    if constexpr (std::is_signed_v<T>) {
+      if (b == -1) return static_cast<T>(0 - static_cast<std::make_unsigned_t<T>>(a));
+    }
+    return static_cast<T>(a / b);
+  }
+};
+EMBER_FN(FloorDivide) {
+  template <class T, if_real<T> = 0>
+  T operator()(T a, T b) const { return std::floor(a / b); }
+  template <class T, if_int<T> = 0>
+  T operator()(T a, T b) const {
+    if (b == 0) return 0;
+    if constexpr (std::is_signed_v<T>) {
+      if (b == -1) return static_cast<T>(0 - static_cast<std::make_unsigned_t<T>>(a));
+      T q = static_cast<T>(a / b);
+      return static_cast<T>((a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q);
+    } else {
+      return static_cast<T>(a / b);
+    }
+  }
+};
+EMBER_FN(Remainder) {
+  // Python's sign convention: the result has the divisor's sign.
+  template <class T, if_real<T> = 0>
+  T operator()(T a, T b) const {
+    T r = std::fmod(a, b);
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+  }
+  template <class T, if_int<T> = 0>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_signed_v<T>) {
+      if (b == 0 || b == -1) return 0;
+      T r = static_cast<T>(a % b);
+      return static_cast<T>((r != 0 && ((r < 0) != (b < 0))) ? r + b : r);
+    } else {
+      return b == 0 ? T(0) : static_cast<T>(a % b);
+    }
+  }
+};
+EMBER_FN(Power) {
+  template <class T, if_inexact<T> = 0>
+  T operator()(T a, T b) const { return std::pow(a, b); }
+  template <class T, if_int<T> = 0>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_signed_v<T>) {
+      if (b < 0) return (a == 1) ? T(1) : (a == -1 ? ((b & 1) ? T(-1) : T(1)) : T(0));
+    }
+    using U = std::make_unsigned_t<T>;
+    U r = 1, base = static_cast<U>(a);
+    auto e = static_cast<U>(b);
+    while (e) {
+      if (e & 1) r = static_cast<U>(r * base);
+      base = static_cast<U>(base * base);
+      e >>= 1;
+    }
+    return static_cast<T>(r);
+  }
+};
+EMBER_FN(Maximum) {  // NaN propagates
+  template <class T, if_ordered<T> = 0>
+  T operator()(T a, T b) const {
+    if constexpr (is_real_v<T>) return (a > b || a != a) ? a : b;
+    else return a > b ? a : b;
+  }
+};
+EMBER_FN(Minimum) {
+  template <class T, if_ordered<T> = 0>
+  T operator()(T a, T b) const {
+    if constexpr (is_real_v<T>) return (a < b || a != a) ? a : b;
+    else return a < b ? a : b;
+  }
+};
+EMBER_FN(LeftShift) {
+  template <class T, if_intbool<T> = 0>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_same_v<T, bool>) return a && !b;
+    else {
+      using U = std::make_unsigned_t<T>;
+      bool out = b < 0 || static_cast<uint64_t>(b) >= sizeof(T) * 8;
+      return out ? T(0) : static_cast<T>(static_cast<U>(a) << b);
+    }
+  }
+};
+EMBER_FN(RightShift) {
+  template <class T, if_intbool<T> = 0>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_same_v<T, bool>) return a && !b;
+    else {
+      bool out = b < 0 || static_cast<uint64_t>(b) >= sizeof(T) * 8;
+      if (out) return (std::is_signed_v<T> && a < 0) ? T(-1) : T(0);
+      return static_cast<T>(a >> b);
+    }
+  }
+};
+EMBER_FN(LogAddExp) {
+  template <class T, if_real<T> = 0>
+  T operator()(T a, T b) const {
+    T mx = a > b ? a : b, mn = a > b ? b : a;
+    if (a != a || b != b) return a + b;  // NaN
+    if (mn == -std::numeric_limits<T>::infinity() || mx == std::numeric_limits<T>::infinity()) return mx;
+    return mx + m_log1p(m_exp(mn - mx));
+  }
+};
+EMBER_FN(NaNEqual) {
+  template <class T>
+  bool operator()(T a, T b) const {
+    if constexpr (is_complex_v<T>) {
+      return a == b || (Fn<op::IsNaN>{}(a) && Fn<op::IsNaN>{}(b));
+    } else if constexpr (is_real_v<T>) {
+      return a == b || (a != a && b != b);
+    } else {
+      return a == b;
+    }
+  }
+};
+#undef EMBER_FN
+
+}  // namespace ember::cpu

@@ -1,0 +1,51 @@
+// Unary elementwise kernels: Unary<Op>::eval_cpu for every op in the list.
+#include "ember/backend/cpu/functors.h"
+#include "ember/backend/cpu/kernel_utils.h"
+#include "ember/backend/cpu/loops.h"
+
+namespace ember {
+
+namespace cpu {
+template <class T, class O, class F>
+void unary_loop(const array& a, array& out, F f) {
+  using C = compute_t<T>;
+  for_each_row<2>(
+      out.shape(), {out.strides().data(), a.strides().data()}, {out.data<char>(), a.data<char>()},
+      {static_cast<int>(sizeof(O)), static_cast<int>(sizeof(T))},
+      [&](std::array<char*, 2> p, std::array<int64_t, 2> s, int64_t n) {
+        O* o = reinterpret_cast<O*>(p[0]);
+        const T* x = reinterpret_cast<const T*>(p[1]);
+        if (s[0] == 1 && s[1] == 1) {
+          for (int64_t i = 0; i < n; ++i) o[i] = static_cast<O>(f(static_cast<C>(x[i])));
+        } else {
+          for (int64_t i = 0; i < n; ++i) o[i * s[0]] = static_cast<O>(f(static_cast<C>(x[i * s[1]])));
+        }
+      });
+}
+}  // namespace cpu
+
+template <class Op>
+void Unary<Op>::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  const array& a = inputs[0];
+  array& out = outputs[0];
+  cpu::alloc_or_donate(out, inputs);
+  dispatch_all(a.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = compute_t<T>;
+    using F = cpu::Fn<Op>;
+    if constexpr (std::is_invocable_v<F, C>) {
+      using R = std::invoke_result_t<F, C>;
+      using O = std::conditional_t<is_half_v<T> && std::is_same_v<R, float>, T, R>;
+      if (static_cast<int>(sizeof(O)) != out.itemsize()) cpu::unsupported(Op::name, out.dtype());
+      cpu::unary_loop<T, O>(a, out, F{});
+    } else {
+      cpu::unsupported(Op::name, a.dtype());
+    }
+  });
+}
+
+#define EMBER_INSTANTIATE(N) template class Unary<op::N>;
+EMBER_UNARY_OPS(EMBER_INSTANTIATE)
+#undef EMBER_INSTANTIATE
+
+}  // namespace ember

@@ -1,0 +1,77 @@
+#include "ember/device.h"
+
+#include <atomic>
+#include <mutex>
+#include <stdexcept>
+
+namespace ember {
+
+namespace {
+std::mutex g_mu;
+Device g_default_device;
+Stream g_default_stream{0, Device{}};
+int g_next_stream = 1;
+thread_local bool t_has_stream = false;
+thread_local Stream t_stream;
+}  // namespace
+
+bool is_available(const Device& d) { return d.type == Device::Type::cpu && d.index == 0; }
+int device_count(Device::Type t) { return t == Device::Type::cpu ? 1 : 0; }
+
+const Device& default_device() {
+  std::lock_guard<std::mutex> l(g_mu);
+  return g_default_device;
+}
+
+void set_default_device(const Device& d) {
+  if (!is_available(d)) {
+    throw std::invalid_argument(std::string("[set_default_device] Device ") +
+                                (d.type == Device::Type::gpu ? "gpu" : "cpu") + "(" + std::to_string(d.index) +
+                                ") is not available.");
+  }
+  std::lock_guard<std::mutex> l(g_mu);
+  g_default_device = d;
+}
+
+Stream default_stream(const Device& d) {
+  if (!is_available(d)) {
+    throw std::invalid_argument("[default_stream] The requested device is not available.");
+  }
+  std::lock_guard<std::mutex> l(g_mu);
+  return g_default_stream;
+}
+
+void set_default_stream(const Stream& s) {
+  if (!is_available(s.device)) throw std::invalid_argument("[set_default_stream] The stream's device is not available.");
+  std::lock_guard<std::mutex> l(g_mu);
+  g_default_stream = s;
+}
+
+Stream new_stream(const Device& d) {
+  if (!is_available(d)) throw std::invalid_argument("[new_stream] The requested device is not available.");
+  std::lock_guard<std::mutex> l(g_mu);
+  return Stream{g_next_stream++, d};
+}
+
+void clear_streams() {
+  std::lock_guard<std::mutex> l(g_mu);
+  g_next_stream = 1;
+  g_default_stream = Stream{0, g_default_device};
+}
+
+Stream current_stream() {
+  if (t_has_stream) return t_stream;
+  std::lock_guard<std::mutex> l(g_mu);
+  return g_default_stream;
+}
+
+void set_thread_stream(const Stream* s) {
+  t_has_stream = s != nullptr;
+  if (s) t_stream = *s;
+}
+
+// Work on every stream is computed when evaluated, on the calling thread, so
+// once eval returns there is nothing outstanding to wait for.
+void synchronize(const Stream&) {}
+
+}  // namespace ember

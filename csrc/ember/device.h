@@ -1,0 +1,38 @@
+// Devices and streams. Ember computes on the CPU; a Stream orders the work
+// submitted to it. The default stream is per thread-settable (stream context).
+#pragma once
+
+#include <string>
+
+namespace ember {
+
+struct Device {
+  enum class Type : int { cpu = 0, gpu = 1 };
+  Type type = Type::cpu;
+  int index = 0;
+  bool operator==(const Device& o) const { return type == o.type && index == o.index; }
+  bool operator!=(const Device& o) const { return !(*this == o); }
+};
+
+struct Stream {
+  int index = 0;
+  Device device;
+  bool operator==(const Stream& o) const { return index == o.index && device == o.device; }
+  bool operator!=(const Stream& o) const { return !(*this == o); }
+};
+
+bool is_available(const Device& d);
+int device_count(Device::Type t);
+const Device& default_device();
+void set_default_device(const Device& d);  // throws for unavailable devices
+Stream default_stream(const Device& d);
+void set_default_stream(const Stream& s);
+Stream new_stream(const Device& d);
+void clear_streams();  // forget user streams; default streams stay
+// The stream an op runs on when none is given: the thread's current default.
+Stream current_stream();
+// Thread-local override used by the `stream(...)` context (null clears it).
+void set_thread_stream(const Stream* s);
+void synchronize(const Stream& s);
+
+}  // namespace ember

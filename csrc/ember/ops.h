@@ -1,0 +1,168 @@
+// Ember's public ops. Each validates its arguments (raising with the op's
+// name and the shapes/dtypes involved), promotes and broadcasts, then builds
+// a graph node; nothing is computed here.
+#pragma once
+
+#include <optional>
+#include <variant>
+
+#include "ember/array.h"
+
+namespace ember {
+
+using Axes = std::vector<int>;
+// The stream an op runs on: the thread's default when not given.
+using StreamOrDevice = std::variant<std::monostate, Stream, Device>;
+Stream to_stream(const StreamOrDevice& s);
+#define EMBER_S const StreamOrDevice& s = {}
+
+// ---- creation ----
+array zeros(const Shape& shape, Dtype dtype = Dtype::float32, EMBER_S);
+array ones(const Shape& shape, Dtype dtype = Dtype::float32, EMBER_S);
+array full(const Shape& shape, const array& vals, std::optional<Dtype> dtype = {}, EMBER_S);
+array zeros_like(const array& a, std::optional<Dtype> dtype = {}, EMBER_S);
+array ones_like(const array& a, std::optional<Dtype> dtype = {}, EMBER_S);
+array arange(double start, double stop, double step, Dtype dtype, EMBER_S);
+array linspace(double start, double stop, int64_t num, bool endpoint, Dtype dtype, EMBER_S);
+array eye(int64_t n, int64_t m, int64_t k, Dtype dtype, EMBER_S);
+array tri(int64_t n, int64_t m, int64_t k, Dtype dtype, EMBER_S);
+array tril(const array& x, int64_t k = 0, EMBER_S);
+array triu(const array& x, int64_t k = 0, EMBER_S);
+
+// ---- dtype ----
+array astype(const array& a, Dtype dtype, EMBER_S);
+array view(const array& a, Dtype dtype, EMBER_S);
+
+// ---- elementwise ----
+#define EMBER_DECL_UNARY(fn) array fn(const array& a, EMBER_S);
+EMBER_DECL_UNARY(abs)
+EMBER_DECL_UNARY(negative)
+EMBER_DECL_UNARY(sign)
+EMBER_DECL_UNARY(sqrt)
+EMBER_DECL_UNARY(rsqrt)
+EMBER_DECL_UNARY(square)
+EMBER_DECL_UNARY(reciprocal)
+EMBER_DECL_UNARY(exp)
+EMBER_DECL_UNARY(expm1)
+EMBER_DECL_UNARY(log)
+EMBER_DECL_UNARY(log2)
+EMBER_DECL_UNARY(log10)
+EMBER_DECL_UNARY(log1p)
+EMBER_DECL_UNARY(sin)
+EMBER_DECL_UNARY(cos)
+EMBER_DECL_UNARY(tan)
+EMBER_DECL_UNARY(sinh)
+EMBER_DECL_UNARY(cosh)
+EMBER_DECL_UNARY(tanh)
+EMBER_DECL_UNARY(arcsin)
+EMBER_DECL_UNARY(arccos)
+EMBER_DECL_UNARY(arctan)
+EMBER_DECL_UNARY(arcsinh)
+EMBER_DECL_UNARY(arccosh)
+EMBER_DECL_UNARY(arctanh)
+EMBER_DECL_UNARY(sigmoid)
+EMBER_DECL_UNARY(erf)
+EMBER_DECL_UNARY(erfinv)
+EMBER_DECL_UNARY(floor)
+EMBER_DECL_UNARY(ceil)
+EMBER_DECL_UNARY(trunc)
+EMBER_DECL_UNARY(logical_not)
+EMBER_DECL_UNARY(bitwise_invert)
+EMBER_DECL_UNARY(isnan)
+EMBER_DECL_UNARY(isinf)
+EMBER_DECL_UNARY(isposinf)
+EMBER_DECL_UNARY(isneginf)
+EMBER_DECL_UNARY(isfinite)
+EMBER_DECL_UNARY(real)
+EMBER_DECL_UNARY(imag)
+EMBER_DECL_UNARY(conjugate)
+EMBER_DECL_UNARY(degrees)
+EMBER_DECL_UNARY(radians)
+#undef EMBER_DECL_UNARY
+array round(const array& a, int decimals = 0, EMBER_S);
+
+#define EMBER_DECL_BINARY(fn) array fn(const array& a, const array& b, EMBER_S);
+EMBER_DECL_BINARY(add)
+EMBER_DECL_BINARY(subtract)
+EMBER_DECL_BINARY(multiply)
+EMBER_DECL_BINARY(divide)
+EMBER_DECL_BINARY(remainder)
+EMBER_DECL_BINARY(floor_divide)
+EMBER_DECL_BINARY(power)
+EMBER_DECL_BINARY(maximum)
+EMBER_DECL_BINARY(minimum)
+EMBER_DECL_BINARY(equal)
+EMBER_DECL_BINARY(not_equal)
+EMBER_DECL_BINARY(less)
+EMBER_DECL_BINARY(less_equal)
+EMBER_DECL_BINARY(greater)
+EMBER_DECL_BINARY(greater_equal)
+EMBER_DECL_BINARY(logical_and)
+EMBER_DECL_BINARY(logical_or)
+EMBER_DECL_BINARY(logical_xor)
+EMBER_DECL_BINARY(bitwise_and)
+EMBER_DECL_BINARY(bitwise_or)
+EMBER_DECL_BINARY(bitwise_xor)
+EMBER_DECL_BINARY(left_shift)
+EMBER_DECL_BINARY(right_shift)
+EMBER_DECL_BINARY(arctan2)
+EMBER_DECL_BINARY(logaddexp)
+#undef EMBER_DECL_BINARY
+std::vector<array> divmod(const array& a, const array& b, EMBER_S);
+array where(const array& cond, const array& x, const array& y, EMBER_S);
+array clip(const array& a, const std::optional<array>& lo, const std::optional<array>& hi, EMBER_S);
+array isclose(const array& a, const array& b, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false,
+              EMBER_S);
+array allclose(const array& a, const array& b, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false,
+               EMBER_S);
+array array_equal(const array& a, const array& b, bool equal_nan = false, EMBER_S);
+array nan_to_num(const array& a, double nan = 0, std::optional<double> posinf = {},
+                 std::optional<double> neginf = {}, EMBER_S);
+
+// ---- reductions (axes empty + all_axes: reduce everything) ----
+array sum(const array& a, std::optional<Axes> axes = {}, bool keepdims = false, EMBER_S);
+array prod(const array& a, std::optional<Axes> axes = {}, bool keepdims = false, EMBER_S);
+array max(const array& a, std::optional<Axes> axes = {}, bool keepdims = false, EMBER_S);
+array min(const array& a, std::optional<Axes> axes = {}, bool keepdims = false, EMBER_S);
+array all(const array& a, std::optional<Axes> axes = {}, bool keepdims = false, EMBER_S);
+array any(const array& a, std::optional<Axes> axes = {}, bool keepdims = false, EMBER_S);
+array mean(const array& a, std::optional<Axes> axes = {}, bool keepdims = false, EMBER_S);
+array var(const array& a, std::optional<Axes> axes = {}, bool keepdims = false, int ddof = 0, EMBER_S);
+array std(const array& a, std::optional<Axes> axes = {}, bool keepdims = false, int ddof = 0, EMBER_S);
+array logsumexp(const array& a, std::optional<Axes> axes = {}, bool keepdims = false, EMBER_S);
+array argmax(const array& a, std::optional<int> axis = {}, bool keepdims = false, EMBER_S);
+array argmin(const array& a, std::optional<int> axis = {}, bool keepdims = false, EMBER_S);
+array softmax(const array& a, std::optional<Axes> axes = {}, bool precise = false, EMBER_S);
+
+// ---- shape ----
+array reshape(const array& a, Shape shape, EMBER_S);
+array flatten(const array& a, int start_axis = 0, int end_axis = -1, EMBER_S);
+array unflatten(const array& a, int axis, const Shape& shape, EMBER_S);
+array squeeze(const array& a, std::optional<Axes> axes = {}, EMBER_S);
+array expand_dims(const array& a, const Axes& axes, EMBER_S);
+array transpose(const array& a, std::optional<Axes> axes = {}, EMBER_S);
+array swapaxes(const array& a, int axis1, int axis2, EMBER_S);
+array moveaxis(const array& a, int source, int destination, EMBER_S);
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op = "broadcast_shapes");
+array broadcast_to(const array& a, const Shape& shape, EMBER_S);
+std::vector<array> broadcast_arrays(const std::vector<array>& arrays, EMBER_S);
+array concatenate(const std::vector<array>& arrays, std::optional<int> axis = 0, EMBER_S);
+array stack(const std::vector<array>& arrays, int axis = 0, EMBER_S);
+std::vector<array> split(const array& a, int64_t sections, int axis = 0, EMBER_S);
+std::vector<array> split(const array& a, const Shape& indices, int axis = 0, EMBER_S);
+array repeat(const array& a, int64_t repeats, std::optional<int> axis = {}, EMBER_S);
+array tile(const array& a, const Shape& reps, EMBER_S);
+array pad(const array& a, const std::vector<std::pair<int64_t, int64_t>>& widths, const std::string& mode,
+          const array& value, EMBER_S);
+array slice(const array& a, Shape start, Shape stop, Shape step, EMBER_S);
+array as_strided(const array& a, std::optional<Shape> shape, std::optional<Strides> strides, int64_t offset,
+                 EMBER_S);
+array contiguous(const array& a, bool allow_col_major = false, EMBER_S);
+array atleast_nd(const array& a, int n, EMBER_S);
+
+#undef EMBER_S
+
+// Normalizes a possibly negative axis for an op; raises naming `op`.
+int normalize_axis(int axis, int ndim, const char* op);
+
+}  // namespace ember

@@ -1,0 +1,183 @@
+// Reductions: axes normalized here; the Reduce primitive keeps reduced dims
+// as size 1 and a view drops them when keepdims is false.
+#include <algorithm>
+
+#include "ember/ops/common.h"
+#include "ember/primitives/reduce.h"
+#include "ember/primitives/shape.h"
+
+namespace ember {
+
+using detail::fail;
+
+namespace detail {
+
+Axes reduce_axes(const std::optional<Axes>& axes, int ndim, const char* op) {
+  Axes out;
+  if (!axes) {
+    for (int i = 0; i < ndim; ++i) out.push_back(i);
+    return out;
+  }
+  for (int a : *axes) {
+    if (a < -ndim || a >= ndim) {
+      fail(op, "Invalid axis ", a, " for array with ", ndim, " dimensions.");
+    }
+    out.push_back(a < 0 ? a + ndim : a);
+  }
+  std::sort(out.begin(), out.end());
+  if (std::adjacent_find(out.begin(), out.end()) != out.end()) fail(op, "Received duplicate axes.");
+  return out;
+}
+
+Shape keep_shape(const Shape& s, const Axes& axes) {
+  Shape out = s;
+  for (int a : axes) out[a] = 1;
+  return out;
+}
+
+Shape squeeze_shape(const Shape& s, const Axes& axes) {
+  Shape out;
+  size_t j = 0;
+  for (int i = 0; i < static_cast<int>(s.size()); ++i) {
+    if (j < axes.size() && axes[j] == i) {
+      ++j;
+      continue;
+    }
+    out.push_back(s[i]);
+  }
+  return out;
+}
+
+}  // namespace detail
+
+namespace {
+
+array reduce(const array& a, const std::optional<Axes>& axes, bool keepdims, Reduce::Kind kind, Dtype out_t,
+             const char* name, const StreamOrDevice& s) {
+  Axes ax = detail::reduce_axes(axes, a.ndim(), name);
+  Shape kept = detail::keep_shape(a.shape(), ax);
+  array out(kept, out_t, std::make_shared<Reduce>(to_stream(s), kind, ax), {a});
+  if (!keepdims && !ax.empty()) out = reshape(out, detail::squeeze_shape(a.shape(), ax), s);
+  return out;
+}
+
+Dtype sum_dtype(Dtype t) {
+  if (t == Dtype::bool_) return Dtype::int32;
+  if (is_signed_int(t)) return size_of(t) <= 4 ? Dtype::int32 : Dtype::int64;
+  if (is_unsigned(t)) return size_of(t) <= 4 ? Dtype::uint32 : Dtype::uint64;
+  return t;
+}
+
+}  // namespace
+
+array sum(const array& a, std::optional<Axes> axes, bool keepdims, const StreamOrDevice& s) {
+  return reduce(a, axes, keepdims, Reduce::Sum, sum_dtype(a.dtype()), "sum", s);
+}
+array prod(const array& a, std::optional<Axes> axes, bool keepdims, const StreamOrDevice& s) {
+  return reduce(a, axes, keepdims, Reduce::Prod, sum_dtype(a.dtype()), "prod", s);
+}
+array max(const array& a, std::optional<Axes> axes, bool keepdims, const StreamOrDevice& s) {
+  if (a.size() == 0) fail("max", "Cannot max reduce zero size array.");
+  if (is_complex(a.dtype())) fail("max", "Not supported for complex64 inputs.");
+  return reduce(a, axes, keepdims, Reduce::Max, a.dtype(), "max", s);
+}
+array min(const array& a, std::optional<Axes> axes, bool keepdims, const StreamOrDevice& s) {
+  if (a.size() == 0) fail("min", "Cannot min reduce zero size array.");
+  if (is_complex(a.dtype())) fail("min", "Not supported for complex64 inputs.");
+  return reduce(a, axes, keepdims, Reduce::Min, a.dtype(), "min", s);
+}
+array all(const array& a, std::optional<Axes> axes, bool keepdims, const StreamOrDevice& s) {
+  return reduce(astype(a, Dtype::bool_, s), axes, keepdims, Reduce::And, Dtype::bool_, "all", s);
+}
+array any(const array& a, std::optional<Axes> axes, bool keepdims, const StreamOrDevice& s) {
+  return reduce(astype(a, Dtype::bool_, s), axes, keepdims, Reduce::Or, Dtype::bool_, "any", s);
+}
+
+namespace {
+int64_t reduced_count(const array& a, const std::optional<Axes>& axes, const char* name) {
+  int64_t n = 1;
+  for (int ax : detail::reduce_axes(axes, a.ndim(), name)) n *= a.shape()[ax];
+  return n;
+}
+}  // namespace
+
+array mean(const array& a, std::optional<Axes> axes, bool keepdims, const StreamOrDevice& s) {
+  Dtype t = to_inexact(a.dtype());
+  int64_t n = reduced_count(a, axes, "mean");
+  array total = sum(astype(a, t, s), axes, keepdims, s);
+  return multiply(total, array(n ? 1.0 / static_cast<double>(n) : std::nan(""), t), s);
+}
+
+array var(const array& a, std::optional<Axes> axes, bool keepdims, int ddof, const StreamOrDevice& s) {
+  Dtype t = to_inexact(a.dtype());
+  int64_t n = reduced_count(a, axes, "var");
+  array x = astype(a, t, s);
+  array mu = mean(x, axes, true, s);
+  array d = subtract(x, mu, s);
+  array sq = is_complex(t) ? real(multiply(d, conjugate(d, s), s), s) : square(d, s);
+  array ss = sum(sq, axes, keepdims, s);
+  double denom = static_cast<double>(n - ddof);
+  double scale = denom > 0 ? 1.0 / denom : std::numeric_limits<double>::infinity();
+  return multiply(ss, array(scale, ss.dtype()), s);
+}
+
+array std(const array& a, std::optional<Axes> axes, bool keepdims, int ddof, const StreamOrDevice& s) {
+  return sqrt(var(a, axes, keepdims, ddof, s), s);
+}
+
+array logsumexp(const array& a, std::optional<Axes> axes, bool keepdims, const StreamOrDevice& s) {
+  if (a.size() == 0) fail("logsumexp", "Cannot reduce zero size array.");
+  Dtype t = to_inexact(a.dtype());
+  array x = astype(a, t, s);
+  array m = max(x, axes, true, s);
+  m = where(isfinite(m, s), m, array(0.0, t), s);
+  array out = add(log(sum(exp(subtract(x, m, s), s), axes, true, s), s), m, s);
+  if (!keepdims) out = squeeze(out, detail::reduce_axes(axes, a.ndim(), "logsumexp"), s);
+  return out;
+}
+
+namespace {
+array arg_reduce(const array& a, std::optional<int> axis, bool keepdims, ArgReduce::Kind kind, const char* name,
+                 const StreamOrDevice& s) {
+  if (a.size() == 0) fail(name, "Cannot ", name, " reduce zero size array.");
+  if (is_complex(a.dtype())) fail(name, "Not supported for complex64 inputs.");
+  if (!axis) {
+    array flat = reshape(a, {a.size()}, s);
+    array out(Shape{1}, Dtype::uint32, std::make_shared<ArgReduce>(to_stream(s), kind, 0), {flat});
+    return reshape(out, keepdims ? Shape(a.ndim(), 1) : Shape{}, s);
+  }
+  int ax = normalize_axis(*axis, a.ndim(), name);
+  Shape kept = a.shape();
+  kept[ax] = 1;
+  array out(kept, Dtype::uint32, std::make_shared<ArgReduce>(to_stream(s), kind, ax), {a});
+  if (!keepdims) out = reshape(out, detail::squeeze_shape(a.shape(), {ax}), s);
+  return out;
+}
+}  // namespace
+
+array argmax(const array& a, std::optional<int> axis, bool keepdims, const StreamOrDevice& s) {
+  return arg_reduce(a, axis, keepdims, ArgReduce::ArgMax, "argmax", s);
+}
+array argmin(const array& a, std::optional<int> axis, bool keepdims, const StreamOrDevice& s) {
+  return arg_reduce(a, axis, keepdims, ArgReduce::ArgMin, "argmin", s);
+}
+
+array softmax(const array& a, std::optional<Axes> axes, bool precise, const StreamOrDevice& s) {
+  Dtype t = to_inexact(a.dtype());
+  if (is_complex(t)) fail("softmax", "Not supported for complex64 inputs.");
+  array x = astype(a, t, s);
+  Axes ax = detail::reduce_axes(axes, a.ndim(), "softmax");
+  if (a.ndim() == 0) return divide(exp(subtract(x, x, s), s), array(1.0, t), s);
+  if (ax.size() == 1) {
+    int axis = ax[0];
+    bool last = axis == a.ndim() - 1;
+    array in = last ? x : swapaxes(x, axis, -1, s);
+    array out(in.shape(), t, std::make_shared<Softmax>(to_stream(s), precise), {in});
+    return last ? out : swapaxes(out, axis, -1, s);
+  }
+  array m = max(x, ax, true, s);
+  array e = exp(subtract(x, m, s), s);
+  return divide(e, sum(e, ax, true, s), s);
+}
+
+}  // namespace ember

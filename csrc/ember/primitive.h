@@ -1,0 +1,55 @@
+// The primitive contract. A primitive is one op of the graph: it knows how to
+// compute its outputs on the CPU and carries its own transform rules, so the
+// transforms (transforms/) never switch on op type.
+//
+//   eval_cpu  outputs arrive with shape and dtype set; the kernel gives each
+//             storage (out.alloc(), or set_data() with a view of an input).
+//   vjp       cotangents of the outputs -> cotangents of inputs[argnums]
+//   jvp       tangents of inputs[argnums] -> tangents of the outputs
+//   vmap      inputs with a batch axis each (-1: none) -> outputs + their axes
+//   is_equivalent  same op with the same parameters (for compile's CSE)
+//
+// Rules are written with public ops (ops.h), so they are differentiable too.
+// A rule a primitive lacks raises "[vjp] Primitive Foo has no vjp rule".
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ember/array.h"
+
+namespace ember {
+
+class Primitive {
+ public:
+  explicit Primitive(Stream s) : stream_(s) {}
+  virtual ~Primitive() = default;
+  Primitive(const Primitive&) = delete;
+  Primitive& operator=(const Primitive&) = delete;
+
+  virtual const char* name() const = 0;
+  virtual void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) = 0;
+
+  virtual std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
+                                 const std::vector<int>& argnums, const std::vector<array>& outputs);
+  virtual std::vector<array> jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
+                                 const std::vector<int>& argnums);
+  virtual std::pair<std::vector<array>, std::vector<int>> vmap(const std::vector<array>& inputs,
+                                                               const std::vector<int>& axes);
+  virtual bool is_equivalent(const Primitive& other) const { return false; }
+
+  // Traits used by passes (compile's fusion and simplification).
+  virtual bool is_elementwise() const { return false; }
+  virtual bool is_view() const { return false; }  // output aliases input 0's buffer
+
+  Stream stream() const { return stream_; }
+
+ protected:
+  [[noreturn]] void no_rule(const char* transform) const;
+
+ private:
+  Stream stream_;
+};
+
+}  // namespace ember

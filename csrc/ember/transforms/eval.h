@@ -1,0 +1,16 @@
+// Evaluation: computes arrays by walking their graph (explicit stack, never
+// recursion) in topological order, then detaches every computed node.
+#pragma once
+
+#include <vector>
+
+#include "ember/array.h"
+
+namespace ember {
+
+void eval(const std::vector<array>& outputs);
+// Ember evaluates on the calling thread; async_eval computes now as well, so
+// a later eval of the same arrays is free.
+void async_eval(const std::vector<array>& outputs);
+
+}  // namespace ember

@@ -1,0 +1,575 @@
+// The array class, dtypes and dtype categories.
+#include <pybind11/operators.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "bindings.h"
+#include "ember/primitive.h"
+
+namespace ember::py_bind {
+
+namespace {
+
+// ---------------- indexing (basic: ints, slices, None, Ellipsis) ----------------
+array getitem(const array& a, py::handle idx) {
+  py::tuple items = py::isinstance<py::tuple>(idx) ? py::reinterpret_borrow<py::tuple>(idx) : py::make_tuple(idx);
+  int specified = 0, ellipses = 0;
+  for (auto it : items) {
+    if (it.is_none()) continue;
+    if (it.ptr() == Py_Ellipsis) {
+      ++ellipses;
+      continue;
+    }
+    if (py::isinstance<py::bool_>(it) || !(py::isinstance<py::int_>(it) || PySlice_Check(it.ptr()) ||
+                                           PyIndex_Check(it.ptr()))) {
+      throw std::invalid_argument(
+          "[__getitem__] Indexing with arrays, lists or booleans is not available yet; use ints, slices, None "
+          "and Ellipsis.");
+    }
+    ++specified;
+  }
+  if (ellipses > 1) throw std::out_of_range("[__getitem__] An index can only have a single ellipsis ('...').");
+  if (specified > a.ndim()) {
+    throw std::out_of_range("[__getitem__] Too many indices for array with " + std::to_string(a.ndim()) +
+                            " dimensions.");
+  }
+  Shape start(a.ndim(), 0), stop = a.shape(), step(a.ndim(), 1);
+  Shape final_shape;
+  int axis = 0;
+  for (auto it : items) {
+    if (it.is_none()) {
+      final_shape.push_back(1);
+    } else if (it.ptr() == Py_Ellipsis) {
+      int fill = a.ndim() - specified;
+      for (int k = 0; k < fill; ++k, ++axis) final_shape.push_back(a.shape()[axis]);
+    } else if (PySlice_Check(it.ptr())) {
+      Py_ssize_t b, e, st;
+      if (PySlice_Unpack(it.ptr(), &b, &e, &st) < 0) throw py::error_already_set();
+      Py_ssize_t n = PySlice_AdjustIndices(a.shape()[axis], &b, &e, st);
+      start[axis] = n > 0 ? b : 0;
+      step[axis] = st;
+      stop[axis] = n > 0 ? b + n * st : 0;
+      if (n == 0) {
+        start[axis] = 0;
+        stop[axis] = 0;
+        step[axis] = 1;
+      }
+      final_shape.push_back(n);
+      ++axis;
+    } else {
+      Py_ssize_t i = PyNumber_AsSsize_t(it.ptr(), PyExc_IndexError);
+      if (i == -1 && PyErr_Occurred()) throw py::error_already_set();
+      int64_t n = a.shape()[axis];
+      if (i < -n || i >= n) {
+        throw std::out_of_range("[__getitem__] Index " + std::to_string(i) + " is out of bounds for axis " +
+                                std::to_string(axis) + " with size " + std::to_string(n) + ".");
+      }
+      start[axis] = i < 0 ? i + n : i;
+      stop[axis] = start[axis] + 1;
+      ++axis;
+    }
+  }
+  for (; axis < a.ndim(); ++axis) final_shape.push_back(a.shape()[axis]);
+  array out = slice(a, start, stop, step);
+  return reshape(out, final_shape);
+}
+
+struct ArrayIterator {
+  array a;
+  int64_t i = 0;
+};
+
+py::object binop(py::handle a, py::handle b, array (*fn)(const array&, const array&, const StreamOrDevice&)) {
+  if (!is_array(b) && !is_py_scalar(b) && !py::isinstance<py::list>(b) && !py::isinstance<py::tuple>(b) &&
+      !py::isinstance<py::array>(b)) {
+    return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+  }
+  auto [x, y] = to_arrays(a, b);
+  return py::cast(fn(x, y, {}));
+}
+
+// In-place operators rebind the Python object to the result (other handles to
+// the old value keep it), like MLX.
+py::object ibinop(py::object self, py::handle b, array (*fn)(const array&, const array&, const StreamOrDevice&)) {
+  array& a = self.cast<array&>();
+  auto [x, y] = to_arrays(self, b);
+  array r = fn(x, y, {});
+  if (r.dtype() != a.dtype()) r = astype(r, a.dtype());
+  a.overwrite_descriptor(r);
+  return self;
+}
+
+const char* buffer_format(Dtype t) {
+  switch (t) {
+    case Dtype::bool_: return "?";
+    case Dtype::uint8: return "B";
+    case Dtype::uint16: return "H";
+    case Dtype::uint32: return "I";
+    case Dtype::uint64: return "Q";
+    case Dtype::int8: return "b";
+    case Dtype::int16: return "h";
+    case Dtype::int32: return "i";
+    case Dtype::int64: return "q";
+    case Dtype::float16: return "e";
+    case Dtype::float32: return "f";
+    case Dtype::float64: return "d";
+    case Dtype::complex64: return "Zf";
+    case Dtype::bfloat16: return nullptr;
+  }
+  return nullptr;
+}
+
+// Buffer protocol: the exported memory is owned by a capsule holding its own
+// handle to the data, so it stays valid whatever happens to the Python array.
+struct Export {
+  array a;
+  std::vector<Py_ssize_t> shape, strides;
+};
+
+int array_getbuffer(PyObject* obj, Py_buffer* view, int flags) {
+  try {
+    py::handle h(obj);
+    array a = h.cast<array>();
+    const char* fmt = buffer_format(a.dtype());
+    if (!fmt) {
+      PyErr_SetString(PyExc_BufferError, "'bfloat16' is not a valid PEP 3118 buffer format string");
+      view->obj = nullptr;
+      return -1;
+    }
+    eval_nogil({a});
+    if (!a.row_contiguous()) {
+      a = contiguous(a);
+      eval_nogil({a});
+    }
+    auto* ex = new Export{a, {}, {}};
+    for (int i = 0; i < a.ndim(); ++i) {
+      ex->shape.push_back(a.shape()[i]);
+      ex->strides.push_back(a.strides()[i] * a.itemsize());
+    }
+    PyObject* cap = PyCapsule_New(ex, nullptr, [](PyObject* c) { delete static_cast<Export*>(PyCapsule_GetPointer(c, nullptr)); });
+    if (!cap) {
+      delete ex;
+      return -1;
+    }
+    view->obj = cap;  // released by PyBuffer_Release
+    view->buf = a.size() ? a.raw_data() : nullptr;
+    view->len = a.nbytes();
+    view->readonly = 0;
+    view->itemsize = a.itemsize();
+    view->format = (flags & PyBUF_FORMAT) ? const_cast<char*>(fmt) : nullptr;
+    view->ndim = a.ndim();
+    view->shape = (flags & PyBUF_ND) ? ex->shape.data() : nullptr;
+    view->strides = (flags & PyBUF_STRIDES) ? ex->strides.data() : nullptr;
+    view->suboffsets = nullptr;
+    view->internal = nullptr;
+    return 0;
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_BufferError, e.what());
+    view->obj = nullptr;
+    return -1;
+  }
+}
+
+py::array to_numpy(const array& in, py::handle dtype, py::handle copy) {
+  array a = in;
+  if (a.dtype() == Dtype::bfloat16) {
+    throw std::invalid_argument("'bfloat16' is not a valid PEP 3118 buffer format string");
+  }
+  eval_nogil({a});
+  std::vector<py::ssize_t> shape(a.shape().begin(), a.shape().end()), strides;
+  for (auto s : a.strides()) strides.push_back(s * a.itemsize());
+  auto* keep = new array(a);
+  py::capsule owner(keep, [](void* p) { delete static_cast<array*>(p); });
+  py::dtype dt(buffer_format(a.dtype()) == std::string("Zf") ? std::string("complex64")
+                                                             : std::string(buffer_format(a.dtype())));
+  py::array out(dt, shape, strides, a.size() ? a.raw_data() : nullptr, owner);
+  if (!dtype.is_none()) return out.attr("astype")(dtype);
+  return out;
+}
+
+// ---------------- DLPack ----------------
+struct DLDevice {
+  int32_t device_type;
+  int32_t device_id;
+};
+struct DLDataType {
+  uint8_t code;
+  uint8_t bits;
+  uint16_t lanes;
+};
+struct DLTensor {
+  void* data;
+  DLDevice device;
+  int32_t ndim;
+  DLDataType dtype;
+  int64_t* shape;
+  int64_t* strides;
+  uint64_t byte_offset;
+};
+struct DLManagedTensor {
+  DLTensor dl_tensor;
+  void* manager_ctx;
+  void (*deleter)(DLManagedTensor*);
+};
+struct DLContext {
+  array a;
+  Shape shape;
+  Strides strides;
+};
+
+DLDataType dl_dtype(Dtype t) {
+  uint8_t bits = static_cast<uint8_t>(size_of(t) * 8);
+  if (t == Dtype::bool_) return {6, 8, 1};
+  if (is_signed_int(t)) return {0, bits, 1};
+  if (is_unsigned(t)) return {1, bits, 1};
+  if (t == Dtype::bfloat16) return {4, 16, 1};
+  if (is_complex(t)) return {5, 64, 1};
+  return {2, bits, 1};
+}
+
+Dtype from_dl_dtype(DLDataType d) {
+  if (d.lanes != 1) throw type_error("[from_dlpack] Vector dtypes are not supported.");
+  switch (d.code) {
+    case 0:
+      return d.bits == 8 ? Dtype::int8 : d.bits == 16 ? Dtype::int16 : d.bits == 32 ? Dtype::int32 : Dtype::int64;
+    case 1:
+      return d.bits == 8 ? Dtype::uint8 : d.bits == 16 ? Dtype::uint16 : d.bits == 32 ? Dtype::uint32 : Dtype::uint64;
+    case 2:
+      if (d.bits == 16) return Dtype::float16;
+      if (d.bits == 32) return Dtype::float32;
+      if (d.bits == 64) return Dtype::float64;
+      break;
+    case 4:
+      if (d.bits == 16) return Dtype::bfloat16;
+      break;
+    case 5:
+      if (d.bits == 64) return Dtype::complex64;
+      break;
+    case 6:
+      return Dtype::bool_;
+  }
+  throw type_error("[from_dlpack] Unsupported DLPack dtype (code " + std::to_string(d.code) + ", bits " +
+                   std::to_string(d.bits) + ").");
+}
+
+py::capsule to_dlpack(const array& in) {
+  array a = in;
+  eval_nogil({a});
+  auto* ctx = new DLContext{a, a.shape(), a.strides()};
+  auto* mt = new DLManagedTensor{};
+  mt->dl_tensor.data = a.buffer() ? a.buffer()->ptr() : nullptr;
+  mt->dl_tensor.byte_offset = static_cast<uint64_t>(a.offset() * a.itemsize());
+  mt->dl_tensor.device = {1, 0};
+  mt->dl_tensor.ndim = a.ndim();
+  mt->dl_tensor.dtype = dl_dtype(a.dtype());
+  mt->dl_tensor.shape = ctx->shape.data();
+  mt->dl_tensor.strides = ctx->strides.data();
+  mt->manager_ctx = ctx;
+  mt->deleter = [](DLManagedTensor* self) {
+    delete static_cast<DLContext*>(self->manager_ctx);
+    delete self;
+  };
+  return py::capsule(mt, "dltensor", [](PyObject* cap) {
+    // Only a capsule that was never consumed still owns the tensor.
+    if (PyCapsule_IsValid(cap, "dltensor")) {
+      auto* t = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(cap, "dltensor"));
+      if (t && t->deleter) t->deleter(t);
+    }
+  });
+}
+
+array from_dlpack(py::handle obj) {
+  py::object cap = obj.attr("__dlpack__")();
+  if (!PyCapsule_IsValid(cap.ptr(), "dltensor")) {
+    throw type_error("[from_dlpack] Expected a 'dltensor' capsule from __dlpack__().");
+  }
+  auto* t = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(cap.ptr(), "dltensor"));
+  const DLTensor& d = t->dl_tensor;
+  if (d.device.device_type != 1) throw std::invalid_argument("[from_dlpack] Only CPU tensors can be imported.");
+  if (d.ndim < 0 || d.ndim > 64) throw std::invalid_argument("[from_dlpack] Invalid number of dimensions.");
+  Dtype dt = from_dl_dtype(d.dtype);
+  Shape shape(d.shape, d.shape + d.ndim);
+  int64_t n = checked_size(shape, "from_dlpack");
+  array out = array::empty_evaluated(shape, dt);
+  if (n) {
+    // wrap the foreign memory in a view-only array descriptor and copy densely
+    auto desc = std::make_shared<ArrayDesc>();
+    desc->shape = shape;
+    desc->size = n;
+    desc->dtype = dt;
+    desc->strides = d.strides ? Strides(d.strides, d.strides + d.ndim) : row_strides(shape);
+    desc->buf = std::shared_ptr<Buffer>(new Buffer(static_cast<char*>(d.data) + d.byte_offset, 0),
+                                        [](Buffer* b) {
+                                          // not ours to free: leak-free no-op deleter for the wrapper only
+                                          ::operator delete(static_cast<void*>(b));
+                                        });
+    array src(desc);
+    copy_to_dense(src, out.raw_data());
+  }
+  PyCapsule_SetName(cap.ptr(), "used_dltensor");
+  if (t->deleter) t->deleter(t);
+  return out;
+}
+
+}  // namespace
+
+void init_array(py::module_& m) {
+  // ---- dtypes ----
+  py::class_<Dtype>(m, "Dtype", "An element type of arrays.")
+      .def_property_readonly("size", [](Dtype t) { return size_of(t); }, "Size of one element in bytes.")
+      .def("__repr__", [](Dtype t) { return std::string("ember.core.") + dtype_name(t); })
+      .def("__eq__", [](Dtype a, py::handle b) { return py::isinstance<Dtype>(b) && b.cast<Dtype>() == a; })
+      .def("__hash__", [](Dtype t) { return static_cast<int>(t); });
+  const Dtype kAllDtypes[] = {Dtype::bool_,   Dtype::uint8,   Dtype::uint16,  Dtype::uint32,  Dtype::uint64,
+                       Dtype::int8,    Dtype::int16,   Dtype::int32,   Dtype::int64,   Dtype::float16,
+                       Dtype::float32, Dtype::float64, Dtype::bfloat16, Dtype::complex64};
+  for (Dtype t : kAllDtypes) {
+    std::string n = dtype_name(t);
+    m.attr(n == "bool" ? "bool_" : n.c_str()) = t;
+  }
+  py::enum_<DtypeCategory>(m, "DtypeCategory")
+      .value("complexfloating", DtypeCategory::complexfloating)
+      .value("floating", DtypeCategory::floating)
+      .value("inexact", DtypeCategory::inexact)
+      .value("signedinteger", DtypeCategory::signedinteger)
+      .value("unsignedinteger", DtypeCategory::unsignedinteger)
+      .value("integer", DtypeCategory::integer)
+      .value("number", DtypeCategory::number)
+      .value("generic", DtypeCategory::generic)
+      .export_values();
+
+  m.def(
+      "issubdtype",
+      [](py::handle a, py::handle b) {
+        if (py::isinstance<Dtype>(a)) {
+          if (py::isinstance<Dtype>(b)) return a.cast<Dtype>() == b.cast<Dtype>();
+          return issubdtype(a.cast<Dtype>(), b.cast<DtypeCategory>());
+        }
+        if (py::isinstance<Dtype>(b)) return false;
+        return issubdtype(a.cast<DtypeCategory>(), b.cast<DtypeCategory>());
+      },
+      "arg1"_a, "arg2"_a, "Whether arg1 is a sub-type of arg2 (dtypes or categories).");
+
+  py::class_<array> cls(m, "array", py::buffer_protocol(), "An N-dimensional array, evaluated lazily.");
+  // our own getbuffer (see Export above)
+  {
+    auto* type = reinterpret_cast<PyHeapTypeObject*>(cls.ptr());
+    type->as_buffer.bf_getbuffer = array_getbuffer;
+    type->as_buffer.bf_releasebuffer = nullptr;
+  }
+  py::class_<ArrayIterator>(m, "ArrayIterator")
+      .def("__iter__", [](ArrayIterator& it) -> ArrayIterator& { return it; }, py::return_value_policy::reference)
+      .def("__next__", [](ArrayIterator& it) {
+        if (it.i >= it.a.shape()[0]) throw py::stop_iteration();
+        return getitem(it.a, py::int_(it.i++));
+      });
+
+  cls.def(py::init([](py::handle val, py::handle dtype) { return to_array(val, to_dtype(dtype)); }), "val"_a,
+          "dtype"_a = py::none())
+      .def_property_readonly("shape", [](const array& a) { return py::tuple(py::cast(a.shape())); })
+      .def_property_readonly("ndim", &array::ndim)
+      .def_property_readonly("size", &array::size)
+      .def_property_readonly("dtype", &array::dtype)
+      .def_property_readonly("itemsize", &array::itemsize)
+      .def_property_readonly("nbytes", &array::nbytes)
+      .def_property_readonly("T", [](const array& a) { return transpose(a); })
+      .def_property_readonly("mT", [](const array& a) {
+        if (a.ndim() < 2) throw std::invalid_argument("[mT] The array must have at least 2 dimensions.");
+        return swapaxes(a, -1, -2);
+      })
+      .def_property_readonly("real", [](const array& a) { return real(a); })
+      .def_property_readonly("imag", [](const array& a) { return imag(a); })
+      .def("item", &to_scalar)
+      .def("tolist", &to_list)
+      .def("astype", [](const array& a, Dtype t, py::handle s) { return astype(a, t, to_stream_arg(s)); }, "dtype"_a,
+           "stream"_a = py::none())
+      .def("view", [](const array& a, Dtype t, py::handle s) { return view(a, t, to_stream_arg(s)); }, "dtype"_a,
+           "stream"_a = py::none())
+      .def("__repr__", &array_repr)
+      .def("__str__", &array_repr)
+      .def("__len__", [](const array& a) {
+        if (a.ndim() == 0) throw py::type_error("len() of unsized object");
+        return a.shape()[0];
+      })
+      .def("__iter__", [](const array& a) {
+        if (a.ndim() == 0) throw py::type_error("iteration over a 0-d array");
+        return ArrayIterator{a, 0};
+      })
+      .def("__bool__", [](const array& a) {
+        if (a.size() != 1) {
+          throw std::invalid_argument("The truth value of an array with " + std::to_string(a.size()) +
+                                      " elements is ambiguous.");
+        }
+        return to_scalar(astype(a, Dtype::bool_)).cast<bool>();
+      })
+      .def("__int__", [](const array& a) { return py::int_(to_scalar(astype(a, Dtype::int64))); })
+      .def("__float__", [](const array& a) { return py::float_(to_scalar(astype(a, Dtype::float64))); })
+      .def("__index__", [](const array& a) {
+        if (!is_integral(a.dtype())) throw py::type_error("Only integer arrays can be used as an index.");
+        return py::int_(to_scalar(a));
+      })
+      .def("__hash__", [](const array& a) { return static_cast<py::ssize_t>(a.id()); })
+      .def("__copy__", [](const array& a) { return array(a); })
+      .def("__deepcopy__", [](const array& a, py::handle) { return array(a); }, "memo"_a)
+      .def("__getitem__", &getitem)
+      .def("__array__", &to_numpy, "dtype"_a = py::none(), "copy"_a = py::none())
+      .def("__dlpack__", [](const array& a, py::kwargs) { return to_dlpack(a); })
+      .def("__dlpack_device__", [](const array&) { return py::make_tuple(1, 0); })
+      .def(py::pickle(
+          [](const array& a) {
+            array d = contiguous(a);
+            eval_nogil({d});
+            return py::make_tuple(py::bytes(static_cast<const char*>(d.raw_data()), d.nbytes()),
+                                  py::cast(a.shape()), static_cast<int>(a.dtype()));
+          },
+          [](py::tuple st) {
+            auto bytes = st[0].cast<std::string>();
+            auto shape = st[1].cast<Shape>();
+            int code = st[2].cast<int>();
+            if (code < 0 || code >= kNumDtypes) throw std::invalid_argument("[array] Invalid pickled dtype.");
+            Dtype t = static_cast<Dtype>(code);
+            if (static_cast<int64_t>(bytes.size()) != checked_size(shape, "array") * size_of(t)) {
+              throw std::invalid_argument("[array] Pickled data does not match its shape.");
+            }
+            return array(bytes.data(), shape, t);
+          }));
+
+  // operators
+#define EMBER_BINOP(py_name, fn) \
+  cls.def(py_name, [](py::object a, py::handle b) { return binop(a, b, &fn); });
+#define EMBER_RBINOP(py_name, fn) \
+  cls.def(py_name, [](py::object a, py::handle b) { return binop(b, a, &fn); });
+#define EMBER_IBINOP(py_name, fn) \
+  cls.def(py_name, [](py::object a, py::handle b) { return ibinop(a, b, &fn); });
+#define EMBER_ALL_BINOPS(name, fn)             \
+  EMBER_BINOP("__" name "__", fn)              \
+  EMBER_RBINOP("__r" name "__", fn)            \
+  EMBER_IBINOP("__i" name "__", fn)
+  EMBER_ALL_BINOPS("add", add)
+  EMBER_ALL_BINOPS("sub", subtract)
+  EMBER_ALL_BINOPS("mul", multiply)
+  EMBER_ALL_BINOPS("truediv", divide)
+  EMBER_ALL_BINOPS("floordiv", floor_divide)
+  EMBER_ALL_BINOPS("mod", remainder)
+  EMBER_ALL_BINOPS("pow", power)
+  EMBER_ALL_BINOPS("and", bitwise_and)
+  EMBER_ALL_BINOPS("or", bitwise_or)
+  EMBER_ALL_BINOPS("xor", bitwise_xor)
+  EMBER_ALL_BINOPS("lshift", left_shift)
+  EMBER_ALL_BINOPS("rshift", right_shift)
+#undef EMBER_ALL_BINOPS
+  EMBER_BINOP("__eq__", equal)
+  EMBER_BINOP("__ne__", not_equal)
+  EMBER_BINOP("__lt__", less)
+  EMBER_BINOP("__le__", less_equal)
+  EMBER_BINOP("__gt__", greater)
+  EMBER_BINOP("__ge__", greater_equal)
+#undef EMBER_BINOP
+#undef EMBER_RBINOP
+#undef EMBER_IBINOP
+  cls.def("__divmod__", [](py::object a, py::handle b) {
+    auto [x, y] = to_arrays(a, b);
+    auto r = divmod(x, y);
+    return py::make_tuple(r[0], r[1]);
+  });
+  cls.def("__rdivmod__", [](py::object a, py::handle b) {
+    auto [x, y] = to_arrays(b, a);
+    auto r = divmod(x, y);
+    return py::make_tuple(r[0], r[1]);
+  });
+  cls.def("__neg__", [](const array& a) { return negative(a); });
+  cls.def("__pos__", [](const array& a) { return a; });
+  cls.def("__abs__", [](const array& a) { return abs(a); });
+  cls.def("__invert__", [](const array& a) {
+    if (a.dtype() == Dtype::bool_) return logical_not(a);
+    return bitwise_invert(a);
+  });
+
+  // method forms of ops
+#define EMBER_UNARY_METHOD(name, fn) \
+  cls.def(name, [](const array& a, py::handle s) { return fn(a, to_stream_arg(s)); }, py::kw_only(), "stream"_a = py::none());
+  EMBER_UNARY_METHOD("abs", abs)
+  EMBER_UNARY_METHOD("conj", conjugate)
+  EMBER_UNARY_METHOD("cos", cos)
+  EMBER_UNARY_METHOD("exp", exp)
+  EMBER_UNARY_METHOD("log", log)
+  EMBER_UNARY_METHOD("log10", log10)
+  EMBER_UNARY_METHOD("log1p", log1p)
+  EMBER_UNARY_METHOD("log2", log2)
+  EMBER_UNARY_METHOD("reciprocal", reciprocal)
+  EMBER_UNARY_METHOD("rsqrt", rsqrt)
+  EMBER_UNARY_METHOD("sin", sin)
+  EMBER_UNARY_METHOD("sqrt", sqrt)
+  EMBER_UNARY_METHOD("square", square)
+#undef EMBER_UNARY_METHOD
+#define EMBER_REDUCE_METHOD(name, fn)                                                                   \
+  cls.def(                                                                                             \
+      name,                                                                                            \
+      [](const array& a, py::handle axis, bool keepdims, py::handle s) {                               \
+        return fn(a, to_axes(axis), keepdims, to_stream_arg(s));                                       \
+      },                                                                                               \
+      "axis"_a = py::none(), "keepdims"_a = false, py::kw_only(), "stream"_a = py::none());
+  EMBER_REDUCE_METHOD("all", all)
+  EMBER_REDUCE_METHOD("any", any)
+  EMBER_REDUCE_METHOD("max", max)
+  EMBER_REDUCE_METHOD("min", min)
+  EMBER_REDUCE_METHOD("mean", mean)
+  EMBER_REDUCE_METHOD("prod", prod)
+  EMBER_REDUCE_METHOD("sum", sum)
+  EMBER_REDUCE_METHOD("logsumexp", logsumexp)
+#undef EMBER_REDUCE_METHOD
+  cls.def("var", [](const array& a, py::handle axis, bool keepdims, int ddof, py::handle s) {
+        return var(a, to_axes(axis), keepdims, ddof, to_stream_arg(s));
+      }, "axis"_a = py::none(), "keepdims"_a = false, "ddof"_a = 0, py::kw_only(), "stream"_a = py::none());
+  cls.def("std", [](const array& a, py::handle axis, bool keepdims, int ddof, py::handle s) {
+        return ember::std(a, to_axes(axis), keepdims, ddof, to_stream_arg(s));
+      }, "axis"_a = py::none(), "keepdims"_a = false, "ddof"_a = 0, py::kw_only(), "stream"_a = py::none());
+  cls.def("argmax", [](const array& a, std::optional<int> axis, bool keepdims, py::handle s) {
+        return argmax(a, axis, keepdims, to_stream_arg(s));
+      }, "axis"_a = py::none(), "keepdims"_a = false, py::kw_only(), "stream"_a = py::none());
+  cls.def("argmin", [](const array& a, std::optional<int> axis, bool keepdims, py::handle s) {
+        return argmin(a, axis, keepdims, to_stream_arg(s));
+      }, "axis"_a = py::none(), "keepdims"_a = false, py::kw_only(), "stream"_a = py::none());
+  cls.def("reshape", [](const array& a, py::args shape, py::handle s) {
+        Shape sh = shape.size() == 1 && !py::isinstance<py::int_>(shape[0]) ? to_shape(shape[0], "reshape")
+                                                                            : shape.cast<Shape>();
+        return reshape(a, sh, to_stream_arg(s));
+      }, py::kw_only(), "stream"_a = py::none());
+  cls.def("transpose", [](const array& a, py::args axes, py::handle s) {
+        std::optional<Axes> ax;
+        if (axes.size() == 1 && !py::isinstance<py::int_>(axes[0])) ax = to_axes(axes[0]);
+        else if (axes.size() > 0) ax = axes.cast<Axes>();
+        return transpose(a, ax, to_stream_arg(s));
+      }, py::kw_only(), "stream"_a = py::none());
+  cls.def("flatten", [](const array& a, int start, int end, py::handle s) {
+        return flatten(a, start, end, to_stream_arg(s));
+      }, "start_axis"_a = 0, "end_axis"_a = -1, py::kw_only(), "stream"_a = py::none());
+  cls.def("squeeze", [](const array& a, py::handle axis, py::handle s) {
+        return squeeze(a, to_axes(axis), to_stream_arg(s));
+      }, "axis"_a = py::none(), py::kw_only(), "stream"_a = py::none());
+  cls.def("swapaxes", [](const array& a, int x, int y, py::handle s) { return swapaxes(a, x, y, to_stream_arg(s)); },
+          "axis1"_a, "axis2"_a, py::kw_only(), "stream"_a = py::none());
+  cls.def("moveaxis", [](const array& a, int x, int y, py::handle s) { return moveaxis(a, x, y, to_stream_arg(s)); },
+          "source"_a, "destination"_a, py::kw_only(), "stream"_a = py::none());
+  cls.def("round", [](const array& a, int d, py::handle s) { return round(a, d, to_stream_arg(s)); },
+          "decimals"_a = 0, py::kw_only(), "stream"_a = py::none());
+  cls.def("split", [](const array& a, py::handle ios, int axis, py::handle s) {
+        auto parts = py::isinstance<py::int_>(ios) ? split(a, ios.cast<int64_t>(), axis, to_stream_arg(s))
+                                                   : split(a, ios.cast<Shape>(), axis, to_stream_arg(s));
+        return parts;
+      }, "indices_or_sections"_a, "axis"_a = 0, py::kw_only(), "stream"_a = py::none());
+
+  m.def("asarray", [](py::handle a, py::handle dtype, py::handle copy) { return to_array(a, to_dtype(dtype)); },
+        "a"_a, "dtype"_a = py::none(), py::kw_only(), "copy"_a = py::none(),
+        "Converts the input to an array (arrays are immutable values, so no copy is ever needed).");
+  m.def("from_dlpack", [](py::handle x, py::handle copy) { return from_dlpack(x); }, "x"_a, py::pos_only(),
+        py::kw_only(), "copy"_a = py::none());
+
+  py::implicitly_convertible<py::int_, array>();
+  py::implicitly_convertible<py::float_, array>();
+  py::implicitly_convertible<py::bool_, array>();
+}
+
+}  // namespace ember::py_bind

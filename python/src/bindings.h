@@ -1,0 +1,47 @@
+// Shared by the binding files: Python value -> array conversion (with MLX's
+// weak typing of Python scalars), stream/axis argument parsing.
+#pragma once
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <optional>
+
+#include "ember/ops.h"
+#include "ember/transforms/eval.h"
+
+namespace py = pybind11;
+using namespace pybind11::literals;
+
+namespace ember::py_bind {
+
+// Any Python value MLX accepts as an array: arrays, scalars, nested
+// sequences, NumPy arrays (and anything with __array__ or the buffer protocol).
+array to_array(py::handle v, std::optional<Dtype> dtype = {});
+bool is_array(py::handle v);
+bool is_py_scalar(py::handle v);
+// A Python scalar converted for an op with an array of dtype `other`
+// (weakly typed: int keeps the array's dtype, float keeps inexact dtypes).
+array scalar_to_array(py::handle v, Dtype other);
+// Both operands of a binary op, with the scalar rules applied.
+std::pair<array, array> to_arrays(py::handle a, py::handle b);
+StreamOrDevice to_stream_arg(py::handle s);
+std::optional<Axes> to_axes(py::handle axis);
+Shape to_shape(py::handle shape, const char* op);
+std::optional<Dtype> to_dtype(py::handle d);
+py::object to_scalar(const array& a);  // item()
+py::object to_list(const array& a);    // tolist()
+std::string array_repr(const array& a);
+int get_print_precision();
+void set_print_precision(int p);
+// Evaluates with the GIL released.
+void eval_nogil(const std::vector<array>& arrays);
+// Arrays found in a pytree (lists, tuples, dicts, arrays; other leaves ignored).
+void collect_arrays(py::handle tree, std::vector<array>& out);
+
+void init_array(py::module_& m);
+void init_ops(py::module_& m);
+void init_device(py::module_& m);
+
+}  // namespace ember::py_bind

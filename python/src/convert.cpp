@@ -1,0 +1,441 @@
+// Python <-> array conversion, printing and pytree helpers.
+#include <climits>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <iomanip>
+#include <sstream>
+
+#include "bindings.h"
+#include "ember/primitive.h"
+
+namespace ember::py_bind {
+
+namespace {
+
+Dtype from_numpy_dtype(const py::dtype& dt, const char* op) {
+  char kind = dt.kind();
+  int size = static_cast<int>(dt.itemsize());
+  switch (kind) {
+    case 'b': return Dtype::bool_;
+    case 'i':
+      return size == 1 ? Dtype::int8 : size == 2 ? Dtype::int16 : size == 4 ? Dtype::int32 : Dtype::int64;
+    case 'u':
+      return size == 1 ? Dtype::uint8 : size == 2 ? Dtype::uint16 : size == 4 ? Dtype::uint32 : Dtype::uint64;
+    case 'f':
+      if (size == 2) return Dtype::float16;
+      if (size == 4) return Dtype::float32;
+      if (size == 8) return Dtype::float64;
+      break;
+    case 'c':
+      if (size == 8) return Dtype::complex64;
+      if (size == 16) return Dtype::complex64;  // complex128 narrows, as MLX
+      break;
+    case 'V':
+      if (size == 2 && std::string(py::str(dt)).find("bfloat16") != std::string::npos) return Dtype::bfloat16;
+      break;
+    default:
+      break;
+  }
+  throw type_error(std::string("[") + op + "] Unsupported NumPy dtype " + std::string(py::str(dt)) + ".");
+}
+
+array from_numpy(py::array arr, std::optional<Dtype> dtype) {
+  py::module_ np = py::module_::import("numpy");
+  Dtype t = from_numpy_dtype(arr.dtype(), "array");
+  if (arr.dtype().kind() == 'c' && arr.dtype().itemsize() == 16) {
+    arr = np.attr("asarray")(arr, "dtype"_a = np.attr("complex64"));
+  }
+  arr = np.attr("ascontiguousarray")(arr);
+  Shape shape(arr.shape(), arr.shape() + arr.ndim());
+  array out(arr.data(), shape, t);
+  return dtype && *dtype != t ? astype(out, *dtype) : out;
+}
+
+int64_t py_to_int64(py::handle v) {
+  int overflow = 0;
+  long long x = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
+  if (overflow) throw std::overflow_error("Python int too large to convert to an Ember array.");
+  return x;
+}
+
+Dtype int_default(py::handle v) {
+  int overflow = 0;
+  long long x = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
+  if (overflow > 0) {
+    unsigned long long u = PyLong_AsUnsignedLongLong(v.ptr());
+    if (PyErr_Occurred()) {
+      PyErr_Clear();
+      throw std::overflow_error("Python int too large to convert to an Ember array.");
+    }
+    (void)u;
+    return Dtype::uint64;
+  }
+  if (overflow < 0) throw std::overflow_error("Python int too large to convert to an Ember array.");
+  return (x > INT_MAX || x < INT_MIN) ? Dtype::int64 : Dtype::int32;
+}
+
+array int_scalar(py::handle v, Dtype t) {
+  if (t == Dtype::uint64) {
+    unsigned long long u = PyLong_AsUnsignedLongLong(v.ptr());
+    if (PyErr_Occurred()) {
+      PyErr_Clear();
+      return array(py_to_int64(v), t);
+    }
+    return array(static_cast<uint64_t>(u), t);
+  }
+  int64_t x = py_to_int64(v);
+  if (is_integral(t) && size_of(t) < 8) {
+    // the value must fit the integer dtype (MLX raises too)
+    int64_t lo, hi;
+    int bits = size_of(t) * 8;
+    if (is_unsigned(t)) {
+      lo = 0;
+      hi = (int64_t(1) << bits) - 1;
+    } else {
+      lo = -(int64_t(1) << (bits - 1));
+      hi = (int64_t(1) << (bits - 1)) - 1;
+    }
+    if (x < lo || x > hi) {
+      throw std::invalid_argument("Converting " + std::to_string(x) + " to " + dtype_name(t) +
+                                  " would result in overflow.");
+    }
+  }
+  return array(x, t);
+}
+
+// Nested sequences: find the shape (ragged -> ValueError) and the dtype.
+struct ListInfo {
+  Shape shape;
+  bool has_float = false, has_complex = false, has_int = false, has_bool = false, has_big = false;
+  std::optional<Dtype> array_dtype;
+};
+
+void scan_list(py::handle v, int depth, ListInfo& info, std::vector<py::handle>& leaves) {
+  if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
+    py::sequence seq = py::reinterpret_borrow<py::sequence>(v);
+    int64_t n = static_cast<int64_t>(seq.size());
+    if (static_cast<int>(info.shape.size()) == depth) {
+      if (!leaves.empty()) throw std::invalid_argument("[array] Initialization encountered non-uniform length.");
+      info.shape.push_back(n);
+    } else if (static_cast<int>(info.shape.size()) < depth || info.shape[depth] != n) {
+      throw std::invalid_argument("[array] Initialization encountered non-uniform length.");
+    }
+    for (auto item : seq) scan_list(item, depth + 1, info, leaves);
+    return;
+  }
+  if (static_cast<int>(info.shape.size()) != depth) {
+    throw std::invalid_argument("[array] Initialization encountered non-uniform length.");
+  }
+  if (py::isinstance<py::bool_>(v)) {
+    info.has_bool = true;
+  } else if (py::isinstance<py::int_>(v)) {
+    info.has_int = true;
+    if (int_default(v) != Dtype::int32) info.has_big = true;
+  } else if (py::isinstance<py::float_>(v)) {
+    info.has_float = true;
+  } else if (PyComplex_Check(v.ptr())) {
+    info.has_complex = true;
+  } else if (is_array(v)) {
+    throw std::invalid_argument("[array] Nested arrays are handled by stacking.");
+  } else {
+    throw type_error(std::string("[array] Invalid type ") + std::string(py::str(v.get_type())) +
+                     " received in array initialization.");
+  }
+  leaves.push_back(v);
+}
+
+array from_list(py::handle v, std::optional<Dtype> dtype) {
+  // A list of arrays (or of lists of arrays) is stacked.
+  py::sequence seq = py::reinterpret_borrow<py::sequence>(v);
+  if (seq.size() > 0) {
+    py::handle first = seq[0];
+    bool nested_arrays = is_array(first) ||
+                         ((py::isinstance<py::list>(first) || py::isinstance<py::tuple>(first)) &&
+                          py::len(first) > 0 && is_array(py::reinterpret_borrow<py::sequence>(first)[0]));
+    if (nested_arrays) {
+      std::vector<array> parts;
+      for (auto item : seq) parts.push_back(to_array(item, dtype));
+      for (auto& p : parts) {
+        if (p.shape() != parts[0].shape()) {
+          throw std::invalid_argument("[array] Initialization encountered non-uniform length.");
+        }
+      }
+      return stack(parts, 0);
+    }
+  }
+  ListInfo info;
+  std::vector<py::handle> leaves;
+  scan_list(v, 0, info, leaves);
+  Dtype t = info.has_complex ? Dtype::complex64
+            : info.has_float ? Dtype::float32
+            : info.has_int   ? (info.has_big ? Dtype::int64 : Dtype::int32)
+                             : (leaves.empty() ? Dtype::float32 : Dtype::bool_);
+  Dtype target = dtype.value_or(t);
+  array out = array::empty_evaluated(info.shape, target);
+  dispatch_all(target, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = out.data<T>();
+    for (size_t i = 0; i < leaves.size(); ++i) {
+      py::handle x = leaves[i];
+      if constexpr (is_complex_v<T>) {
+        Py_complex c = PyComplex_AsCComplex(x.ptr());
+        p[i] = T(static_cast<float>(c.real), static_cast<float>(c.imag));
+      } else if constexpr (std::is_same_v<T, bool>) {
+        p[i] = PyObject_IsTrue(x.ptr()) == 1;
+      } else if constexpr (std::is_integral_v<T>) {
+        if (PyFloat_Check(x.ptr())) {
+          p[i] = static_cast<T>(PyFloat_AsDouble(x.ptr()));
+        } else if (PyComplex_Check(x.ptr())) {
+          p[i] = static_cast<T>(PyComplex_RealAsDouble(x.ptr()));
+        } else if (std::is_unsigned_v<T> && sizeof(T) == 8) {
+          unsigned long long u = PyLong_AsUnsignedLongLong(x.ptr());
+          if (PyErr_Occurred()) {
+            PyErr_Clear();
+            u = static_cast<unsigned long long>(py_to_int64(x));
+          }
+          p[i] = static_cast<T>(u);
+        } else {
+          p[i] = static_cast<T>(py_to_int64(x));
+        }
+      } else {
+        double d = PyComplex_Check(x.ptr()) ? PyComplex_RealAsDouble(x.ptr()) : PyFloat_AsDouble(x.ptr());
+        if (PyErr_Occurred()) {
+          PyErr_Clear();
+          throw type_error("[array] Could not convert list element to a number.");
+        }
+        if constexpr (std::is_same_v<T, bfloat16_t>) p[i] = T(static_cast<float>(d));
+        else p[i] = static_cast<T>(d);
+      }
+    }
+  });
+  return out;
+}
+
+}  // namespace
+
+bool is_array(py::handle v) { return py::isinstance<array>(v); }
+
+bool is_py_scalar(py::handle v) {
+  return py::isinstance<py::bool_>(v) || py::isinstance<py::int_>(v) || py::isinstance<py::float_>(v) ||
+         PyComplex_Check(v.ptr());
+}
+
+array to_array(py::handle v, std::optional<Dtype> dtype) {
+  if (is_array(v)) {
+    const array& a = v.cast<const array&>();
+    return dtype ? astype(a, *dtype) : a;
+  }
+  if (py::isinstance<py::bool_>(v)) return array(v.ptr() == Py_True, dtype.value_or(Dtype::bool_));
+  if (py::isinstance<py::int_>(v)) {
+    Dtype t = dtype.value_or(int_default(v));
+    if (is_inexact(t) || t == Dtype::bool_) return array(static_cast<double>(py_to_int64(v)), t);
+    return int_scalar(v, t);
+  }
+  if (py::isinstance<py::float_>(v)) return array(PyFloat_AsDouble(v.ptr()), dtype.value_or(Dtype::float32));
+  if (PyComplex_Check(v.ptr())) {
+    Py_complex c = PyComplex_AsCComplex(v.ptr());
+    return array(complex64_t(static_cast<float>(c.real), static_cast<float>(c.imag)),
+                 dtype.value_or(Dtype::complex64));
+  }
+  if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) return from_list(v, dtype);
+  if (py::isinstance<py::array>(v)) return from_numpy(py::reinterpret_borrow<py::array>(v), dtype);
+  if (py::hasattr(v, "__array__") || PyObject_CheckBuffer(v.ptr())) {
+    py::module_ np = py::module_::import("numpy");
+    return from_numpy(np.attr("asarray")(v), dtype);
+  }
+  throw type_error(std::string("[array] Cannot convert ") + std::string(py::str(v.get_type())) +
+                   " to an array.");
+}
+
+array scalar_to_array(py::handle v, Dtype other) {
+  if (py::isinstance<py::bool_>(v)) return array(v.ptr() == Py_True, Dtype::bool_);
+  if (py::isinstance<py::int_>(v)) {
+    if (other == Dtype::bool_) return int_scalar(v, int_default(v));
+    if (is_inexact(other)) return array(static_cast<double>(py_to_int64(v)), other);
+    return int_scalar(v, other);
+  }
+  if (py::isinstance<py::float_>(v)) {
+    return array(PyFloat_AsDouble(v.ptr()), is_inexact(other) ? other : Dtype::float32);
+  }
+  return to_array(v);
+}
+
+std::pair<array, array> to_arrays(py::handle a, py::handle b) {
+  bool sa = is_py_scalar(a), sb = is_py_scalar(b);
+  if (sa && !sb) {
+    array y = to_array(b);
+    return {scalar_to_array(a, y.dtype()), y};
+  }
+  if (sb && !sa) {
+    array x = to_array(a);
+    return {x, scalar_to_array(b, x.dtype())};
+  }
+  return {to_array(a), to_array(b)};
+}
+
+StreamOrDevice to_stream_arg(py::handle s) {
+  if (s.is_none()) return std::monostate{};
+  if (py::isinstance<Stream>(s)) return s.cast<Stream>();
+  if (py::isinstance<Device>(s)) return s.cast<Device>();
+  if (py::isinstance<Device::Type>(s)) return Device{s.cast<Device::Type>(), 0};
+  throw type_error("[stream] Expected a Stream, Device, DeviceType or None.");
+}
+
+std::optional<Axes> to_axes(py::handle axis) {
+  if (axis.is_none()) return std::nullopt;
+  if (py::isinstance<py::int_>(axis)) return Axes{axis.cast<int>()};
+  return axis.cast<Axes>();
+}
+
+Shape to_shape(py::handle shape, const char* op) {
+  if (py::isinstance<py::int_>(shape)) return Shape{shape.cast<int64_t>()};
+  try {
+    return shape.cast<Shape>();
+  } catch (const py::cast_error&) {
+    throw type_error(std::string("[") + op + "] Expected an int or a sequence of ints for the shape.");
+  }
+}
+
+std::optional<Dtype> to_dtype(py::handle d) {
+  if (d.is_none()) return std::nullopt;
+  return d.cast<Dtype>();
+}
+
+void eval_nogil(const std::vector<array>& arrays) {
+  py::gil_scoped_release release;
+  eval(arrays);
+}
+
+void collect_arrays(py::handle tree, std::vector<array>& out) {
+  if (is_array(tree)) {
+    out.push_back(tree.cast<array>());
+  } else if (py::isinstance<py::list>(tree) || py::isinstance<py::tuple>(tree)) {
+    for (auto x : tree) collect_arrays(x, out);
+  } else if (py::isinstance<py::dict>(tree)) {
+    for (auto kv : py::reinterpret_borrow<py::dict>(tree)) collect_arrays(kv.second, out);
+  }
+}
+
+namespace {
+template <class T>
+py::object scalar_obj(T v) {
+  if constexpr (std::is_same_v<T, bool>) return py::bool_(v);
+  else if constexpr (is_complex_v<T>) return py::reinterpret_steal<py::object>(PyComplex_FromDoubles(v.real(), v.imag()));
+  else if constexpr (std::is_integral_v<T>) return py::int_(v);
+  else return py::float_(static_cast<double>(static_cast<compute_t<T>>(v)));
+}
+
+// A dense, evaluated copy (or the array itself when already dense).
+array dense(const array& a) {
+  eval_nogil({a});
+  if (a.row_contiguous()) return a;
+  array c = contiguous(a);
+  eval_nogil({c});
+  return c;
+}
+}  // namespace
+
+py::object to_scalar(const array& a) {
+  if (a.size() != 1) {
+    throw std::invalid_argument("[item] Only one-element arrays can be converted to Python scalars; got shape " +
+                                shape_str(a.shape()) + ".");
+  }
+  eval_nogil({a});
+  return dispatch_all(a.dtype(), [&](auto tag) -> py::object {
+    using T = typename decltype(tag)::type;
+    return scalar_obj<T>(*a.data<T>());
+  });
+}
+
+py::object to_list(const array& a) {
+  if (a.ndim() == 0) return to_scalar(a);
+  array d = dense(a);
+  return dispatch_all(d.dtype(), [&](auto tag) -> py::object {
+    using T = typename decltype(tag)::type;
+    const T* p = d.data<T>();
+    int64_t pos = 0;
+    // build nested lists without recursion on the C stack beyond ndim levels
+    std::function<py::list(int)> build = [&](int dim) {
+      py::list l(d.shape()[dim]);
+      for (int64_t i = 0; i < d.shape()[dim]; ++i) {
+        if (dim == d.ndim() - 1) l[i] = scalar_obj<T>(p[pos++]);
+        else l[i] = build(dim + 1);
+      }
+      return l;
+    };
+    return build(0);
+  });
+}
+
+namespace {
+int g_precision = -1;
+
+template <class T>
+void format_value(std::ostream& os, T v) {
+  if constexpr (std::is_same_v<T, bool>) {
+    os << (v ? "True" : "False");
+  } else if constexpr (is_complex_v<T>) {
+    format_value(os, v.real());
+    if (v.imag() >= 0 || std::isnan(v.imag())) os << "+";
+    format_value(os, v.imag());
+    os << "j";
+  } else if constexpr (std::is_same_v<T, int8_t> || std::is_same_v<T, uint8_t>) {
+    os << static_cast<int>(v);
+  } else if constexpr (std::is_integral_v<T>) {
+    os << v;
+  } else {
+    double x = static_cast<double>(static_cast<compute_t<T>>(v));
+    if (std::isnan(x)) os << "nan";
+    else if (std::isinf(x)) os << (x > 0 ? "inf" : "-inf");
+    else os << x;
+  }
+}
+}  // namespace
+
+int get_print_precision() { return g_precision; }
+void set_print_precision(int p) { g_precision = p; }
+
+std::string array_repr(const array& a) {
+  array d = dense(a);
+  std::ostringstream os;
+  if (g_precision >= 0) os << std::setprecision(g_precision);
+  else os << std::setprecision(6);
+  os << "array(";
+  dispatch_all(d.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* p = d.data<T>();
+    const int nd = d.ndim();
+    if (nd == 0) {
+      format_value(os, p[0]);
+      return;
+    }
+    Strides st = row_strides(d.shape());
+    std::function<void(int, int64_t)> rec = [&](int dim, int64_t off) {
+      os << "[";
+      int64_t n = d.shape()[dim];
+      bool summarize = n > 6;
+      for (int64_t i = 0; i < n; ++i) {
+        if (summarize && i == 3) {
+          os << "...";
+          i = n - 4;
+          if (dim == nd - 1) os << ", ";
+          else os << "," << std::string(nd - dim - 1, '\n') << std::string(7 + dim, ' ');
+          continue;
+        }
+        if (dim == nd - 1) format_value(os, p[off + i]);
+        else rec(dim + 1, off + i * st[dim]);
+        if (i + 1 < n) {
+          if (dim == nd - 1) os << ", ";
+          else os << "," << std::string(nd - dim - 1, '\n') << std::string(7 + dim, ' ');
+        }
+      }
+      os << "]";
+    };
+    rec(0, 0);
+  });
+  os << ", dtype=" << dtype_name(d.dtype()) << ")";
+  return os.str();
+}
+
+}  // namespace ember::py_bind

@@ -1,0 +1,419 @@
+// Bindings of the ops (ember.core.<op>), with MLX's argument names.
+#include <cmath>
+
+#include "bindings.h"
+
+namespace ember::py_bind {
+
+namespace {
+using SoD = const StreamOrDevice&;
+const auto kStream = "stream"_a = py::none();
+
+Shape shape_arg(py::handle shape, const char* op) { return to_shape(shape, op); }
+
+py::object one_or_list(std::vector<array> v) {
+  if (v.size() == 1) return py::cast(v[0]);
+  return py::cast(v);
+}
+}  // namespace
+
+void init_ops(py::module_& m) {
+  // ---- unary ----
+#define EMBER_UNARY(name, fn)                                                                \
+  m.def(name, [](py::handle a, py::handle s) { return fn(to_array(a), to_stream_arg(s)); }, "a"_a, \
+        py::pos_only(), py::kw_only(), kStream);
+  EMBER_UNARY("abs", abs)
+  EMBER_UNARY("negative", negative)
+  EMBER_UNARY("sign", sign)
+  EMBER_UNARY("sqrt", sqrt)
+  EMBER_UNARY("rsqrt", rsqrt)
+  EMBER_UNARY("square", square)
+  EMBER_UNARY("reciprocal", reciprocal)
+  EMBER_UNARY("exp", exp)
+  EMBER_UNARY("expm1", expm1)
+  EMBER_UNARY("log", log)
+  EMBER_UNARY("log2", log2)
+  EMBER_UNARY("log10", log10)
+  EMBER_UNARY("log1p", log1p)
+  EMBER_UNARY("sin", sin)
+  EMBER_UNARY("cos", cos)
+  EMBER_UNARY("tan", tan)
+  EMBER_UNARY("sinh", sinh)
+  EMBER_UNARY("cosh", cosh)
+  EMBER_UNARY("tanh", tanh)
+  EMBER_UNARY("arcsin", arcsin)
+  EMBER_UNARY("arccos", arccos)
+  EMBER_UNARY("arctan", arctan)
+  EMBER_UNARY("arcsinh", arcsinh)
+  EMBER_UNARY("arccosh", arccosh)
+  EMBER_UNARY("arctanh", arctanh)
+  EMBER_UNARY("asin", arcsin)
+  EMBER_UNARY("acos", arccos)
+  EMBER_UNARY("atan", arctan)
+  EMBER_UNARY("asinh", arcsinh)
+  EMBER_UNARY("acosh", arccosh)
+  EMBER_UNARY("atanh", arctanh)
+  EMBER_UNARY("sigmoid", sigmoid)
+  EMBER_UNARY("erf", erf)
+  EMBER_UNARY("erfinv", erfinv)
+  EMBER_UNARY("floor", floor)
+  EMBER_UNARY("ceil", ceil)
+  EMBER_UNARY("trunc", trunc)
+  EMBER_UNARY("logical_not", logical_not)
+  EMBER_UNARY("real", real)
+  EMBER_UNARY("imag", imag)
+  EMBER_UNARY("positive", [](const array& a, SoD) { return a; })
+  EMBER_UNARY("degrees", degrees)
+  EMBER_UNARY("radians", radians)
+#undef EMBER_UNARY
+#define EMBER_UNARY_KW(name, fn)                                                                        \
+  m.def(name, [](py::handle a, py::handle s) { return fn(to_array(a), to_stream_arg(s)); }, "a"_a, kStream);
+  EMBER_UNARY_KW("isnan", isnan)
+  EMBER_UNARY_KW("isinf", isinf)
+  EMBER_UNARY_KW("isposinf", isposinf)
+  EMBER_UNARY_KW("isneginf", isneginf)
+  EMBER_UNARY_KW("isfinite", isfinite)
+  EMBER_UNARY_KW("bitwise_invert", bitwise_invert)
+#undef EMBER_UNARY_KW
+  m.def("conj", [](py::handle a, py::handle s) { return conjugate(to_array(a), to_stream_arg(s)); }, "a"_a,
+        py::kw_only(), kStream);
+  m.def("conjugate", [](py::handle a, py::handle s) { return conjugate(to_array(a), to_stream_arg(s)); }, "a"_a,
+        py::kw_only(), kStream);
+  m.def("round", [](py::handle a, int decimals, py::handle s) { return round(to_array(a), decimals, to_stream_arg(s)); },
+        "a"_a, py::pos_only(), "decimals"_a = 0, kStream);
+
+  // ---- binary ----
+#define EMBER_BINARY(name, fn)                                                                           \
+  m.def(name, [](py::handle a, py::handle b, py::handle s) {                                          \
+        auto [x, y] = to_arrays(a, b);                                                                 \
+        return fn(x, y, to_stream_arg(s));                                                             \
+      }, "a"_a, "b"_a, kStream);
+#define EMBER_BINARY_POS(name, fn)                                                                       \
+  m.def(name, [](py::handle a, py::handle b, py::handle s) {                                          \
+        auto [x, y] = to_arrays(a, b);                                                                 \
+        return fn(x, y, to_stream_arg(s));                                                             \
+      }, "a"_a, "b"_a, py::pos_only(), py::kw_only(), kStream);
+  EMBER_BINARY("add", add)
+  EMBER_BINARY("subtract", subtract)
+  EMBER_BINARY("multiply", multiply)
+  EMBER_BINARY("divide", divide)
+  EMBER_BINARY("remainder", remainder)
+  EMBER_BINARY("floor_divide", floor_divide)
+  EMBER_BINARY("equal", equal)
+  EMBER_BINARY("not_equal", not_equal)
+  EMBER_BINARY("less", less)
+  EMBER_BINARY("less_equal", less_equal)
+  EMBER_BINARY("greater", greater)
+  EMBER_BINARY("greater_equal", greater_equal)
+  EMBER_BINARY("bitwise_and", bitwise_and)
+  EMBER_BINARY("bitwise_or", bitwise_or)
+  EMBER_BINARY("bitwise_xor", bitwise_xor)
+  EMBER_BINARY("left_shift", left_shift)
+  EMBER_BINARY("right_shift", right_shift)
+  EMBER_BINARY("bitwise_left_shift", left_shift)
+  EMBER_BINARY("bitwise_right_shift", right_shift)
+  EMBER_BINARY_POS("power", power)
+  EMBER_BINARY_POS("pow", power)
+  EMBER_BINARY_POS("maximum", maximum)
+  EMBER_BINARY_POS("minimum", minimum)
+  EMBER_BINARY_POS("logical_and", logical_and)
+  EMBER_BINARY_POS("logical_or", logical_or)
+  EMBER_BINARY_POS("logical_xor", logical_xor)
+  EMBER_BINARY_POS("arctan2", arctan2)
+  EMBER_BINARY_POS("atan2", arctan2)
+  EMBER_BINARY_POS("logaddexp", logaddexp)
+#undef EMBER_BINARY
+#undef EMBER_BINARY_POS
+  m.def("divmod", [](py::handle a, py::handle b, py::handle s) {
+        auto [x, y] = to_arrays(a, b);
+        auto r = divmod(x, y, to_stream_arg(s));
+        return py::make_tuple(r[0], r[1]);
+      }, "a"_a, "b"_a, kStream);
+  m.def("where", [](py::handle c, py::handle x, py::handle y, py::handle s) {
+        auto [a, b] = to_arrays(x, y);
+        return where(to_array(c), a, b, to_stream_arg(s));
+      }, "condition"_a, "x"_a, "y"_a, py::pos_only(), py::kw_only(), kStream);
+  m.def("clip", [](py::handle a, py::handle lo, py::handle hi, py::handle s) {
+        array x = to_array(a);
+        std::optional<array> l, h;
+        if (!lo.is_none()) l = is_py_scalar(lo) ? scalar_to_array(lo, x.dtype()) : to_array(lo);
+        if (!hi.is_none()) h = is_py_scalar(hi) ? scalar_to_array(hi, x.dtype()) : to_array(hi);
+        return clip(x, l, h, to_stream_arg(s));
+      }, "a"_a, py::pos_only(), "a_min"_a, "a_max"_a, py::kw_only(), kStream);
+  m.def("isclose", [](py::handle a, py::handle b, double rtol, double atol, bool equal_nan, py::handle s) {
+        auto [x, y] = to_arrays(a, b);
+        return isclose(x, y, rtol, atol, equal_nan, to_stream_arg(s));
+      }, "a"_a, "b"_a, py::pos_only(), "rtol"_a = 1e-5, "atol"_a = 1e-8, py::kw_only(), "equal_nan"_a = false, kStream);
+  m.def("allclose", [](py::handle a, py::handle b, double rtol, double atol, bool equal_nan, py::handle s) {
+        auto [x, y] = to_arrays(a, b);
+        return allclose(x, y, rtol, atol, equal_nan, to_stream_arg(s));
+      }, "a"_a, "b"_a, py::pos_only(), "rtol"_a = 1e-5, "atol"_a = 1e-8, py::kw_only(), "equal_nan"_a = false, kStream);
+  m.def("array_equal", [](py::handle a, py::handle b, bool equal_nan, py::handle s) {
+        auto [x, y] = to_arrays(a, b);
+        return array_equal(x, y, equal_nan, to_stream_arg(s));
+      }, "a"_a, "b"_a, "equal_nan"_a = false, kStream);
+  m.def("nan_to_num", [](py::handle a, double nan, std::optional<double> posinf, std::optional<double> neginf,
+                         py::handle s) { return nan_to_num(to_array(a), nan, posinf, neginf, to_stream_arg(s)); },
+        "a"_a, "nan"_a = 0.0, "posinf"_a = py::none(), "neginf"_a = py::none(), py::kw_only(), kStream);
+  m.def("astype", [](py::handle a, Dtype t, py::handle s) { return astype(to_array(a), t, to_stream_arg(s)); }, "a"_a,
+        "dtype"_a, py::pos_only(), py::kw_only(), kStream);
+  m.def("view", [](py::handle a, Dtype t, py::handle s) { return view(to_array(a), t, to_stream_arg(s)); }, "a"_a,
+        "dtype"_a, kStream);
+
+  // ---- reductions ----
+#define EMBER_REDUCE(name, fn)                                                                       \
+  m.def(name, [](py::handle a, py::handle axis, bool keepdims, py::handle s) {                     \
+        return fn(to_array(a), to_axes(axis), keepdims, to_stream_arg(s));                         \
+      }, "a"_a, py::pos_only(), "axis"_a = py::none(), "keepdims"_a = false, py::kw_only(), kStream);
+  EMBER_REDUCE("sum", sum)
+  EMBER_REDUCE("prod", prod)
+  EMBER_REDUCE("max", max)
+  EMBER_REDUCE("min", min)
+  EMBER_REDUCE("all", all)
+  EMBER_REDUCE("any", any)
+  EMBER_REDUCE("mean", mean)
+  EMBER_REDUCE("logsumexp", logsumexp)
+#undef EMBER_REDUCE
+  m.def("var", [](py::handle a, py::handle axis, bool keepdims, int ddof, py::handle s) {
+        return var(to_array(a), to_axes(axis), keepdims, ddof, to_stream_arg(s));
+      }, "a"_a, py::pos_only(), "axis"_a = py::none(), "keepdims"_a = false, "ddof"_a = 0, py::kw_only(), kStream);
+  m.def("std", [](py::handle a, py::handle axis, bool keepdims, int ddof, py::handle s) {
+        return ember::std(to_array(a), to_axes(axis), keepdims, ddof, to_stream_arg(s));
+      }, "a"_a, py::pos_only(), "axis"_a = py::none(), "keepdims"_a = false, "ddof"_a = 0, py::kw_only(), kStream);
+  m.def("argmax", [](py::handle a, std::optional<int> axis, bool keepdims, py::handle s) {
+        return argmax(to_array(a), axis, keepdims, to_stream_arg(s));
+      }, "a"_a, py::pos_only(), "axis"_a = py::none(), "keepdims"_a = false, py::kw_only(), kStream);
+  m.def("argmin", [](py::handle a, std::optional<int> axis, bool keepdims, py::handle s) {
+        return argmin(to_array(a), axis, keepdims, to_stream_arg(s));
+      }, "a"_a, py::pos_only(), "axis"_a = py::none(), "keepdims"_a = false, py::kw_only(), kStream);
+  m.def("softmax", [](py::handle a, py::handle axis, bool precise, py::handle s) {
+        return softmax(to_array(a), to_axes(axis), precise, to_stream_arg(s));
+      }, "a"_a, py::pos_only(), "axis"_a = py::none(), py::kw_only(), "precise"_a = false, kStream);
+
+  // ---- creation ----
+  m.def("zeros", [](py::handle shape, py::handle dtype, py::handle s) {
+        return zeros(shape_arg(shape, "zeros"), to_dtype(dtype).value_or(Dtype::float32), to_stream_arg(s));
+      }, "shape"_a, "dtype"_a = Dtype::float32, py::kw_only(), kStream);
+  m.def("ones", [](py::handle shape, py::handle dtype, py::handle s) {
+        return ones(shape_arg(shape, "ones"), to_dtype(dtype).value_or(Dtype::float32), to_stream_arg(s));
+      }, "shape"_a, "dtype"_a = Dtype::float32, py::kw_only(), kStream);
+  m.def("empty", [](py::handle shape, py::handle dtype, py::handle s) {
+        return zeros(shape_arg(shape, "empty"), to_dtype(dtype).value_or(Dtype::float32), to_stream_arg(s));
+      }, "shape"_a, "dtype"_a = Dtype::float32, py::kw_only(), kStream,
+      "An array of the given shape (Ember initializes it with zeros).");
+  m.def("full", [](py::handle shape, py::handle vals, py::handle dtype, py::handle s) {
+        auto t = to_dtype(dtype);
+        return full(shape_arg(shape, "full"), to_array(vals, t), t, to_stream_arg(s));
+      }, "shape"_a, "vals"_a, "dtype"_a = py::none(), py::kw_only(), kStream);
+  m.def("zeros_like", [](const array& a, py::handle dtype, py::handle s) {
+        return zeros_like(a, to_dtype(dtype), to_stream_arg(s));
+      }, "a"_a, py::pos_only(), "dtype"_a = py::none(), py::kw_only(), kStream);
+  m.def("ones_like", [](const array& a, py::handle dtype, py::handle s) {
+        return ones_like(a, to_dtype(dtype), to_stream_arg(s));
+      }, "a"_a, py::pos_only(), "dtype"_a = py::none(), py::kw_only(), kStream);
+  m.def("empty_like", [](const array& a, py::handle dtype, py::handle s) {
+        return zeros_like(a, to_dtype(dtype), to_stream_arg(s));
+      }, "a"_a, py::pos_only(), "dtype"_a = py::none(), py::kw_only(), kStream);
+  m.def("full_like", [](const array& a, py::handle vals, py::handle dtype, py::handle s) {
+        Dtype t = to_dtype(dtype).value_or(a.dtype());
+        return full(a.shape(), to_array(vals, t), t, to_stream_arg(s));
+      }, "a"_a, "vals"_a, "dtype"_a = py::none(), py::kw_only(), kStream);
+  m.def("arange", [](py::handle start, py::handle stop, py::handle step, py::handle dtype, py::handle s) {
+        // arange(stop) / arange(start, stop[, step]); ints give int32 unless a float is involved
+        py::handle st = start, sp = stop;
+        if (sp.is_none()) {
+          sp = start;
+          st = py::int_(0);
+        }
+        bool is_float = false;
+        for (py::handle v : {st, sp, step}) {
+          if (v.is_none()) continue;
+          if (!py::isinstance<py::int_>(v) && !py::isinstance<py::float_>(v)) {
+            throw type_error("[arange] start, stop and step must be ints or floats.");
+          }
+          is_float = is_float || py::isinstance<py::float_>(v);
+        }
+        double a = st.cast<double>(), b = sp.cast<double>(), c = step.is_none() ? 1.0 : step.cast<double>();
+        Dtype t = to_dtype(dtype).value_or(is_float ? Dtype::float32 : Dtype::int32);
+        return arange(a, b, c, t, to_stream_arg(s));
+      }, "start"_a, "stop"_a = py::none(), "step"_a = py::none(), "dtype"_a = py::none(), py::kw_only(), kStream);
+  m.def("linspace", [](double start, double stop, int64_t num, bool endpoint, py::handle dtype, py::handle s) {
+        return linspace(start, stop, num, endpoint, to_dtype(dtype).value_or(Dtype::float32), to_stream_arg(s));
+      }, "start"_a, "stop"_a, "num"_a = 50, "endpoint"_a = true, "dtype"_a = Dtype::float32, kStream);
+  m.def("eye", [](int64_t n, std::optional<int64_t> mm, int64_t k, py::handle dtype, py::handle s) {
+        return eye(n, mm.value_or(n), k, to_dtype(dtype).value_or(Dtype::float32), to_stream_arg(s));
+      }, "n"_a, "m"_a = py::none(), "k"_a = 0, "dtype"_a = Dtype::float32, py::kw_only(), kStream);
+  m.def("identity", [](int64_t n, py::handle dtype, py::handle s) {
+        return eye(n, n, 0, to_dtype(dtype).value_or(Dtype::float32), to_stream_arg(s));
+      }, "n"_a, "dtype"_a = Dtype::float32, py::kw_only(), kStream);
+  m.def("tri", [](int64_t n, std::optional<int64_t> mm, int64_t k, py::handle dtype, py::handle s) {
+        return tri(n, mm.value_or(n), k, to_dtype(dtype).value_or(Dtype::float32), to_stream_arg(s));
+      }, "n"_a, "m"_a = py::none(), "k"_a = 0, "dtype"_a = Dtype::float32, py::kw_only(), kStream);
+  m.def("tril", [](const array& x, int64_t k, py::handle s) { return tril(x, k, to_stream_arg(s)); }, "x"_a,
+        "k"_a = 0, py::kw_only(), kStream);
+  m.def("triu", [](const array& x, int64_t k, py::handle s) { return triu(x, k, to_stream_arg(s)); }, "x"_a,
+        "k"_a = 0, py::kw_only(), kStream);
+
+  // ---- shape ----
+  m.def("reshape", [](py::handle a, py::handle shape, py::handle s) {
+        return reshape(to_array(a), shape_arg(shape, "reshape"), to_stream_arg(s));
+      }, "a"_a, py::pos_only(), "shape"_a, py::kw_only(), kStream);
+  m.def("flatten", [](py::handle a, int st, int en, py::handle s) {
+        return flatten(to_array(a), st, en, to_stream_arg(s));
+      }, "a"_a, py::pos_only(), "start_axis"_a = 0, "end_axis"_a = -1, py::kw_only(), kStream);
+  m.def("unflatten", [](py::handle a, int axis, py::handle shape, py::handle s) {
+        return unflatten(to_array(a), axis, shape_arg(shape, "unflatten"), to_stream_arg(s));
+      }, "a"_a, py::pos_only(), "axis"_a, "shape"_a, py::kw_only(), kStream);
+  m.def("squeeze", [](py::handle a, py::handle axis, py::handle s) {
+        return squeeze(to_array(a), to_axes(axis), to_stream_arg(s));
+      }, "a"_a, py::pos_only(), "axis"_a = py::none(), py::kw_only(), kStream);
+  m.def("expand_dims", [](py::handle a, py::handle axis, py::handle s) {
+        return expand_dims(to_array(a), *to_axes(axis), to_stream_arg(s));
+      }, "a"_a, py::pos_only(), "axis"_a, py::kw_only(), kStream);
+  m.def("transpose", [](py::handle a, py::handle axes, py::handle s) {
+        return transpose(to_array(a), to_axes(axes), to_stream_arg(s));
+      }, "a"_a, py::pos_only(), "axes"_a = py::none(), py::kw_only(), kStream);
+  m.def("permute_dims", [](py::handle a, py::handle axes, py::handle s) {
+        return transpose(to_array(a), to_axes(axes), to_stream_arg(s));
+      }, "a"_a, py::pos_only(), "axes"_a = py::none(), py::kw_only(), kStream);
+  m.def("swapaxes", [](py::handle a, int x, int y, py::handle s) { return swapaxes(to_array(a), x, y, to_stream_arg(s)); },
+        "a"_a, py::pos_only(), "axis1"_a, "axis2"_a, py::kw_only(), kStream);
+  m.def("moveaxis", [](py::handle a, int x, int y, py::handle s) { return moveaxis(to_array(a), x, y, to_stream_arg(s)); },
+        "a"_a, py::pos_only(), "source"_a, "destination"_a, py::kw_only(), kStream);
+  m.def("broadcast_to", [](py::handle a, py::handle shape, py::handle s) {
+        return broadcast_to(to_array(a), shape_arg(shape, "broadcast_to"), to_stream_arg(s));
+      }, "a"_a, py::pos_only(), "shape"_a, py::kw_only(), kStream);
+  m.def("broadcast_arrays", [](py::args arrays, py::handle s) {
+        std::vector<array> v;
+        for (auto a : arrays) v.push_back(to_array(a));
+        return py::tuple(py::cast(broadcast_arrays(v, to_stream_arg(s))));
+      }, kStream);
+  m.def("broadcast_shapes", [](py::args shapes) {
+        if (shapes.size() == 0) throw std::invalid_argument("[broadcast_shapes] No shapes provided.");
+        Shape out = to_shape(shapes[0], "broadcast_shapes");
+        for (size_t i = 1; i < shapes.size(); ++i) out = broadcast_shapes(out, to_shape(shapes[i], "broadcast_shapes"));
+        return py::tuple(py::cast(out));
+      });
+  auto concat = [](py::handle arrays, std::optional<int> axis, py::handle s) {
+    std::vector<array> v;
+    for (auto a : arrays) v.push_back(to_array(a));
+    return concatenate(v, axis, to_stream_arg(s));
+  };
+  m.def("concatenate", concat, "arrays"_a, "axis"_a = 0, py::kw_only(), kStream);
+  m.def("concat", concat, "arrays"_a, "axis"_a = 0, py::kw_only(), kStream);
+  m.def("stack", [](py::handle arrays, int axis, py::handle s) {
+        std::vector<array> v;
+        for (auto a : arrays) v.push_back(to_array(a));
+        return stack(v, axis, to_stream_arg(s));
+      }, "arrays"_a, "axis"_a = 0, py::kw_only(), kStream);
+  m.def("split", [](py::handle a, py::handle ios, int axis, py::handle s) {
+        array x = to_array(a);
+        if (py::isinstance<py::int_>(ios)) return split(x, ios.cast<int64_t>(), axis, to_stream_arg(s));
+        return split(x, ios.cast<Shape>(), axis, to_stream_arg(s));
+      }, "a"_a, py::pos_only(), "indices_or_sections"_a, "axis"_a = 0, py::kw_only(), kStream);
+  m.def("repeat", [](py::handle a, int64_t repeats, std::optional<int> axis, py::handle s) {
+        return repeat(to_array(a), repeats, axis, to_stream_arg(s));
+      }, "array"_a, "repeats"_a, "axis"_a = py::none(), py::kw_only(), kStream);
+  m.def("tile", [](py::handle a, py::handle reps, py::handle s) {
+        return tile(to_array(a), shape_arg(reps, "tile"), to_stream_arg(s));
+      }, "a"_a, "reps"_a, py::pos_only(), py::kw_only(), kStream);
+  m.def("pad", [](py::handle a, py::handle pw, const std::string& mode, py::handle cv, py::handle s) {
+        array x = to_array(a);
+        std::vector<std::pair<int64_t, int64_t>> widths;
+        auto pair_of = [](py::handle p) -> std::pair<int64_t, int64_t> {
+          if (py::isinstance<py::int_>(p)) return {p.cast<int64_t>(), p.cast<int64_t>()};
+          auto v = p.cast<std::vector<int64_t>>();
+          if (v.size() == 1) return {v[0], v[0]};
+          if (v.size() != 2) throw std::invalid_argument("[pad] Each pad width must be an int or a (low, high) pair.");
+          return {v[0], v[1]};
+        };
+        bool nested = !py::isinstance<py::int_>(pw) && py::len(pw) > 0 &&
+                      !py::isinstance<py::int_>(py::reinterpret_borrow<py::sequence>(pw)[0]);
+        if (nested) {
+          for (auto p : pw) widths.push_back(pair_of(p));
+          if (widths.size() == 1) widths.assign(x.ndim(), widths[0]);
+        } else {
+          widths.assign(x.ndim(), pair_of(pw));
+        }
+        array v = is_py_scalar(cv) ? scalar_to_array(cv, x.dtype()) : to_array(cv);
+        return pad(x, widths, mode, v, to_stream_arg(s));
+      }, "a"_a, "pad_width"_a, "mode"_a = "constant", "constant_values"_a = 0, py::kw_only(), kStream);
+  m.def("as_strided", [](py::handle a, py::handle shape, py::handle strides, int64_t offset, py::handle s) {
+        std::optional<Shape> sh;
+        std::optional<Strides> st;
+        if (!shape.is_none()) sh = shape.cast<Shape>();
+        if (!strides.is_none()) st = strides.cast<Strides>();
+        return as_strided(to_array(a), sh, st, offset, to_stream_arg(s));
+      }, "a"_a, py::pos_only(), "shape"_a = py::none(), "strides"_a = py::none(), "offset"_a = 0, py::kw_only(), kStream);
+  m.def("contiguous", [](py::handle a, bool allow_col, py::handle s) {
+        return contiguous(to_array(a), allow_col, to_stream_arg(s));
+      }, "a"_a, py::pos_only(), "allow_col_major"_a = false, py::kw_only(), kStream);
+  for (int n = 1; n <= 3; ++n) {
+    std::string name = "atleast_" + std::to_string(n) + "d";
+    m.def(name.c_str(), [n](py::args arys, py::handle s) -> py::object {
+          std::vector<array> out;
+          for (auto a : arys) out.push_back(atleast_nd(to_array(a), n, to_stream_arg(s)));
+          return one_or_list(out);
+        }, kStream);
+  }
+  m.def("meshgrid", [](py::args arrays, bool sparse, const std::string& indexing, py::handle s) {
+        if (indexing != "xy" && indexing != "ij") {
+          throw std::invalid_argument("[meshgrid] indexing must be 'xy' or 'ij'; got '" + indexing + "'.");
+        }
+        std::vector<array> v;
+        for (auto a : arrays) {
+          array x = to_array(a);
+          v.push_back(reshape(x, {x.size()}));
+        }
+        int n = static_cast<int>(v.size());
+        std::vector<array> out;
+        for (int i = 0; i < n; ++i) {
+          Shape sh(n, 1);
+          int pos = i;
+          if (indexing == "xy" && n >= 2 && i < 2) pos = 1 - i;
+          sh[pos] = v[i].size();
+          out.push_back(reshape(v[i], sh, to_stream_arg(s)));
+        }
+        if (!sparse) out = broadcast_arrays(out, to_stream_arg(s));
+        return out;
+      }, "sparse"_a = false, "indexing"_a = "xy", kStream);
+
+  // ---- dtype utilities ----
+  m.def("result_type", [](py::args args) {
+        std::optional<Dtype> t;
+        for (auto a : args) {
+          Dtype d = py::isinstance<Dtype>(a) ? a.cast<Dtype>() : to_array(a).dtype();
+          t = t ? promote_types(*t, d) : d;
+        }
+        if (!t) throw std::invalid_argument("[result_type] At least one array or dtype is required.");
+        return *t;
+      });
+  m.def("can_cast", [](py::handle from, Dtype to) {
+        Dtype f = py::isinstance<Dtype>(from) ? from.cast<Dtype>() : to_array(from).dtype();
+        return can_cast(f, to);
+      }, "from_"_a, "to"_a);
+  m.def("isdtype", [](Dtype t, py::handle kind) {
+        auto check = [&](py::handle k) -> bool {
+          if (py::isinstance<Dtype>(k)) return k.cast<Dtype>() == t;
+          if (py::isinstance<DtypeCategory>(k)) return issubdtype(t, k.cast<DtypeCategory>());
+          std::string s = py::str(k);
+          if (s == "bool") return t == Dtype::bool_;
+          if (s == "signed integer") return is_signed_int(t);
+          if (s == "unsigned integer") return is_unsigned(t);
+          if (s == "integral") return is_integral(t);
+          if (s == "real floating") return is_floating(t);
+          if (s == "complex floating") return is_complex(t);
+          if (s == "numeric") return t != Dtype::bool_;
+          throw std::invalid_argument("[isdtype] Unknown dtype kind '" + s + "'.");
+        };
+        if (py::isinstance<py::tuple>(kind)) {
+          for (auto k : kind) {
+            if (check(k)) return true;
+          }
+          return false;
+        }
+        return check(kind);
+      }, "dtype"_a, "kind"_a);
+}
+
+}  // namespace ember::py_bind
