@@ -44,6 +44,11 @@ namespace {
 std::shared_ptr<ArrayDesc> new_desc(Shape shape, Dtype dtype) {
   auto d = std::make_shared<ArrayDesc>();
   d->size = checked_size(shape, "array");
+  int64_t bytes;
+  if (__builtin_mul_overflow(d->size, static_cast<int64_t>(size_of(dtype)), &bytes)) {
+    throw std::invalid_argument("[array] An array of shape " + shape_str(shape) + " and dtype " +
+                                dtype_name(dtype) + " needs more bytes than fit in 64 bits.");
+  }
   d->strides = row_strides(shape);
   d->shape = std::move(shape);
   d->dtype = dtype;

@@ -46,7 +46,7 @@ array from_numpy(py::array arr, std::optional<Dtype> dtype) {
   if (arr.dtype().kind() == 'c' && arr.dtype().itemsize() == 16) {
     arr = np.attr("asarray")(arr, "dtype"_a = np.attr("complex64"));
   }
-  arr = np.attr("ascontiguousarray")(arr);
+  arr = np.attr("asarray")(arr, "order"_a = "C");
   Shape shape(arr.shape(), arr.shape() + arr.ndim());
   array out(arr.data(), shape, t);
   return dtype && *dtype != t ? astype(out, *dtype) : out;
@@ -62,16 +62,7 @@ int64_t py_to_int64(py::handle v) {
 Dtype int_default(py::handle v) {
   int overflow = 0;
   long long x = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
-  if (overflow > 0) {
-    unsigned long long u = PyLong_AsUnsignedLongLong(v.ptr());
-    if (PyErr_Occurred()) {
-      PyErr_Clear();
-      throw std::overflow_error("Python int too large to convert to an Ember array.");
-    }
-    (void)u;
-    return Dtype::uint64;
-  }
-  if (overflow < 0) throw std::overflow_error("Python int too large to convert to an Ember array.");
+  if (overflow) throw std::overflow_error("Python int too large to convert to an Ember array (beyond int64).");
   return (x > INT_MAX || x < INT_MIN) ? Dtype::int64 : Dtype::int32;
 }
 
@@ -139,7 +130,7 @@ void scan_list(py::handle v, int depth, ListInfo& info, std::vector<py::handle>&
   } else if (is_array(v)) {
     throw std::invalid_argument("[array] Nested arrays are handled by stacking.");
   } else {
-    throw type_error(std::string("[array] Invalid type ") + std::string(py::str(v.get_type())) +
+    throw type_error(std::string("[array] Invalid type ") + std::string(py::str(py::type::handle_of(v))) +
                      " received in array initialization.");
   }
   leaves.push_back(v);
@@ -216,9 +207,22 @@ array from_list(py::handle v, std::optional<Dtype> dtype) {
 
 bool is_array(py::handle v) { return py::isinstance<array>(v); }
 
+namespace {
+// NumPy scalars (np.float32(1), np.int64(2)...) are weakly typed like
+// Python scalars, as in MLX.
+bool is_numpy_scalar(py::handle v) {
+  static PyObject* generic = [] {
+    py::object g = py::module_::import("numpy").attr("generic");
+    return g.release().ptr();
+  }();
+  return PyObject_IsInstance(v.ptr(), generic) == 1;
+}
+py::object numpy_scalar_to_python(py::handle v) { return v.attr("item")(); }
+}  // namespace
+
 bool is_py_scalar(py::handle v) {
   return py::isinstance<py::bool_>(v) || py::isinstance<py::int_>(v) || py::isinstance<py::float_>(v) ||
-         PyComplex_Check(v.ptr());
+         PyComplex_Check(v.ptr()) || is_numpy_scalar(v);
 }
 
 array to_array(py::handle v, std::optional<Dtype> dtype) {
@@ -244,11 +248,12 @@ array to_array(py::handle v, std::optional<Dtype> dtype) {
     py::module_ np = py::module_::import("numpy");
     return from_numpy(np.attr("asarray")(v), dtype);
   }
-  throw type_error(std::string("[array] Cannot convert ") + std::string(py::str(v.get_type())) +
+  throw type_error(std::string("[array] Cannot convert ") + std::string(py::str(py::type::handle_of(v))) +
                    " to an array.");
 }
 
 array scalar_to_array(py::handle v, Dtype other) {
+  if (is_numpy_scalar(v)) return scalar_to_array(numpy_scalar_to_python(v), other);
   if (py::isinstance<py::bool_>(v)) return array(v.ptr() == Py_True, Dtype::bool_);
   if (py::isinstance<py::int_>(v)) {
     if (other == Dtype::bool_) return int_scalar(v, int_default(v));

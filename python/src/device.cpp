@@ -83,7 +83,7 @@ void init_device(py::module_& m) {
   m.def("default_stream", [](py::handle d) { return default_stream(device_of(d)); }, "device"_a);
   m.def("set_default_stream", [](const Stream& s) { set_default_stream(s); }, "stream"_a);
   m.def("new_stream", [](py::handle d) { return new_stream(device_of(d)); }, "device"_a);
-  m.def("stream", [](py::handle s) { return StreamContext{stream_of(s)}; }, "s"_a,
+  m.def("stream", [](py::handle s) { return StreamContext{stream_of(s), false, Stream{}}; }, "s"_a,
         "A context in which ops run on the given stream (or the device's default stream).");
   m.def("synchronize", [](py::handle s) { synchronize(s.is_none() ? current_stream() : stream_of(s)); },
         "stream"_a = py::none());

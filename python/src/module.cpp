@@ -3,6 +3,15 @@
 
 PYBIND11_MODULE(core, m) {
   m.doc() = "Ember core: lazily evaluated arrays, ops, devices and memory.";
+  // Engine errors -> Python: invalid_argument is ValueError and out_of_range
+  // IndexError (pybind11's defaults); ember::type_error is TypeError.
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const ember::type_error& e) {
+      PyErr_SetString(PyExc_TypeError, e.what());
+    }
+  });
   ember::py_bind::init_device(m);
   ember::py_bind::init_array(m);
   ember::py_bind::init_ops(m);

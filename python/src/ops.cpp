@@ -221,22 +221,30 @@ void init_ops(py::module_& m) {
   m.def("arange", [](py::handle start, py::handle stop, py::handle step, py::handle dtype, py::handle s) {
         // arange(stop) / arange(start, stop[, step]); ints give int32 unless a float is involved
         py::handle st = start, sp = stop;
+        if (st.is_none() && sp.is_none()) throw type_error("[arange] A stop value is required.");
+        if (st.is_none()) st = py::int_(0);
         if (sp.is_none()) {
           sp = start;
           st = py::int_(0);
         }
-        bool is_float = false;
+        bool is_float = false, big = false;
         for (py::handle v : {st, sp, step}) {
           if (v.is_none()) continue;
           if (!py::isinstance<py::int_>(v) && !py::isinstance<py::float_>(v)) {
             throw type_error("[arange] start, stop and step must be ints or floats.");
           }
           is_float = is_float || py::isinstance<py::float_>(v);
+          if (py::isinstance<py::int_>(v) && !py::isinstance<py::bool_>(v)) {
+            double d = v.cast<double>();
+            big = big || d > 2147483647.0 || d < -2147483648.0;
+          }
         }
         double a = st.cast<double>(), b = sp.cast<double>(), c = step.is_none() ? 1.0 : step.cast<double>();
-        Dtype t = to_dtype(dtype).value_or(is_float ? Dtype::float32 : Dtype::int32);
+        // ints give int32, or int64 when a bound does not fit int32
+        Dtype t = to_dtype(dtype).value_or(is_float ? Dtype::float32 : big ? Dtype::int64 : Dtype::int32);
         return arange(a, b, c, t, to_stream_arg(s));
-      }, "start"_a, "stop"_a = py::none(), "step"_a = py::none(), "dtype"_a = py::none(), py::kw_only(), kStream);
+      }, "start"_a = py::none(), "stop"_a = py::none(), "step"_a = py::none(), "dtype"_a = py::none(), py::kw_only(),
+      kStream);
   m.def("linspace", [](double start, double stop, int64_t num, bool endpoint, py::handle dtype, py::handle s) {
         return linspace(start, stop, num, endpoint, to_dtype(dtype).value_or(Dtype::float32), to_stream_arg(s));
       }, "start"_a, "stop"_a, "num"_a = 50, "endpoint"_a = true, "dtype"_a = Dtype::float32, kStream);
@@ -375,7 +383,7 @@ void init_ops(py::module_& m) {
           out.push_back(reshape(v[i], sh, to_stream_arg(s)));
         }
         if (!sparse) out = broadcast_arrays(out, to_stream_arg(s));
-        return out;
+        return py::tuple(py::cast(out));
       }, "sparse"_a = false, "indexing"_a = "xy", kStream);
 
   // ---- dtype utilities ----

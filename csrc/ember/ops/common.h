@@ -20,6 +20,11 @@ template <class... Args>
   throw std::invalid_argument(msg(op, std::forward<Args>(args)...));
 }
 
+template <class... Args>
+[[noreturn]] void fail_index(const char* op, Args&&... args) {
+  throw std::out_of_range(msg(op, std::forward<Args>(args)...));
+}
+
 // Sorted, unique, non-negative axes (all axes when not given).
 Axes reduce_axes(const std::optional<Axes>& axes, int ndim, const char* op);
 // Shape with the reduced axes set to 1 / removed.

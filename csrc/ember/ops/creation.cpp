@@ -20,9 +20,12 @@ array full(const Shape& shape, const array& vals, std::optional<Dtype> dtype, co
 }
 
 array zeros(const Shape& shape, Dtype dtype, const StreamOrDevice& s) {
+  checked_size(shape, "zeros");
   return full(shape, array(0, dtype), dtype, s);
 }
-array ones(const Shape& shape, Dtype dtype, const StreamOrDevice& s) { return full(shape, array(1, dtype), dtype, s); }
+array ones(const Shape& shape, Dtype dtype, const StreamOrDevice& s) {
+  checked_size(shape, "ones");
+  return full(shape, array(1, dtype), dtype, s); }
 array zeros_like(const array& a, std::optional<Dtype> dtype, const StreamOrDevice& s) {
   return zeros(a.shape(), dtype.value_or(a.dtype()), s);
 }
@@ -39,6 +42,15 @@ array arange(double start, double stop, double step, Dtype dtype, const StreamOr
   double len = std::ceil((stop - start) / step);
   if (len > 9.2e18) fail("arange", "Maximum size exceeded.");
   int64_t n = len > 0 ? static_cast<int64_t>(len) : 0;
+  if (is_integral(dtype) && n > 0 && size_of(dtype) < 8) {
+    // every value must be representable in the integer dtype
+    double last = start + static_cast<double>(n - 1) * step;
+    double lo = is_unsigned(dtype) ? 0.0 : -std::ldexp(1.0, size_of(dtype) * 8 - 1);
+    double hi = std::ldexp(1.0, size_of(dtype) * 8 - (is_unsigned(dtype) ? 0 : 1)) - 1;
+    if (std::min(start, last) < lo || std::max(start, last) > hi) {
+      fail("arange", "The range [", start, ", ", stop, ") does not fit in ", dtype_name(dtype), ".");
+    }
+  }
   return array(Shape{n}, dtype, std::make_shared<Arange>(to_stream(s), start, step), {});
 }
 

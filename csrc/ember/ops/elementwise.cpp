@@ -140,8 +140,8 @@ array arcsinh(const array& a, const StreamOrDevice& s) { return float_unary<op::
 array arccosh(const array& a, const StreamOrDevice& s) { return float_unary<op::ArcCosh>(a, s); }
 array arctanh(const array& a, const StreamOrDevice& s) { return float_unary<op::ArcTanh>(a, s); }
 array expm1(const array& a, const StreamOrDevice& s) { return real_float_unary<op::Expm1>(a, s, "expm1"); }
-array log2(const array& a, const StreamOrDevice& s) { return real_float_unary<op::Log2>(a, s, "log2"); }
-array log1p(const array& a, const StreamOrDevice& s) { return real_float_unary<op::Log1p>(a, s, "log1p"); }
+array log2(const array& a, const StreamOrDevice& s) { return float_unary<op::Log2>(a, s); }
+array log1p(const array& a, const StreamOrDevice& s) { return float_unary<op::Log1p>(a, s); }
 array sigmoid(const array& a, const StreamOrDevice& s) { return real_float_unary<op::Sigmoid>(a, s, "sigmoid"); }
 array erf(const array& a, const StreamOrDevice& s) { return real_float_unary<op::Erf>(a, s, "erf"); }
 array erfinv(const array& a, const StreamOrDevice& s) { return real_float_unary<op::ErfInv>(a, s, "erfinv"); }
@@ -158,6 +158,7 @@ EMBER_ROUNDING(ceil, op::Ceil)
 
 array trunc(const array& a, const StreamOrDevice& s) {
   if (!is_inexact(a.dtype())) return a;
+  if (is_complex(a.dtype())) fail("trunc", "Not supported for complex64 inputs.");
   return where(less(a, scalar_like(0, a.dtype()), s), ceil(a, s), floor(a, s), s);
 }
 
@@ -168,7 +169,6 @@ array round(const array& a, int decimals, const StreamOrDevice& s) {
     array scale = scalar_like(std::pow(10.0, -decimals), Dtype::float64);
     return astype(multiply(unary<op::Round>(divide(f, scale, s), Dtype::float64, s), scale, s), a.dtype(), s);
   }
-  if (is_complex(a.dtype())) fail("round", "Not supported for complex64 inputs.");
   if (decimals == 0) return unary<op::Round>(a, a.dtype(), s);
   array scale = scalar_like(std::pow(10.0, decimals), a.dtype());
   return divide(unary<op::Round>(multiply(a, scale, s), a.dtype(), s), scale, s);
@@ -230,10 +230,7 @@ array radians(const array& a, const StreamOrDevice& s) {
 // ---- binary ----
 array add(const array& a, const array& b, const StreamOrDevice& s) { return arith<op::Add>(a, b, s, "add"); }
 array subtract(const array& a, const array& b, const StreamOrDevice& s) {
-  if (a.dtype() == Dtype::bool_ && b.dtype() == Dtype::bool_) {
-    fail("subtract", "Subtracting boolean arrays is not supported; use logical_xor.");
-  }
-  return arith<op::Subtract>(a, b, s, "subtract");
+  return arith<op::Subtract>(a, b, s, "subtract");  // bool - bool is xor, as MLX
 }
 array multiply(const array& a, const array& b, const StreamOrDevice& s) {
   return arith<op::Multiply>(a, b, s, "multiply");
@@ -248,31 +245,28 @@ array remainder(const array& a, const array& b, const StreamOrDevice& s) {
 array floor_divide(const array& a, const array& b, const StreamOrDevice& s) {
   Dtype t = promote_types(a.dtype(), b.dtype());
   if (is_complex(t)) fail("floor_divide", "Not supported for complex64 inputs.");
-  if (t == Dtype::bool_) t = Dtype::int32;  // NumPy: bool // bool is integer
   return binary<op::FloorDivide>(a, b, t, t, s, "floor_divide");
 }
 std::vector<array> divmod(const array& a, const array& b, const StreamOrDevice& s) {
+  if (is_complex(promote_types(a.dtype(), b.dtype()))) fail("divmod", "Not supported for complex64 inputs.");
   return {floor_divide(a, b, s), remainder(a, b, s)};
 }
 array power(const array& a, const array& b, const StreamOrDevice& s) {
   return arith<op::Power>(a, b, s, "power");
 }
 array maximum(const array& a, const array& b, const StreamOrDevice& s) {
-  if (is_complex(promote_types(a.dtype(), b.dtype()))) fail("maximum", "Not supported for complex64 inputs.");
   return arith<op::Maximum>(a, b, s, "maximum");
 }
 array minimum(const array& a, const array& b, const StreamOrDevice& s) {
-  if (is_complex(promote_types(a.dtype(), b.dtype()))) fail("minimum", "Not supported for complex64 inputs.");
   return arith<op::Minimum>(a, b, s, "minimum");
 }
 array equal(const array& a, const array& b, const StreamOrDevice& s) { return compare<op::Equal>(a, b, s, "equal"); }
 array not_equal(const array& a, const array& b, const StreamOrDevice& s) {
   return compare<op::NotEqual>(a, b, s, "not_equal");
 }
-#define EMBER_ORDERED(fn, Op)                                                               \
-  array fn(const array& a, const array& b, const StreamOrDevice& s) {                       \
-    if (is_complex(promote_types(a.dtype(), b.dtype()))) fail(#fn, "Not supported for complex64 inputs."); \
-    return compare<Op>(a, b, s, #fn);                                                       \
+#define EMBER_ORDERED(fn, Op)                                         \
+  array fn(const array& a, const array& b, const StreamOrDevice& s) { \
+    return compare<Op>(a, b, s, #fn);                                 \
   }
 EMBER_ORDERED(less, op::Less)
 EMBER_ORDERED(less_equal, op::LessEqual)
@@ -300,11 +294,14 @@ array bitwise_or(const array& a, const array& b, const StreamOrDevice& s) {
 array bitwise_xor(const array& a, const array& b, const StreamOrDevice& s) {
   return bitwise<op::BitwiseXor>(a, b, s, "bitwise_xor");
 }
+// Shifts treat booleans as uint8 (as MLX).
 array left_shift(const array& a, const array& b, const StreamOrDevice& s) {
-  return bitwise<op::LeftShift>(a, b, s, "left_shift");
+  auto u8 = [&](const array& x) { return x.dtype() == Dtype::bool_ ? astype(x, Dtype::uint8, s) : x; };
+  return bitwise<op::LeftShift>(u8(a), u8(b), s, "left_shift");
 }
 array right_shift(const array& a, const array& b, const StreamOrDevice& s) {
-  return bitwise<op::RightShift>(a, b, s, "right_shift");
+  auto u8 = [&](const array& x) { return x.dtype() == Dtype::bool_ ? astype(x, Dtype::uint8, s) : x; };
+  return bitwise<op::RightShift>(u8(a), u8(b), s, "right_shift");
 }
 array arctan2(const array& a, const array& b, const StreamOrDevice& s) {
   if (is_complex(promote_types(a.dtype(), b.dtype()))) fail("arctan2", "Not supported for complex64 inputs.");

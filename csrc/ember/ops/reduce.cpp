@@ -20,7 +20,7 @@ Axes reduce_axes(const std::optional<Axes>& axes, int ndim, const char* op) {
   }
   for (int a : *axes) {
     if (a < -ndim || a >= ndim) {
-      fail(op, "Invalid axis ", a, " for array with ", ndim, " dimensions.");
+      fail_index(op, "Invalid axis ", a, " for array with ", ndim, " dimensions.");
     }
     out.push_back(a < 0 ? a + ndim : a);
   }
@@ -55,6 +55,7 @@ namespace {
 array reduce(const array& a, const std::optional<Axes>& axes, bool keepdims, Reduce::Kind kind, Dtype out_t,
              const char* name, const StreamOrDevice& s) {
   Axes ax = detail::reduce_axes(axes, a.ndim(), name);
+  if (ax.empty()) return a;  // nothing to reduce (0-d input or axis=()): MLX returns the input
   Shape kept = detail::keep_shape(a.shape(), ax);
   array out(kept, out_t, std::make_shared<Reduce>(to_stream(s), kind, ax), {a});
   if (!keepdims && !ax.empty()) out = reshape(out, detail::squeeze_shape(a.shape(), ax), s);
@@ -76,14 +77,21 @@ array sum(const array& a, std::optional<Axes> axes, bool keepdims, const StreamO
 array prod(const array& a, std::optional<Axes> axes, bool keepdims, const StreamOrDevice& s) {
   return reduce(a, axes, keepdims, Reduce::Prod, sum_dtype(a.dtype()), "prod", s);
 }
+namespace {
+// max/min/argmax/argmin have no identity: reducing an empty axis is an error.
+void check_nonempty_axes(const array& a, const Axes& ax, const char* name) {
+  for (int i : ax) {
+    if (a.shape()[i] == 0) fail(name, "Cannot ", name, " reduce over axis ", i, " with size 0.");
+  }
+}
+}  // namespace
+
 array max(const array& a, std::optional<Axes> axes, bool keepdims, const StreamOrDevice& s) {
-  if (a.size() == 0) fail("max", "Cannot max reduce zero size array.");
-  if (is_complex(a.dtype())) fail("max", "Not supported for complex64 inputs.");
+  check_nonempty_axes(a, detail::reduce_axes(axes, a.ndim(), "max"), "max");
   return reduce(a, axes, keepdims, Reduce::Max, a.dtype(), "max", s);
 }
 array min(const array& a, std::optional<Axes> axes, bool keepdims, const StreamOrDevice& s) {
-  if (a.size() == 0) fail("min", "Cannot min reduce zero size array.");
-  if (is_complex(a.dtype())) fail("min", "Not supported for complex64 inputs.");
+  check_nonempty_axes(a, detail::reduce_axes(axes, a.ndim(), "min"), "min");
   return reduce(a, axes, keepdims, Reduce::Min, a.dtype(), "min", s);
 }
 array all(const array& a, std::optional<Axes> axes, bool keepdims, const StreamOrDevice& s) {
@@ -122,11 +130,13 @@ array var(const array& a, std::optional<Axes> axes, bool keepdims, int ddof, con
 }
 
 array std(const array& a, std::optional<Axes> axes, bool keepdims, int ddof, const StreamOrDevice& s) {
+  detail::reduce_axes(axes, a.ndim(), "std");  // validates with this op's name
   return sqrt(var(a, axes, keepdims, ddof, s), s);
 }
 
 array logsumexp(const array& a, std::optional<Axes> axes, bool keepdims, const StreamOrDevice& s) {
-  if (a.size() == 0) fail("logsumexp", "Cannot reduce zero size array.");
+  detail::reduce_axes(axes, a.ndim(), "logsumexp");  // validates with this op's name
+  if (a.size() == 0) fail("logsumexp", "Cannot reduce an empty array of shape ", shape_str(a.shape()), ".");
   Dtype t = to_inexact(a.dtype());
   array x = astype(a, t, s);
   array m = max(x, axes, true, s);
@@ -139,14 +149,14 @@ array logsumexp(const array& a, std::optional<Axes> axes, bool keepdims, const S
 namespace {
 array arg_reduce(const array& a, std::optional<int> axis, bool keepdims, ArgReduce::Kind kind, const char* name,
                  const StreamOrDevice& s) {
-  if (a.size() == 0) fail(name, "Cannot ", name, " reduce zero size array.");
-  if (is_complex(a.dtype())) fail(name, "Not supported for complex64 inputs.");
   if (!axis) {
+    if (a.size() == 0) fail(name, "Cannot ", name, " reduce zero size array.");
     array flat = reshape(a, {a.size()}, s);
     array out(Shape{1}, Dtype::uint32, std::make_shared<ArgReduce>(to_stream(s), kind, 0), {flat});
     return reshape(out, keepdims ? Shape(a.ndim(), 1) : Shape{}, s);
   }
   int ax = normalize_axis(*axis, a.ndim(), name);
+  check_nonempty_axes(a, {ax}, name);
   Shape kept = a.shape();
   kept[ax] = 1;
   array out(kept, Dtype::uint32, std::make_shared<ArgReduce>(to_stream(s), kind, ax), {a});

@@ -23,6 +23,11 @@ array reshape(const array& a, Shape shape, const StreamOrDevice& s) {
       fail("reshape", "Shape ", shape_str(shape), " is too large.");
     }
   }
+  if (infer >= 0 && known == 0 && a.size() == 0 && infer < a.ndim() && a.shape()[infer] != 0) {
+    // an empty array keeps the size of the inferred dim where it has one (MLX)
+    shape[infer] = a.shape()[infer];
+    infer = -1;
+  }
   if (infer >= 0) {
     if (known == 0 || a.size() % known != 0) {
       fail("reshape", "Cannot infer the shape of an array of size ", a.size(), " into shape ", shape_str(shape),
@@ -107,7 +112,7 @@ array expand_dims(const array& a, const Axes& axes, const StreamOrDevice& s) {
   Axes ax;
   for (int v : axes) {
     if (v < -nd || v >= nd) {
-      fail("expand_dims", "Invalid axis ", v, " for output with ", nd, " dimensions.");
+      detail::fail_index("expand_dims", "Invalid axis ", v, " for output with ", nd, " dimensions.");
     }
     ax.push_back(v < 0 ? v + nd : v);
   }
@@ -137,7 +142,9 @@ array transpose(const array& a, std::optional<Axes> axes, const StreamOrDevice& 
     std::vector<bool> seen(a.ndim(), false);
     for (int v : *axes) {
       int n = v < 0 ? v + a.ndim() : v;
-      if (n < 0 || n >= a.ndim()) fail("transpose", "Invalid axis ", v, " for array with ", a.ndim(), " dimensions.");
+      if (n < 0 || n >= a.ndim()) {
+        detail::fail_index("transpose", "Invalid axis ", v, " for array with ", a.ndim(), " dimensions.");
+      }
       if (seen[n]) fail("transpose", "Repeated axis ", v, " in transpose.");
       seen[n] = true;
       ax.push_back(n);
@@ -196,7 +203,7 @@ array concatenate(const std::vector<array>& arrays, std::optional<int> axis, con
     return concatenate(flat, 0, s);
   }
   const array& first = arrays[0];
-  if (first.ndim() == 0) fail("concatenate", "Zero-dimensional arrays cannot be concatenated.");
+  if (first.ndim() == 0) detail::fail_index("concatenate", "Zero-dimensional arrays cannot be concatenated.");
   int ax = normalize_axis(*axis, first.ndim(), "concatenate");
   Shape shape = first.shape();
   Dtype t = first.dtype();
@@ -226,7 +233,7 @@ array stack(const std::vector<array>& arrays, int axis, const StreamOrDevice& s)
     }
   }
   int nd = arrays[0].ndim() + 1;
-  if (axis < -nd || axis >= nd) fail("stack", "Invalid axis ", axis, " for output with ", nd, " dimensions.");
+  if (axis < -nd || axis >= nd) detail::fail_index("stack", "Invalid axis ", axis, " for output with ", nd, " dimensions.");
   std::vector<array> ex;
   for (auto& a : arrays) ex.push_back(expand_dims(a, {axis}, s));
   return concatenate(ex, axis, s);
@@ -265,15 +272,14 @@ array slice_axis(const array& a, int axis, int64_t b, int64_t e, int64_t step, c
 std::vector<array> split(const array& a, const Shape& indices, int axis, const StreamOrDevice& s) {
   int ax = normalize_axis(axis, a.ndim(), "split");
   int64_t n = a.shape()[ax];
+  auto clamp_index = [n](int64_t i) { return std::clamp<int64_t>(i < 0 ? i + n : i, 0, n); };
   std::vector<array> out;
+  // piece k is a[indices[k-1]:indices[k]] with Python slice semantics
   int64_t prev = 0;
   for (size_t i = 0; i <= indices.size(); ++i) {
-    int64_t idx = i < indices.size() ? indices[i] : n;
-    if (idx < 0) idx += n;
-    idx = std::clamp<int64_t>(idx, 0, n);
-    int64_t b = std::min(prev, n), e = std::max(b, idx);
-    out.push_back(slice_axis(a, ax, b, e, 1, s));
-    prev = std::max(prev, idx);
+    int64_t e = i < indices.size() ? clamp_index(indices[i]) : n;
+    out.push_back(slice_axis(a, ax, prev, std::max(prev, e), 1, s));
+    prev = e;
   }
   return out;
 }
@@ -410,7 +416,7 @@ array as_strided(const array& a, std::optional<Shape> shape, std::optional<Strid
       (span < 0 ? lo : hi) += span;
     }
     if (lo < 0 || hi >= a.size()) {
-      throw std::out_of_range(detail::msg("as_strided", "Shape ", shape_str(shp), ", strides ", shape_str(st),
+      throw std::invalid_argument(detail::msg("as_strided", "Shape ", shape_str(shp), ", strides ", shape_str(st),
                                           " and offset ", offset, " reach outside the input of size ", a.size(),
                                           "."));
     }

@@ -77,6 +77,13 @@ inline double erfinv_f64(double y) {
   return x;
 }
 
+// Complex numbers order lexicographically (real part, then imaginary), as MLX.
+template <class T>
+inline bool lt(T a, T b) {
+  if constexpr (is_complex_v<T>) return a.real() < b.real() || (a.real() == b.real() && a.imag() < b.imag());
+  else return a < b;
+}
+
 template <class Op>
 struct Fn;
 
@@ -106,7 +113,7 @@ EMBER_FN(Sign) {
     } else if constexpr (std::is_unsigned_v<T>) {
       return static_cast<T>(x != 0);
     } else if constexpr (is_real_v<T>) {
-      return x > 0 ? T(1) : (x < 0 ? T(-1) : x);  // keeps NaN and signed zero
+      return static_cast<T>((x > 0) - (x < 0));  // NaN -> 0, as MLX
     } else {
       return static_cast<T>((x > 0) - (x < 0));
     }
@@ -121,8 +128,11 @@ EMBER_FN(Rsqrt) {
   T operator()(T x) const { return T(1) / std::sqrt(x); }
 };
 EMBER_FN(Square) {
-  template <class T, if_num<T> = 0>
-  T operator()(T x) const { return static_cast<T>(x * x); }
+  template <class T>
+  T operator()(T x) const {
+    if constexpr (std::is_same_v<T, bool>) return x;
+    else return static_cast<T>(x * x);
+  }
 };
 #define EMBER_FN_MATH(OP, FN)                        \
   EMBER_FN(OP) {                                     \
@@ -154,13 +164,31 @@ EMBER_FN_MATH(ArcTanh, atanh)
     T operator()(T x) const { return EXPR; } \
   };
 EMBER_FN_REAL(Expm1, m_expm1(x))
-EMBER_FN_REAL(Log1p, m_log1p(x))
-EMBER_FN_REAL(Log2, m_log2(x))
 EMBER_FN_REAL(Erf, m_erf(x))
 EMBER_FN_REAL(Floor, std::floor(x))
 EMBER_FN_REAL(Ceil, std::ceil(x))
-EMBER_FN_REAL(Round, std::nearbyint(x))
 #undef EMBER_FN_REAL
+EMBER_FN(Round) {  // half to even
+  template <class T, if_inexact<T> = 0>
+  T operator()(T x) const {
+    if constexpr (is_complex_v<T>) return T(std::nearbyint(x.real()), std::nearbyint(x.imag()));
+    else return std::nearbyint(x);
+  }
+};
+EMBER_FN(Log1p) {
+  template <class T, if_inexact<T> = 0>
+  T operator()(T x) const {
+    if constexpr (is_complex_v<T>) return std::log(T(1) + x);
+    else return m_log1p(x);
+  }
+};
+EMBER_FN(Log2) {
+  template <class T, if_inexact<T> = 0>
+  T operator()(T x) const {
+    if constexpr (is_complex_v<T>) return std::log(x) / 0.6931471805599453f;
+    else return m_log2(x);
+  }
+};
 EMBER_FN(Sigmoid) {
   template <class T, if_real<T> = 0>
   T operator()(T x) const {
@@ -227,14 +255,14 @@ EMBER_FN(Conjugate) {
 template <class T>
 using if_any = std::enable_if_t<true || sizeof(T), int>;
 EMBER_FN2(Add, if_any, T, static_cast<T>(a + b))
-EMBER_FN2(Subtract, if_num, T, static_cast<T>(a - b))
+EMBER_FN2(Subtract, if_any, T, static_cast<T>(std::is_same_v<T, bool> ? a != b : a - b))
 EMBER_FN2(Multiply, if_any, T, static_cast<T>(a * b))
 EMBER_FN2(Equal, if_any, bool, a == b)
 EMBER_FN2(NotEqual, if_any, bool, a != b)
-EMBER_FN2(Less, if_ordered, bool, a < b)
-EMBER_FN2(LessEqual, if_ordered, bool, a <= b)
-EMBER_FN2(Greater, if_ordered, bool, a > b)
-EMBER_FN2(GreaterEqual, if_ordered, bool, a >= b)
+EMBER_FN2(Less, if_any, bool, lt(a, b))
+EMBER_FN2(LessEqual, if_any, bool, !lt(b, a))
+EMBER_FN2(Greater, if_any, bool, lt(b, a))
+EMBER_FN2(GreaterEqual, if_any, bool, !lt(a, b))
 EMBER_FN2(LogicalAnd, if_any, bool, (a != T(0)) && (b != T(0)))
 EMBER_FN2(LogicalOr, if_any, bool, (a != T(0)) || (b != T(0)))
 EMBER_FN2(BitwiseAnd, if_intbool, T, static_cast<T>(a & b))
@@ -257,6 +285,7 @@ EMBER_FN(Divide) {
   }
 };
 EMBER_FN(FloorDivide) {
+  bool operator()(bool a, bool b) const { return a && b; }
   template <class T, if_real<T> = 0>
   T operator()(T a, T b) const { return std::floor(a / b); }
   template <class T, if_int<T> = 0>
@@ -272,7 +301,9 @@ EMBER_FN(FloorDivide) {
   }
 };
 EMBER_FN(Remainder) {
-  // Python's sign convention: the result has the divisor's sign.
+  // Python's sign convention: the result has the divisor's sign; x % 0 == x
+  // for integers, as MLX.
+  bool operator()(bool a, bool b) const { return b ? false : a; }
   template <class T, if_real<T> = 0>
   T operator()(T a, T b) const {
     T r = std::fmod(a, b);
@@ -281,15 +312,17 @@ EMBER_FN(Remainder) {
   template <class T, if_int<T> = 0>
   T operator()(T a, T b) const {
     if constexpr (std::is_signed_v<T>) {
-      if (b == 0 || b == -1) return 0;
+      if (b == 0) return a;
+      if (b == -1) return 0;
       T r = static_cast<T>(a % b);
       return static_cast<T>((r != 0 && ((r < 0) != (b < 0))) ? r + b : r);
     } else {
-      return b == 0 ? T(0) : static_cast<T>(a % b);
+      return b == 0 ? a : static_cast<T>(a % b);
     }
   }
 };
 EMBER_FN(Power) {
+  bool operator()(bool a, bool b) const { return a || !b; }
   template <class T, if_inexact<T> = 0>
   T operator()(T a, T b) const { return std::pow(a, b); }
   template <class T, if_int<T> = 0>
@@ -309,17 +342,17 @@ EMBER_FN(Power) {
   }
 };
 EMBER_FN(Maximum) {  // NaN propagates
-  template <class T, if_ordered<T> = 0>
+  template <class T>
   T operator()(T a, T b) const {
     if constexpr (is_real_v<T>) return (a > b || a != a) ? a : b;
-    else return a > b ? a : b;
+    else return lt(b, a) ? a : b;
   }
 };
 EMBER_FN(Minimum) {
-  template <class T, if_ordered<T> = 0>
+  template <class T>
   T operator()(T a, T b) const {
     if constexpr (is_real_v<T>) return (a < b || a != a) ? a : b;
-    else return a < b ? a : b;
+    else return lt(a, b) ? a : b;
   }
 };
 EMBER_FN(LeftShift) {

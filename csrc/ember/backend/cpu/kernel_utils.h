@@ -22,6 +22,7 @@ inline To convert(From x) {
     return x;
   } else if constexpr (is_complex_v<From>) {
     if constexpr (is_complex_v<To>) return x;
+    else if constexpr (std::is_same_v<To, bool>) return x != From(0);
     else return convert<To>(x.real());
   } else if constexpr (is_half_v<From>) {
     return convert<To>(static_cast<float>(x));

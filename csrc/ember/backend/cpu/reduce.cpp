@@ -37,24 +37,20 @@ struct ProdOp {
 template <class A>
 struct MaxOp {
   static A init() {
-    if constexpr (std::is_floating_point_v<A>) return -std::numeric_limits<A>::infinity();
+    if constexpr (is_complex_v<A>) return A(-std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity());
+    else if constexpr (std::is_floating_point_v<A>) return -std::numeric_limits<A>::infinity();
     else return std::numeric_limits<A>::lowest();
   }
-  static A apply(A a, A b) {
-    if constexpr (std::is_floating_point_v<A>) return (a > b || a != a) ? a : b;
-    else return a > b ? a : b;
-  }
+  static A apply(A a, A b) { return Fn<op::Maximum>{}(a, b); }
 };
 template <class A>
 struct MinOp {
   static A init() {
-    if constexpr (std::is_floating_point_v<A>) return std::numeric_limits<A>::infinity();
+    if constexpr (is_complex_v<A>) return A(std::numeric_limits<float>::infinity(), std::numeric_limits<float>::infinity());
+    else if constexpr (std::is_floating_point_v<A>) return std::numeric_limits<A>::infinity();
     else return std::numeric_limits<A>::max();
   }
-  static A apply(A a, A b) {
-    if constexpr (std::is_floating_point_v<A>) return (a < b || a != a) ? a : b;
-    else return a < b ? a : b;
-  }
+  static A apply(A a, A b) { return Fn<op::Minimum>{}(a, b); }
 };
 struct AndOp {
   static bool init() { return true; }
@@ -64,6 +60,23 @@ struct OrOp {
   static bool init() { return false; }
   static bool apply(bool a, bool b) { return a || b; }
 };
+
+// The dtype sums and products accumulate into (MLX's rule).
+template <class T>
+struct SumOut {
+  using type = T;
+};
+#define EMBER_SUM_OUT(T, O) \
+  template <>               \
+  struct SumOut<T> {        \
+    using type = O;         \
+  };
+EMBER_SUM_OUT(bool, int32_t)
+EMBER_SUM_OUT(int8_t, int32_t)
+EMBER_SUM_OUT(int16_t, int32_t)
+EMBER_SUM_OUT(uint8_t, uint32_t)
+EMBER_SUM_OUT(uint16_t, uint32_t)
+#undef EMBER_SUM_OUT
 
 constexpr int kLanes = 16;
 constexpr int64_t kBlock = 4096;
@@ -147,6 +160,10 @@ void reduce_dense(const T* x, O* out, int64_t outer, int64_t R, int64_t K) {
 }
 
 }  // namespace
+
+template <class T>
+using sum_out_t = typename SumOut<T>::type;
+
 }  // namespace cpu
 
 const char* Reduce::name() const {
@@ -233,6 +250,9 @@ void Reduce::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outp
       using Op = typename decltype(op_tag)::type;
       using A = typename decltype(acc_tag)::type;
       using O = typename decltype(out_tag)::type;
+      if (static_cast<int>(sizeof(O)) != out.itemsize() || type_to_dtype<O>::value != out.dtype()) {
+        cpu::unsupported(name(), out.dtype());
+      }
       if (R == 0) {
         O* o = out.data<O>();
         for (int64_t i = 0; i < out.size(); ++i) o[i] = cpu::convert<O>(Op::init());
@@ -240,50 +260,27 @@ void Reduce::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outp
       }
       cpu::reduce_dense<Op, A>(x, out.data<O>(), outer, R, K);
     };
+    using S = cpu::sum_out_t<T>;
+    using SA = compute_t<S>;
     switch (kind_) {
       case And:
-        run(Tag<cpu::AndOp>{}, Tag<bool>{}, Tag<bool>{});
-        return;
-      case Or:
-        run(Tag<cpu::OrOp>{}, Tag<bool>{}, Tag<bool>{});
-        return;
-      default:
+        if constexpr (std::is_same_v<T, bool>) return run(Tag<cpu::AndOp>{}, Tag<bool>{}, Tag<bool>{});
         break;
+      case Or:
+        if constexpr (std::is_same_v<T, bool>) return run(Tag<cpu::OrOp>{}, Tag<bool>{}, Tag<bool>{});
+        break;
+      case Sum:
+        return run(Tag<cpu::SumOp<SA>>{}, Tag<SA>{}, Tag<S>{});
+      case Prod:
+        return run(Tag<cpu::ProdOp<SA>>{}, Tag<SA>{}, Tag<S>{});
+      case Max:
+        if constexpr (std::is_same_v<T, bool>) return run(Tag<cpu::OrOp>{}, Tag<bool>{}, Tag<bool>{});
+        else return run(Tag<cpu::MaxOp<C>>{}, Tag<C>{}, Tag<T>{});
+      case Min:
+        if constexpr (std::is_same_v<T, bool>) return run(Tag<cpu::AndOp>{}, Tag<bool>{}, Tag<bool>{});
+        else return run(Tag<cpu::MinOp<C>>{}, Tag<C>{}, Tag<T>{});
     }
-    if constexpr (is_complex_v<T> || std::is_same_v<T, bool>) {
-      if constexpr (is_complex_v<T>) {
-        if (kind_ == Sum) return run(Tag<cpu::SumOp<C>>{}, Tag<C>{}, Tag<T>{});
-        if (kind_ == Prod) return run(Tag<cpu::ProdOp<C>>{}, Tag<C>{}, Tag<T>{});
-        cpu::unsupported(name(), in.dtype());
-      } else {
-        // bool: sum/prod counted in the output's integer type; max = any, min = all
-        if (kind_ == Max) return run(Tag<cpu::OrOp>{}, Tag<bool>{}, Tag<bool>{});
-        if (kind_ == Min) return run(Tag<cpu::AndOp>{}, Tag<bool>{}, Tag<bool>{});
-        dispatch_all(out.dtype(), [&](auto otag) {
-          using O = typename decltype(otag)::type;
-          if constexpr (std::is_integral_v<O> && !std::is_same_v<O, bool>) {
-            if (kind_ == Sum) run(Tag<cpu::SumOp<O>>{}, Tag<O>{}, Tag<O>{});
-            else run(Tag<cpu::AndOp>{}, Tag<bool>{}, Tag<O>{});
-          } else {
-            cpu::unsupported(name(), out.dtype());
-          }
-        });
-      }
-    } else {
-      if (kind_ == Max) return run(Tag<cpu::MaxOp<C>>{}, Tag<C>{}, Tag<T>{});
-      if (kind_ == Min) return run(Tag<cpu::MinOp<C>>{}, Tag<C>{}, Tag<T>{});
-      // Sum/Prod accumulate in the output's type (int32/uint32/int64... or float)
-      dispatch_all(out.dtype(), [&](auto otag) {
-        using O = typename decltype(otag)::type;
-        if constexpr (is_complex_v<O> || std::is_same_v<O, bool>) {
-          cpu::unsupported(name(), out.dtype());
-        } else {
-          using A = compute_t<O>;
-          if (kind_ == Sum) run(Tag<cpu::SumOp<A>>{}, Tag<A>{}, Tag<O>{});
-          else run(Tag<cpu::ProdOp<A>>{}, Tag<A>{}, Tag<O>{});
-        }
-      });
-    }
+    cpu::unsupported(name(), in.dtype());
   });
 }
 
@@ -306,9 +303,7 @@ void ArgReduce::eval_cpu(const std::vector<array>& inputs, std::vector<array>& o
   dispatch_all(in.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = compute_t<T>;
-    if constexpr (is_complex_v<T>) {
-      cpu::unsupported(name(), in.dtype());
-    } else {
+    {
       cpu::for_each_row<2>(
           out.shape(), {out.strides().data(), st.data()}, {out.data<char>(), in.data<char>()},
           {4, static_cast<int>(sizeof(T))},
@@ -321,7 +316,7 @@ void ArgReduce::eval_cpu(const std::vector<array>& inputs, std::vector<array>& o
               uint32_t bi = 0;
               for (int64_t j = 1; j < len; ++j) {
                 C v = static_cast<C>(col[j * ax_stride]);
-                bool better = is_max ? v > best : v < best;
+                bool better = is_max ? cpu::lt(best, v) : cpu::lt(v, best);
                 if constexpr (std::is_floating_point_v<C>) better = better || (v != v && best == best);
                 if (better) {
                   best = v;

@@ -1,48 +1,60 @@
 // simd_math.h — vectorizable transcendental math for the CPU kernels.
 //
 // What it is: scalar, branch-free, always-inlined implementations of the
-// float32 (and a few float64) elementary functions, written so that GCC/Clang
-// auto-vectorize a plain loop over them at -O3 (-march=native) WITHOUT
-// -ffast-math:
+// float32 (and some float64) elementary functions, written so that GCC 12
+// auto-vectorizes a plain loop over them at -O3 -march=native WITHOUT
+// -ffast-math (checked with -fopt-info-vec; Clang untested):
 //
 //     for (size_t i = 0; i < n; ++i) out[i] = ember::simd::exp(in[i]);
 //
-// compiles to 8-wide AVX2 code (16-wide with AVX-512) with no libm calls.
-// No intrinsics: everything is plain C++17 (bit casts through memcpy,
-// integer <-> float conversions, bitwise selects), so the header compiles
-// anywhere; where the target has no FMA the code falls back to separate
-// multiply/add (and a double-precision argument reduction for sin/cos/tan)
-// and keeps the same accuracy bounds.
+// compiles to 8-wide AVX2 code (16-wide with AVX-512, 4-wide SSE) with no
+// libm calls. No intrinsics: plain C++17 (bit casts through memcpy, integer
+// <-> float conversions, bitwise selects), so it compiles anywhere. Without
+// FMA (e.g. a baseline x86-64 build) the code uses separate multiply/add and
+// a double-precision argument reduction for sin/cos/tan, with the same
+// accuracy bounds; the float64 functions need 64-bit integer vector ops
+// (SSE4.2/AVX2) to vectorize.
+//
+// Functions (namespace ember::simd):
+//   float32: exp expm1 log log1p log2 log10 sin cos tan sinh cosh tanh
+//            sigmoid erf erfinv atan atan2 asin acos asinh acosh atanh
+//   float64: exp log tanh sigmoid sin cos erf (other float64 functions:
+//            call std::)
+//
+// Accuracy (tests/cpp/test_simd_math.cpp; max distance in ulps from the
+// correctly rounded result, reference = double (float64: long double) libm;
+// "exhaustive" = all 2^32 float32 inputs, measured with FMA):
+//   exp 1, expm1 1, log 1, log1p 1, log2 2, log10 2, cosh 1, atan 1,
+//   acos 1, atan2 1 (random pairs), sin 2, cos 2, tan 3 (|x| <= 6.5e6),
+//   tanh 2, sigmoid 2, erf 2, sinh 2, asin 2, asinh 2, acosh 2, atanh 2
+//   — all exhaustive; erfinv 2 (every 3rd input in [0, 1]).
+//   float64 (random + sweeps): exp 1, log 1, tanh 1, sigmoid 1, sin 1,
+//   cos 1 (|x| <= 1e5), erf 1.
+// The promise kernels can rely on: float32 <= 4 ulp, float64 <= 2 ulp.
+// Special values follow IEEE/NumPy: NaN -> NaN, +-inf handled, signed zeros
+// preserved where libm preserves them, overflow -> inf, underflow -> 0 or
+// denormals (exp, sigmoid, erf, ... produce denormals), log(0) = -inf,
+// log(x<0) = NaN, erfinv(+-1) = +-inf, NaN outside [-1, 1] for
+// asin/acos/atanh/erfinv, acosh(x<1) = NaN, sin/cos/tan(+-inf) = NaN.
+//
+// sin/cos/tan range: float32 uses Cody-Waite reduction by pi/2 (three float
+// parts with FMA, plus a second step fixing the quadrant when float(2/pi)
+// rounds it wrong; a two-part double reduction without FMA). The bound holds
+// for |x| <= kSinCosAccurateBound = 6.5e6 (every float checked, with and
+// without FMA: sin/cos 2 ulp, tan 3 ulp). Beyond 2^22 * pi/2 ~ 6.59e6 the
+// reduction is invalid and the result is meaningless but finite and in
+// [-1, 1] (tan: finite). float64 sin/cos: within 1 ulp in random tests up to
+// |x| = 1e14 with FMA (~1.6e6 without); beyond, finite and in [-1, 1].
 //
 // Writing rules (why the code looks the way it does): GCC refuses to
-// if-convert a `c ? a : b` whose arms are floating-point computations (they
-// "may trap" under the default -ftrapping-math) and libm calls (sqrt
-// included, because of errno) are not vectorized, so every choice is a
-// bitwise select on a mask (detail::sel), comparisons only produce masks,
-// and square roots use detail::sqrt_pos (Newton iteration, ~correctly
-// rounded for the non-negative finite inputs it gets here).
-//
-// float32 functions: exp expm1 log log1p log2 log10 sin cos tan sinh cosh
-// tanh sigmoid erf erfinv atan asin acos asinh acosh atanh atan2.
-// float64 functions: exp log tanh sigmoid sin cos erf (same names, double
-// overloads).
-//
-// Accuracy, measured by tests/cpp/test_simd_math.cpp against the double
-// precision libm result (dense sweeps + random bit patterns over all finite
-// floats + special values; max error in ulps of the correctly rounded
-// result): see the table in that file's header comment. Every float32
-// function is within 4 ulp (most within 1-2), every float64 one within 2 ulp.
-// Special values follow IEEE/NumPy: NaN -> NaN, +-inf, signed zeros
-// preserved where libm preserves them, overflow -> inf, underflow -> 0 or
-// denormals, log(0) = -inf, log(<0) = NaN, erfinv(+-1) = +-inf, |x| > 1 ->
-// NaN for asin/acos/atanh/erfinv, acosh(x<1) = NaN.
-//
-// sin/cos/tan (float32): Cody-Waite reduction by pi/2 in three float parts
-// (with FMA; a double-precision two-part reduction without FMA). Within the
-// 4 ulp bound for |x| <= 1e5 (kSinCosAccurateBound below; the tests check
-// up to that bound). Beyond it the error grows (the reduction loses bits);
-// for |x| >= 2^22 *pi/2 the result is meaningless but always finite and
-// within [-1, 1] (tan: finite). sin/cos(+-inf) = NaN.
+// if-convert `c ? a : b` when the arms are floating-point computations
+// (they "may trap" under the default -ftrapping-math) and does not
+// vectorize libm calls (sqrt included, because of errno). So every choice is
+// a bitwise select on a mask (detail::sel), comparisons only produce masks,
+// all branches are computed, and square roots use detail::sqrt_pos. The code
+// relies on IEEE semantics: do not compile it with -ffast-math
+// (-ffinite-math-only removes the NaN/inf handling, -fassociative-math
+// breaks the rounding tricks).
 #pragma once
 
 #include <cmath>
@@ -70,8 +82,9 @@
 namespace ember {
 namespace simd {
 
-// |x| up to which sin/cos/tan (float32) meet the 4 ulp bound.
-constexpr float kSinCosAccurateBound = 1e5f;
+// |x| up to which sin/cos/tan (float32) meet the 4 ulp bound (exhaustively
+// checked, with and without FMA). The reduction breaks down at 2^22 pi/2.
+constexpr float kSinCosAccurateBound = 6.5e6f;
 
 namespace detail {
 
@@ -108,9 +121,6 @@ EMBER_SIMD_INLINE float sel(uint32_t m, float a, float b) {
 EMBER_SIMD_INLINE double sel(uint64_t m, double a, double b) {
   return as_d((as_u(a) & m) | (as_u(b) & ~m));
 }
-EMBER_SIMD_INLINE int32_t seli(uint32_t m, int32_t a, int32_t b) {
-  return static_cast<int32_t>((static_cast<uint32_t>(a) & m) | (static_cast<uint32_t>(b) & ~m));
-}
 
 EMBER_SIMD_INLINE float fabs_(float x) { return as_f(as_u(x) & 0x7fffffffu); }
 EMBER_SIMD_INLINE double fabs_(double x) { return as_d(as_u(x) & 0x7fffffffffffffffull); }
@@ -120,10 +130,6 @@ EMBER_SIMD_INLINE float copysign_(float a, float s) {
 }
 EMBER_SIMD_INLINE double copysign_(double a, double s) {
   return as_d((as_u(a) & 0x7fffffffffffffffull) | (as_u(s) & 0x8000000000000000ull));
-}
-// a with its sign flipped where s is negative
-EMBER_SIMD_INLINE float xorsign_(float a, float s) {
-  return as_f(as_u(a) ^ (as_u(s) & 0x80000000u));
 }
 EMBER_SIMD_INLINE uint32_t signmask(float x) {
   return static_cast<uint32_t>(static_cast<int32_t>(as_u(x)) >> 31);
@@ -518,20 +524,28 @@ EMBER_SIMD_INLINE float erf(float x) {
   const float a = fabs_(x);
   const uint32_t big = mask(a >= 1.0f);
   const float ac = sel(mask(a > 4.0f), 4.0f, a);
+  // Both branches are evaluated (separate polynomials: cheaper than
+  // per-lane coefficient selects, whose constants GCC rematerializes).
   // small: erf(a) = a P(a^2) on [0, 1], rel. err 1.2e-9
-  // big:   erfc(a) = exp(-a^2) Q(a - 2) on [1, 4], err in erf 2.5e-9
-  const float v = sel(big, ac - 2.0f, a * a);
-#define EMBER_C(s, b) sel(big, b, s)
-  float p = EMBER_C(0.0f, 0x1.c5ce26p-14f);
-  p = mad(p, v, EMBER_C(0.0f, -0x1.a487e2p-13f));
-  p = mad(p, v, EMBER_C(0x1.496a70p-14f, 0x1.0713c8p-11f));
-  p = mad(p, v, EMBER_C(-0x1.a3f71ap-11f, -0x1.e7b912p-10f));
-  p = mad(p, v, EMBER_C(0x1.5405b6p-8f, 0x1.66d3e0p-8f));
-  p = mad(p, v, EMBER_C(-0x1.b7f90ep-6f, -0x1.fa00f2p-7f));
-  p = mad(p, v, EMBER_C(0x1.ce2cf8p-4f, 0x1.5670dap-5f));
-  p = mad(p, v, EMBER_C(-0x1.81273ep-2f, -0x1.b571a2p-4f));
-  p = mad(p, v, EMBER_C(0x1.20dd74p+0f, 0x1.05866cp-2f));
-#undef EMBER_C
+  const float a2 = a * a;
+  float ps = 0x1.496a70p-14f;
+  ps = mad(ps, a2, -0x1.a3f71ap-11f);
+  ps = mad(ps, a2, 0x1.5405b6p-8f);
+  ps = mad(ps, a2, -0x1.b7f90ep-6f);
+  ps = mad(ps, a2, 0x1.ce2cf8p-4f);
+  ps = mad(ps, a2, -0x1.81273ep-2f);
+  ps = mad(ps, a2, 0x1.20dd74p+0f);
+  // big: erfc(a) = exp(-a^2) Q(a - 2) on [1, 4], err in erf 2.5e-9
+  const float v = ac - 2.0f;
+  float pb = 0x1.c5ce26p-14f;
+  pb = mad(pb, v, -0x1.a487e2p-13f);
+  pb = mad(pb, v, 0x1.0713c8p-11f);
+  pb = mad(pb, v, -0x1.e7b912p-10f);
+  pb = mad(pb, v, 0x1.66d3e0p-8f);
+  pb = mad(pb, v, -0x1.fa00f2p-7f);
+  pb = mad(pb, v, 0x1.5670dap-5f);
+  pb = mad(pb, v, -0x1.b571a2p-4f);
+  pb = mad(pb, v, 0x1.05866cp-2f);
   // exp(-a^2) with a^2 = x2 + x2lo exactly
   const float x2 = ac * ac;
 #if EMBER_SIMD_FMA
@@ -541,7 +555,7 @@ EMBER_SIMD_INLINE float erf(float x) {
 #endif
   float ex = exp_normal(-x2);
   ex = mad(-ex, x2lo, ex);
-  const float res = sel(big, mad(-ex, p, 1.0f), a * p);
+  const float res = sel(big, mad(-ex, pb, 1.0f), a * ps);
   return copysign_(res, x);
 }
 
@@ -559,21 +573,31 @@ EMBER_SIMD_INLINE float erfinv(float x) {
   const float f = log_split(oc, e);
   const float ef = static_cast<float>(e);
   const float w = -mad(ef, kLn2Hi, mad(ef, kLn2Lo, log1p_kernel(f)));
-  // erfinv(x) = x P(w) for w < 5, x Q(sqrt(w) - 3.1613) for w >= 5
+  // erfinv(x) = x P(w) for w < 5, x Q(sqrt(w) - 3.1613) for w >= 5 (both
+  // evaluated, then selected)
   const uint32_t big = mask(w >= 5.0f);
-  const float v = sel(big, sqrt_pos(w) - 0x1.94a5fep+1f, w);
-#define EMBER_C(s, b) sel(big, b, s)
-  float p = EMBER_C(-0x1.2e0e86p-27f, 0x1.e54be4p-14f);
-  p = mad(p, v, EMBER_C(0x1.daa8b0p-23f, -0x1.28eeeep-13f));
-  p = mad(p, v, EMBER_C(-0x1.09469ep-19f, -0x1.6ccb1cp-12f));
-  p = mad(p, v, EMBER_C(0x1.0b4f50p-18f, 0x1.4410d4p-10f));
-  p = mad(p, v, EMBER_C(0x1.75d726p-15f, -0x1.276d1cp-9f));
-  p = mad(p, v, EMBER_C(-0x1.0b593ap-13f, 0x1.b64260p-9f));
-  p = mad(p, v, EMBER_C(-0x1.31f5fap-9f, -0x1.396868p-8f));
-  p = mad(p, v, EMBER_C(0x1.7a6d22p-7f, 0x1.aa0c74p-8f));
-  p = mad(p, v, EMBER_C(0x1.db2a10p-3f, 0x1.0113eep+0f));
-  p = mad(p, v, EMBER_C(0x1.c5bf88p-1f, 0x1.7f54f2p+1f));
-#undef EMBER_C
+  float pc = -0x1.2e0e86p-27f;
+  pc = mad(pc, w, 0x1.daa8b0p-23f);
+  pc = mad(pc, w, -0x1.09469ep-19f);
+  pc = mad(pc, w, 0x1.0b4f50p-18f);
+  pc = mad(pc, w, 0x1.75d726p-15f);
+  pc = mad(pc, w, -0x1.0b593ap-13f);
+  pc = mad(pc, w, -0x1.31f5fap-9f);
+  pc = mad(pc, w, 0x1.7a6d22p-7f);
+  pc = mad(pc, w, 0x1.db2a10p-3f);
+  pc = mad(pc, w, 0x1.c5bf88p-1f);
+  const float v = sqrt_pos(w) - 0x1.94a5fep+1f;
+  float pt = 0x1.e54be4p-14f;
+  pt = mad(pt, v, -0x1.28eeeep-13f);
+  pt = mad(pt, v, -0x1.6ccb1cp-12f);
+  pt = mad(pt, v, 0x1.4410d4p-10f);
+  pt = mad(pt, v, -0x1.276d1cp-9f);
+  pt = mad(pt, v, 0x1.b64260p-9f);
+  pt = mad(pt, v, -0x1.396868p-8f);
+  pt = mad(pt, v, 0x1.aa0c74p-8f);
+  pt = mad(pt, v, 0x1.0113eep+0f);
+  pt = mad(pt, v, 0x1.7f54f2p+1f);
+  const float p = sel(big, pt, pc);
   float res = a * p;
   res = sel(mask(a == 1.0f), kInf, res);
   res = sel(mask(a > 1.0f) | mask(x != x), kNaN, res);
@@ -915,26 +939,83 @@ EMBER_SIMD_INLINE double erf(double x) {
   const double ac = sel(mask64(a > 6.0), 6.0, a);  // erf rounds to 1 beyond 5.93
   // |x| <= 1: erf = x + x P(x^2); 1 < |x| <= 6: erfc = exp(-x^2) Q_i(x - c_i)
   // on [1, 1.6], [1.6, 2.4], [2.4, 3.6], [3.6, 6] (Chebyshev fits, abs. err
-  // in erf < 1e-17); one Horner over per-lane selected coefficients.
+  // in erf < 1e-17). All five polynomials are evaluated, then selected.
   const uint64_t m1 = mask64(a > 1.0), m2 = mask64(a > 1.6), m3 = mask64(a > 2.4),
                  m4 = mask64(a > 3.6);
-#define EMBER_C(c0, c1, c2, c3, c4) sel(m4, c4, sel(m3, c3, sel(m2, c2, sel(m1, c1, c0))))
-  const double v = sel(m1, ac - EMBER_C(0.0, 1.3, 2.0, 3.0, 4.8), a * a);
-  double p = EMBER_C(0.0, -0x1.6e0ecb9371683p-20, -0x1.942591a7654bap-24, -0x1.e2dbb2cca0de7p-29, -0x1.18c7b6f49a324p-35);
-  p = mad(p, v, EMBER_C(0.0, 0x1.321997639717cp-18, 0x1.809ec80cbc048p-22, 0x1.11723cfca9751p-26, 0x1.a3c453b35d8f7p-33));
-  p = mad(p, v, EMBER_C(-0x1.ac9585a44fe29p-31, -0x1.e32b979367eecp-17, -0x1.5744f43fd30cdp-20, -0x1.1d0ad7bc71676p-24, -0x1.09e69aa27a9f5p-30));
-  p = mad(p, v, EMBER_C(0x1.d76af6ca49787p-27, 0x1.7c4aa0356578dp-15, 0x1.3664a428695c7p-18, 0x1.3617d1f99008ep-22, 0x1.829f87ccc2a71p-28));
-  p = mad(p, v, EMBER_C(-0x1.5c131500d3f88p-23, -0x1.21c709befa8e0p-13, -0x1.115d57415cfbcp-16, -0x1.4b1615b37dc1dp-20, -0x1.18428244c7cdfp-25));
-  p = mad(p, v, EMBER_C(0x1.b981d78881a5dp-20, 0x1.aa1e71b4db271p-12, 0x1.d37c573fe5c35p-15, 0x1.5961197b5ec0bp-18, 0x1.8d4bd26517872p-23));
-  p = mad(p, v, EMBER_C(-0x1.f4ca838adb73bp-17, -0x1.2d7ce38d728ecp-10, -0x1.838220c7aa33cp-13, -0x1.60250ccc45395p-16, -0x1.15b657f8b3c58p-20));
-  p = mad(p, v, EMBER_C(0x1.f9a2be4f731a1p-14, 0x1.9906ac0e87e63p-9, 0x1.369ff9681420ap-11, 0x1.5e738efd15bb6p-14, 0x1.7ee7168e5773bp-18));
-  p = mad(p, v, EMBER_C(-0x1.c02db0665e53dp-11, -0x1.08d59b9ebde95p-7, -0x1.e028e8a5f63a0p-10, -0x1.53dec9d3d757dp-12, -0x1.041e19005e369p-15));
-  p = mad(p, v, EMBER_C(0x1.565bccfa44156p-8, 0x1.4586f29224dfap-6, 0x1.649072162c376p-8, 0x1.409cc2f11fc6fp-10, 0x1.5c09d2fa70c32p-13));
-  p = mad(p, v, EMBER_C(-0x1.b82ce31203772p-6, -0x1.791d38887bbaep-5, -0x1.fa9d3ac955ad8p-7, -0x1.259061ba84385p-8, -0x1.ca4a165c489e0p-11));
-  p = mad(p, v, EMBER_C(0x1.ce2f21a040f66p-4, 0x1.97e3446e86415p-4, 0x1.5672b9ea13b2bp-5, 0x1.043fe1a98aa77p-6, 0x1.28b9ddbf916cbp-8));
-  p = mad(p, v, EMBER_C(-0x1.812746b0379c1p-2, -0x1.968b7b47d280cp-3, -0x1.b57034efd3f72p-4, -0x1.bd6ae4d14b171p-5, -0x1.798db6596362fp-6));
-  p = mad(p, v, EMBER_C(0x1.06eba8214db68p-3, 0x1.6e39e13d84008p-2, 0x1.058671b52c776p-2, 0x1.6e9827d229d2fp-3, 0x1.d79c124747156p-4));
-#undef EMBER_C
+  const double a2 = a * a;
+  double p0 = -0x1.ac9585a44fe29p-31;
+  p0 = mad(p0, a2, 0x1.d76af6ca49787p-27);
+  p0 = mad(p0, a2, -0x1.5c131500d3f88p-23);
+  p0 = mad(p0, a2, 0x1.b981d78881a5dp-20);
+  p0 = mad(p0, a2, -0x1.f4ca838adb73bp-17);
+  p0 = mad(p0, a2, 0x1.f9a2be4f731a1p-14);
+  p0 = mad(p0, a2, -0x1.c02db0665e53dp-11);
+  p0 = mad(p0, a2, 0x1.565bccfa44156p-8);
+  p0 = mad(p0, a2, -0x1.b82ce31203772p-6);
+  p0 = mad(p0, a2, 0x1.ce2f21a040f66p-4);
+  p0 = mad(p0, a2, -0x1.812746b0379c1p-2);
+  p0 = mad(p0, a2, 0x1.06eba8214db68p-3);
+  const double v1 = ac - 1.3;
+  double p1 = -0x1.6e0ecb9371683p-20;
+  p1 = mad(p1, v1, 0x1.321997639717cp-18);
+  p1 = mad(p1, v1, -0x1.e32b979367eecp-17);
+  p1 = mad(p1, v1, 0x1.7c4aa0356578dp-15);
+  p1 = mad(p1, v1, -0x1.21c709befa8e0p-13);
+  p1 = mad(p1, v1, 0x1.aa1e71b4db271p-12);
+  p1 = mad(p1, v1, -0x1.2d7ce38d728ecp-10);
+  p1 = mad(p1, v1, 0x1.9906ac0e87e63p-9);
+  p1 = mad(p1, v1, -0x1.08d59b9ebde95p-7);
+  p1 = mad(p1, v1, 0x1.4586f29224dfap-6);
+  p1 = mad(p1, v1, -0x1.791d38887bbaep-5);
+  p1 = mad(p1, v1, 0x1.97e3446e86415p-4);
+  p1 = mad(p1, v1, -0x1.968b7b47d280cp-3);
+  p1 = mad(p1, v1, 0x1.6e39e13d84008p-2);
+  const double v2 = ac - 2.0;
+  double p2 = -0x1.942591a7654bap-24;
+  p2 = mad(p2, v2, 0x1.809ec80cbc048p-22);
+  p2 = mad(p2, v2, -0x1.5744f43fd30cdp-20);
+  p2 = mad(p2, v2, 0x1.3664a428695c7p-18);
+  p2 = mad(p2, v2, -0x1.115d57415cfbcp-16);
+  p2 = mad(p2, v2, 0x1.d37c573fe5c35p-15);
+  p2 = mad(p2, v2, -0x1.838220c7aa33cp-13);
+  p2 = mad(p2, v2, 0x1.369ff9681420ap-11);
+  p2 = mad(p2, v2, -0x1.e028e8a5f63a0p-10);
+  p2 = mad(p2, v2, 0x1.649072162c376p-8);
+  p2 = mad(p2, v2, -0x1.fa9d3ac955ad8p-7);
+  p2 = mad(p2, v2, 0x1.5672b9ea13b2bp-5);
+  p2 = mad(p2, v2, -0x1.b57034efd3f72p-4);
+  p2 = mad(p2, v2, 0x1.058671b52c776p-2);
+  const double v3 = ac - 3.0;
+  double p3 = -0x1.e2dbb2cca0de7p-29;
+  p3 = mad(p3, v3, 0x1.11723cfca9751p-26);
+  p3 = mad(p3, v3, -0x1.1d0ad7bc71676p-24);
+  p3 = mad(p3, v3, 0x1.3617d1f99008ep-22);
+  p3 = mad(p3, v3, -0x1.4b1615b37dc1dp-20);
+  p3 = mad(p3, v3, 0x1.5961197b5ec0bp-18);
+  p3 = mad(p3, v3, -0x1.60250ccc45395p-16);
+  p3 = mad(p3, v3, 0x1.5e738efd15bb6p-14);
+  p3 = mad(p3, v3, -0x1.53dec9d3d757dp-12);
+  p3 = mad(p3, v3, 0x1.409cc2f11fc6fp-10);
+  p3 = mad(p3, v3, -0x1.259061ba84385p-8);
+  p3 = mad(p3, v3, 0x1.043fe1a98aa77p-6);
+  p3 = mad(p3, v3, -0x1.bd6ae4d14b171p-5);
+  p3 = mad(p3, v3, 0x1.6e9827d229d2fp-3);
+  const double v4 = ac - 4.8;
+  double p4 = -0x1.18c7b6f49a324p-35;
+  p4 = mad(p4, v4, 0x1.a3c453b35d8f7p-33);
+  p4 = mad(p4, v4, -0x1.09e69aa27a9f5p-30);
+  p4 = mad(p4, v4, 0x1.829f87ccc2a71p-28);
+  p4 = mad(p4, v4, -0x1.18428244c7cdfp-25);
+  p4 = mad(p4, v4, 0x1.8d4bd26517872p-23);
+  p4 = mad(p4, v4, -0x1.15b657f8b3c58p-20);
+  p4 = mad(p4, v4, 0x1.7ee7168e5773bp-18);
+  p4 = mad(p4, v4, -0x1.041e19005e369p-15);
+  p4 = mad(p4, v4, 0x1.5c09d2fa70c32p-13);
+  p4 = mad(p4, v4, -0x1.ca4a165c489e0p-11);
+  p4 = mad(p4, v4, 0x1.28b9ddbf916cbp-8);
+  p4 = mad(p4, v4, -0x1.798db6596362fp-6);
+  p4 = mad(p4, v4, 0x1.d79c124747156p-4);
+  const double p = sel(m4, p4, sel(m3, p3, sel(m2, p2, sel(m1, p1, p0))));
   const double x2 = ac * ac;
 #if EMBER_SIMD_FMA
   const double x2lo = mad(ac, ac, -x2);
