@@ -37,6 +37,7 @@ Stream default_stream(const Device& d) {
   if (!is_available(d)) {
     throw std::invalid_argument("[default_stream] The requested device is not available.");
   }
+  if (t_has_stream && t_stream.device == d) return t_stream;  // inside a stream(...) context
   std::lock_guard<std::mutex> l(g_mu);
   return g_default_stream;
 }

@@ -160,6 +160,9 @@ array as_strided(const array& a, std::optional<Shape> shape, std::optional<Strid
 array contiguous(const array& a, bool allow_col_major = false, EMBER_S);
 array atleast_nd(const array& a, int n, EMBER_S);
 
+// ---- linear algebra ----
+array matmul(const array& a, const array& b, EMBER_S);
+
 #undef EMBER_S
 
 // Normalizes a possibly negative axis for an op; raises naming `op`.

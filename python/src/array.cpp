@@ -95,9 +95,7 @@ py::object binop(py::handle a, py::handle b, array (*fn)(const array&, const arr
 py::object ibinop(py::object self, py::handle b, array (*fn)(const array&, const array&, const StreamOrDevice&)) {
   array& a = self.cast<array&>();
   auto [x, y] = to_arrays(self, b);
-  array r = fn(x, y, {});
-  if (r.dtype() != a.dtype()) r = astype(r, a.dtype());
-  a.overwrite_descriptor(r);
+  a.overwrite_descriptor(fn(x, y, {}));
   return self;
 }
 
@@ -376,7 +374,7 @@ void init_array(py::module_& m) {
       .def_property_readonly("nbytes", &array::nbytes)
       .def_property_readonly("T", [](const array& a) { return transpose(a); })
       .def_property_readonly("mT", [](const array& a) {
-        if (a.ndim() < 2) throw std::invalid_argument("[mT] The array must have at least 2 dimensions.");
+        if (a.ndim() < 2) throw std::invalid_argument("[mT] Matrix transpose needs at least 2 dimensions.");
         return swapaxes(a, -1, -2);
       })
       .def_property_readonly("real", [](const array& a) { return real(a); })
@@ -399,13 +397,19 @@ void init_array(py::module_& m) {
       })
       .def("__bool__", [](const array& a) {
         if (a.size() != 1) {
-          throw std::invalid_argument("The truth value of an array with " + std::to_string(a.size()) +
-                                      " elements is ambiguous.");
+          throw std::invalid_argument("[bool] The truth value of an array with " + std::to_string(a.size()) +
+                                      " elements is ambiguous; only length-1 arrays convert to a scalar.");
         }
         return to_scalar(astype(a, Dtype::bool_)).cast<bool>();
       })
       .def("__int__", [](const array& a) { return py::int_(to_scalar(astype(a, Dtype::int64))); })
       .def("__float__", [](const array& a) { return py::float_(to_scalar(astype(a, Dtype::float64))); })
+      .def("__complex__", [](const array& a) { return to_scalar(astype(a, Dtype::complex64)); })
+      .def("__format__", [](const array& a, const std::string& spec) -> py::object {
+        if (spec.empty()) return py::str(array_repr(a));
+        if (a.size() != 1) throw py::type_error("unsupported format string passed to ember.core.array.__format__");
+        return py::str(py::module_::import("builtins").attr("format")(to_scalar(a), spec));
+      })
       .def("__index__", [](const array& a) {
         if (!is_integral(a.dtype())) throw py::type_error("Only integer arrays can be used as an index.");
         return py::int_(to_scalar(a));
@@ -459,6 +463,7 @@ void init_array(py::module_& m) {
   EMBER_ALL_BINOPS("xor", bitwise_xor)
   EMBER_ALL_BINOPS("lshift", left_shift)
   EMBER_ALL_BINOPS("rshift", right_shift)
+  EMBER_ALL_BINOPS("matmul", matmul)
 #undef EMBER_ALL_BINOPS
   EMBER_BINOP("__eq__", equal)
   EMBER_BINOP("__ne__", not_equal)

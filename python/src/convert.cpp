@@ -42,7 +42,12 @@ Dtype from_numpy_dtype(const py::dtype& dt, const char* op) {
 
 array from_numpy(py::array arr, std::optional<Dtype> dtype) {
   py::module_ np = py::module_::import("numpy");
+  if (arr.dtype().attr("byteorder").cast<std::string>() == ">") {
+    throw type_error("[array] Big-endian NumPy arrays are not supported; convert with .astype(dtype.newbyteorder('=')).");
+  }
   Dtype t = from_numpy_dtype(arr.dtype(), "array");
+  // MLX narrows NumPy's float64 to float32 unless a dtype is given
+  if (!dtype && t == Dtype::float64) dtype = Dtype::float32;
   if (arr.dtype().kind() == 'c' && arr.dtype().itemsize() == 16) {
     arr = np.attr("asarray")(arr, "dtype"_a = np.attr("complex64"));
   }

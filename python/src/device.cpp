@@ -35,6 +35,7 @@ thread_local std::vector<Stream> t_stream_stack;
 struct FInfo {
   Dtype dtype;
   double min, max, eps, tiny;
+  int bits() const { return size_of(dtype) * 8; }
 };
 struct IInfo {
   Dtype dtype;
@@ -92,8 +93,12 @@ void init_device(py::module_& m) {
   m.def("device_count", [](Device::Type t) { return device_count(t); }, "device_type"_a);
   m.def("device_info", [](py::handle d) {
         Device dev = d.is_none() ? default_device() : device_of(d);
-        if (!is_available(dev)) throw std::invalid_argument("[device_info] The device is not available.");
         py::dict info;
+        if (!is_available(dev)) {
+          info["device_name"] = "unavailable";
+          info["memory_size"] = 0;
+          return info;
+        }
         info["device_name"] = "cpu";
         info["architecture"] = "x86_64";
         long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
@@ -125,7 +130,10 @@ void init_device(py::module_& m) {
         int64_t total = 0;
         for (auto a : args) {
           const array& x = a.cast<const array&>();
-          total += x.nbytes();
+          if (!x.is_evaluated() || !x.buffer()) {
+            throw std::invalid_argument("[get_array_buffer_size] The array is not evaluated.");
+          }
+          total += static_cast<int64_t>(x.buffer()->size());
         }
         return total;
       });
@@ -169,6 +177,7 @@ void init_device(py::module_& m) {
       .def_readonly("tiny", &FInfo::tiny)
       .def_readonly("smallest_normal", &FInfo::tiny)
       .def_readonly("dtype", &FInfo::dtype)
+      .def_property_readonly("bits", &FInfo::bits)
       .def("__repr__", [](const FInfo& f) {
         return std::string("finfo(min=") + std::to_string(f.min) + ", max=" + std::to_string(f.max) +
                ", dtype=" + dtype_name(f.dtype) + ")";
@@ -189,6 +198,7 @@ void init_device(py::module_& m) {
       .def_readonly("min", &IInfo::min)
       .def_readonly("max", &IInfo::max)
       .def_readonly("dtype", &IInfo::dtype)
+      .def_property_readonly("bits", [](const IInfo& i) { return size_of(i.dtype) * 8; })
       .def("__repr__", [](const IInfo& i) {
         return std::string("iinfo(min=") + std::string(py::str(i.min)) + ", max=" + std::string(py::str(i.max)) +
                ", dtype=" + dtype_name(i.dtype) + ")";

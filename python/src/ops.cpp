@@ -124,6 +124,9 @@ void init_ops(py::module_& m) {
   EMBER_BINARY_POS("logaddexp", logaddexp)
 #undef EMBER_BINARY
 #undef EMBER_BINARY_POS
+  m.def("matmul", [](py::handle a, py::handle b, py::handle s) {
+        return matmul(to_array(a), to_array(b), to_stream_arg(s));
+      }, "a"_a, "b"_a, py::pos_only(), py::kw_only(), kStream);
   m.def("divmod", [](py::handle a, py::handle b, py::handle s) {
         auto [x, y] = to_arrays(a, b);
         auto r = divmod(x, y, to_stream_arg(s));
@@ -398,7 +401,7 @@ void init_ops(py::module_& m) {
       });
   m.def("can_cast", [](py::handle from, Dtype to) {
         Dtype f = py::isinstance<Dtype>(from) ? from.cast<Dtype>() : to_array(from).dtype();
-        return can_cast(f, to);
+        return promote_types(f, to) == to;  // MLX: a cast is allowed when promotion keeps `to`
       }, "from_"_a, "to"_a);
   m.def("isdtype", [](Dtype t, py::handle kind) {
         auto check = [&](py::handle k) -> bool {

@@ -1,0 +1,17 @@
+// Matrix multiplication (batched, broadcast batch dims handled by the op).
+#pragma once
+
+#include "ember/primitive.h"
+
+namespace ember {
+
+// inputs: a (..., M, K), b (..., K, N) with equal batch shapes -> (..., M, N)
+class Matmul final : public Primitive {
+ public:
+  using Primitive::Primitive;
+  const char* name() const override { return "Matmul"; }
+  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+  bool is_equivalent(const Primitive& o) const override { return dynamic_cast<const Matmul*>(&o); }
+};
+
+}  // namespace ember
