@@ -54,10 +54,10 @@ State& state() {
 Buffer::~Buffer() {
   auto& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
-  s.active -= size_;
-  if (s.cache_limit > 0 && size_ <= s.cache_limit) {
-    s.cache.emplace(size_, ptr_);
-    s.cached += size_;
+  s.active -= capacity_;
+  if (s.cache_limit > 0 && capacity_ <= s.cache_limit) {
+    s.cache.emplace(capacity_, ptr_);
+    s.cached += capacity_;
     if (s.cached > s.cache_limit) s.trim_locked(s.cache_limit);
   } else {
     std::free(ptr_);
@@ -99,7 +99,7 @@ std::shared_ptr<Buffer> malloc(size_t nbytes) {
     s.active += size;
     if (s.active > s.peak) s.peak = s.active;
   }
-  return std::make_shared<Buffer>(p, size);
+  return std::make_shared<Buffer>(p, nbytes, size);
 }
 
 size_t active_memory() {

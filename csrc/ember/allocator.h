@@ -11,16 +11,18 @@ namespace ember {
 
 class Buffer {
  public:
-  Buffer(void* ptr, size_t size) : ptr_(ptr), size_(size) {}
+  Buffer(void* ptr, size_t size, size_t capacity) : ptr_(ptr), size_(size), capacity_(capacity) {}
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
   void* ptr() const { return ptr_; }
-  size_t size() const { return size_; }
+  size_t size() const { return size_; }          // bytes requested
+  size_t capacity() const { return capacity_; }  // bytes of the block
 
  private:
   void* ptr_;
   size_t size_;
+  size_t capacity_;
 };
 
 namespace allocator {

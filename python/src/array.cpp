@@ -81,9 +81,14 @@ struct ArrayIterator {
   int64_t i = 0;
 };
 
+// Operands an operator accepts: arrays, Python/NumPy scalars, NumPy arrays.
+bool operand_ok(py::handle b) { return is_array(b) || is_py_scalar(b) || py::isinstance<py::array>(b); }
+
 py::object binop(py::handle a, py::handle b, array (*fn)(const array&, const array&, const StreamOrDevice&)) {
-  if (!is_array(b) && !is_py_scalar(b) && !py::isinstance<py::list>(b) && !py::isinstance<py::tuple>(b) &&
-      !py::isinstance<py::array>(b)) {
+  if (!operand_ok(b)) {
+    if (py::isinstance<py::list>(b) || py::isinstance<py::tuple>(b)) {
+      throw std::invalid_argument("Operators take arrays or scalars, not a list or tuple; wrap it with mx.array().");
+    }
     return py::reinterpret_borrow<py::object>(Py_NotImplemented);
   }
   auto [x, y] = to_arrays(a, b);
@@ -94,6 +99,10 @@ py::object binop(py::handle a, py::handle b, array (*fn)(const array&, const arr
 // the old value keep it), like MLX.
 py::object ibinop(py::object self, py::handle b, array (*fn)(const array&, const array&, const StreamOrDevice&)) {
   array& a = self.cast<array&>();
+  if (fn == &divide && !is_inexact(a.dtype())) {
+    throw std::invalid_argument("[divide] In-place true division of a " + std::string(dtype_name(a.dtype())) +
+                                " array would change its dtype; use a / b.");
+  }
   auto [x, y] = to_arrays(self, b);
   a.overwrite_descriptor(fn(x, y, {}));
   return self;
@@ -291,6 +300,7 @@ array from_dlpack(py::handle obj) {
   Shape shape(d.shape, d.shape + d.ndim);
   int64_t n = checked_size(shape, "from_dlpack");
   array out = array::empty_evaluated(shape, dt);
+  bool narrow = dt == Dtype::float64;  // MLX narrows float64 imports to float32
   if (n) {
     // wrap the foreign memory in a view-only array descriptor and copy densely
     auto desc = std::make_shared<ArrayDesc>();
@@ -298,7 +308,7 @@ array from_dlpack(py::handle obj) {
     desc->size = n;
     desc->dtype = dt;
     desc->strides = d.strides ? Strides(d.strides, d.strides + d.ndim) : row_strides(shape);
-    desc->buf = std::shared_ptr<Buffer>(new Buffer(static_cast<char*>(d.data) + d.byte_offset, 0),
+    desc->buf = std::shared_ptr<Buffer>(new Buffer(static_cast<char*>(d.data) + d.byte_offset, 0, 0),
                                         [](Buffer* b) {
                                           // not ours to free: leak-free no-op deleter for the wrapper only
                                           ::operator delete(static_cast<void*>(b));
@@ -308,7 +318,7 @@ array from_dlpack(py::handle obj) {
   }
   PyCapsule_SetName(cap.ptr(), "used_dltensor");
   if (t->deleter) t->deleter(t);
-  return out;
+  return narrow ? astype(out, Dtype::float32) : out;
 }
 
 }  // namespace
@@ -402,16 +412,25 @@ void init_array(py::module_& m) {
         }
         return to_scalar(astype(a, Dtype::bool_)).cast<bool>();
       })
-      .def("__int__", [](const array& a) { return py::int_(to_scalar(astype(a, Dtype::int64))); })
-      .def("__float__", [](const array& a) { return py::float_(to_scalar(astype(a, Dtype::float64))); })
+      .def("__int__", [](const array& a) {
+        if (a.size() != 1) throw std::invalid_argument("[int] Only length-1 arrays can be converted to a Python scalar.");
+        return py::int_(to_scalar(astype(a, Dtype::int64)));
+      })
+      .def("__float__", [](const array& a) {
+        if (a.size() != 1) throw std::invalid_argument("[float] Only length-1 arrays can be converted to a Python scalar.");
+        return py::float_(to_scalar(astype(a, Dtype::float64)));
+      })
       .def("__complex__", [](const array& a) { return to_scalar(astype(a, Dtype::complex64)); })
       .def("__format__", [](const array& a, const std::string& spec) -> py::object {
+        if (a.size() == 1) return py::str(py::module_::import("builtins").attr("format")(to_scalar(a), spec));
         if (spec.empty()) return py::str(array_repr(a));
         if (a.size() != 1) throw py::type_error("unsupported format string passed to ember.core.array.__format__");
         return py::str(py::module_::import("builtins").attr("format")(to_scalar(a), spec));
       })
       .def("__index__", [](const array& a) {
-        if (!is_integral(a.dtype())) throw py::type_error("Only integer arrays can be used as an index.");
+        if (!is_integral(a.dtype()) || a.size() != 1) {
+          throw py::type_error("Only integer arrays with one element can be used as an index.");
+        }
         return py::int_(to_scalar(a));
       })
       .def("__hash__", [](const array& a) { return static_cast<py::ssize_t>(a.id()); })
@@ -465,8 +484,15 @@ void init_array(py::module_& m) {
   EMBER_ALL_BINOPS("rshift", right_shift)
   EMBER_ALL_BINOPS("matmul", matmul)
 #undef EMBER_ALL_BINOPS
-  EMBER_BINOP("__eq__", equal)
-  EMBER_BINOP("__ne__", not_equal)
+  // == and != with anything that is not an array or scalar compare unequal (as MLX)
+  cls.def("__eq__", [](py::object a, py::handle b) -> py::object {
+    if (!operand_ok(b)) return py::bool_(false);
+    return binop(a, b, &equal);
+  });
+  cls.def("__ne__", [](py::object a, py::handle b) -> py::object {
+    if (!operand_ok(b)) return py::bool_(true);
+    return binop(a, b, &not_equal);
+  });
   EMBER_BINOP("__lt__", less)
   EMBER_BINOP("__le__", less_equal)
   EMBER_BINOP("__gt__", greater)

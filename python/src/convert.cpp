@@ -409,7 +409,8 @@ void set_print_precision(int p) { g_precision = p; }
 std::string array_repr(const array& a) {
   array d = dense(a);
   std::ostringstream os;
-  if (g_precision >= 0) os << std::setprecision(g_precision);
+  // default: 6 significant digits (%g-like); with a precision set, fixed notation (as MLX)
+  if (g_precision >= 0) os << std::fixed << std::setprecision(g_precision);
   else os << std::setprecision(6);
   os << "array(";
   dispatch_all(d.dtype(), [&](auto tag) {
@@ -430,14 +431,14 @@ std::string array_repr(const array& a) {
           os << "...";
           i = n - 4;
           if (dim == nd - 1) os << ", ";
-          else os << "," << std::string(nd - dim - 1, '\n') << std::string(7 + dim, ' ');
+          else os << ",\n" << std::string(7 + dim, ' ');
           continue;
         }
         if (dim == nd - 1) format_value(os, p[off + i]);
         else rec(dim + 1, off + i * st[dim]);
         if (i + 1 < n) {
           if (dim == nd - 1) os << ", ";
-          else os << "," << std::string(nd - dim - 1, '\n') << std::string(7 + dim, ' ');
+          else os << ",\n" << std::string(7 + dim, ' ');
         }
       }
       os << "]";

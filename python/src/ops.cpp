@@ -129,8 +129,7 @@ void init_ops(py::module_& m) {
       }, "a"_a, "b"_a, py::pos_only(), py::kw_only(), kStream);
   m.def("divmod", [](py::handle a, py::handle b, py::handle s) {
         auto [x, y] = to_arrays(a, b);
-        auto r = divmod(x, y, to_stream_arg(s));
-        return py::make_tuple(r[0], r[1]);
+        return divmod(x, y, to_stream_arg(s));
       }, "a"_a, "b"_a, kStream);
   m.def("where", [](py::handle c, py::handle x, py::handle y, py::handle s) {
         auto [a, b] = to_arrays(x, y);
@@ -297,7 +296,7 @@ void init_ops(py::module_& m) {
   m.def("broadcast_arrays", [](py::args arrays, py::handle s) {
         std::vector<array> v;
         for (auto a : arrays) v.push_back(to_array(a));
-        return py::tuple(py::cast(broadcast_arrays(v, to_stream_arg(s))));
+        return broadcast_arrays(v, to_stream_arg(s));
       }, kStream);
   m.def("broadcast_shapes", [](py::args shapes) {
         if (shapes.size() == 0) throw std::invalid_argument("[broadcast_shapes] No shapes provided.");
@@ -393,20 +392,25 @@ void init_ops(py::module_& m) {
   m.def("result_type", [](py::args args) {
         std::optional<Dtype> t;
         for (auto a : args) {
-          Dtype d = py::isinstance<Dtype>(a) ? a.cast<Dtype>() : to_array(a).dtype();
+          if (!py::isinstance<Dtype>(a) && !is_array(a)) {
+            throw std::invalid_argument("[result_type] Arguments must be arrays or dtypes.");
+          }
+          Dtype d = py::isinstance<Dtype>(a) ? a.cast<Dtype>() : a.cast<const array&>().dtype();
           t = t ? promote_types(*t, d) : d;
         }
         if (!t) throw std::invalid_argument("[result_type] At least one array or dtype is required.");
         return *t;
       });
   m.def("can_cast", [](py::handle from, Dtype to) {
-        Dtype f = py::isinstance<Dtype>(from) ? from.cast<Dtype>() : to_array(from).dtype();
+        if (!py::isinstance<Dtype>(from) && !is_array(from)) {
+          throw std::invalid_argument("[can_cast] from_ must be an array or a dtype.");
+        }
+        Dtype f = py::isinstance<Dtype>(from) ? from.cast<Dtype>() : from.cast<const array&>().dtype();
         return promote_types(f, to) == to;  // MLX: a cast is allowed when promotion keeps `to`
       }, "from_"_a, "to"_a);
   m.def("isdtype", [](Dtype t, py::handle kind) {
         auto check = [&](py::handle k) -> bool {
           if (py::isinstance<Dtype>(k)) return k.cast<Dtype>() == t;
-          if (py::isinstance<DtypeCategory>(k)) return issubdtype(t, k.cast<DtypeCategory>());
           std::string s = py::str(k);
           if (s == "bool") return t == Dtype::bool_;
           if (s == "signed integer") return is_signed_int(t);

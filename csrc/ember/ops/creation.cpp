@@ -42,14 +42,8 @@ array arange(double start, double stop, double step, Dtype dtype, const StreamOr
   double len = std::ceil((stop - start) / step);
   if (len > 9.2e18) fail("arange", "Maximum size exceeded.");
   int64_t n = len > 0 ? static_cast<int64_t>(len) : 0;
-  if (is_integral(dtype) && n > 0 && size_of(dtype) < 8) {
-    // every value must be representable in the integer dtype
-    double last = start + static_cast<double>(n - 1) * step;
-    double lo = is_unsigned(dtype) ? 0.0 : -std::ldexp(1.0, size_of(dtype) * 8 - 1);
-    double hi = std::ldexp(1.0, size_of(dtype) * 8 - (is_unsigned(dtype) ? 0 : 1)) - 1;
-    if (std::min(start, last) < lo || std::max(start, last) > hi) {
-      fail("arange", "The range [", start, ", ", stop, ") does not fit in ", dtype_name(dtype), ".");
-    }
+  if (static_cast<double>(n) * size_of(dtype) > static_cast<double>(allocator::memory_limit())) {
+    fail("arange", "Maximum size exceeded: ", n, " elements of ", dtype_name(dtype), " exceed the memory limit.");
   }
   return array(Shape{n}, dtype, std::make_shared<Arange>(to_stream(s), start, step), {});
 }
