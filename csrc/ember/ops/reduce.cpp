@@ -135,6 +135,9 @@ array std(const array& a, std::optional<Axes> axes, bool keepdims, int ddof, con
 }
 
 array logsumexp(const array& a, std::optional<Axes> axes, bool keepdims, const StreamOrDevice& s) {
+  if (a.ndim() == 0 && axes && !axes->empty()) {
+    fail("logsumexp", "Cannot reduce over axis ", (*axes)[0], " of a 0-d array.");
+  }
   detail::reduce_axes(axes, a.ndim(), "logsumexp");  // validates with this op's name
   if (a.size() == 0) fail("logsumexp", "Cannot reduce an empty array of shape ", shape_str(a.shape()), ".");
   Dtype t = to_inexact(a.dtype());
