@@ -293,17 +293,26 @@ void init_ops(py::module_& m) {
   m.def("broadcast_to", [](py::handle a, py::handle shape, py::handle s) {
         return broadcast_to(to_array(a), shape_arg(shape, "broadcast_to"), to_stream_arg(s));
       }, "a"_a, py::pos_only(), "shape"_a, py::kw_only(), kStream);
+  {  // *args: the docstring carries MLX's signature
+    py::options o;
+    o.disable_function_signatures();
   m.def("broadcast_arrays", [](py::args arrays, py::handle s) {
         std::vector<array> v;
         for (auto a : arrays) v.push_back(to_array(a));
         return broadcast_arrays(v, to_stream_arg(s));
-      }, kStream);
+      }, kStream, "broadcast_arrays(*arrays: array, stream: StreamOrDevice = None) -> list[array]\n\n"
+                  "Broadcasts the arrays against each other.");
+  }
+  {  // *args: the docstring carries MLX's signature
+    py::options o;
+    o.disable_function_signatures();
   m.def("broadcast_shapes", [](py::args shapes) {
         if (shapes.size() == 0) throw std::invalid_argument("[broadcast_shapes] No shapes provided.");
         Shape out = to_shape(shapes[0], "broadcast_shapes");
         for (size_t i = 1; i < shapes.size(); ++i) out = broadcast_shapes(out, to_shape(shapes[i], "broadcast_shapes"));
         return py::tuple(py::cast(out));
-      });
+      }, "broadcast_shapes(*shapes: Sequence[int]) -> tuple[int]\n\nThe shape the given shapes broadcast to.");
+  }
   auto concat = [](py::handle arrays, std::optional<int> axis, py::handle s) {
     std::vector<array> v;
     for (auto a : arrays) v.push_back(to_array(a));
@@ -358,14 +367,22 @@ void init_ops(py::module_& m) {
   m.def("contiguous", [](py::handle a, bool allow_col, py::handle s) {
         return contiguous(to_array(a), allow_col, to_stream_arg(s));
       }, "a"_a, py::pos_only(), "allow_col_major"_a = false, py::kw_only(), kStream);
+  {  // *args: the docstring carries MLX's signature
+    py::options o;
+    o.disable_function_signatures();
   for (int n = 1; n <= 3; ++n) {
     std::string name = "atleast_" + std::to_string(n) + "d";
     m.def(name.c_str(), [n](py::args arys, py::handle s) -> py::object {
           std::vector<array> out;
           for (auto a : arys) out.push_back(atleast_nd(to_array(a), n, to_stream_arg(s)));
           return one_or_list(out);
-        }, kStream);
+        }, kStream, (name + "(*arys: array, stream: StreamOrDevice = None) -> array | list[array]\n\n"
+                     "Views the inputs with at least " + std::to_string(n) + " dimensions.").c_str());
   }
+  }
+  {  // *args: the docstring carries MLX's signature
+    py::options o;
+    o.disable_function_signatures();
   m.def("meshgrid", [](py::args arrays, bool sparse, const std::string& indexing, py::handle s) {
         if (indexing != "xy" && indexing != "ij") {
           throw std::invalid_argument("[meshgrid] indexing must be 'xy' or 'ij'; got '" + indexing + "'.");
@@ -386,9 +403,15 @@ void init_ops(py::module_& m) {
         }
         if (!sparse) out = broadcast_arrays(out, to_stream_arg(s));
         return py::tuple(py::cast(out));
-      }, "sparse"_a = false, "indexing"_a = "xy", kStream);
+      }, "sparse"_a = false, "indexing"_a = "xy", kStream,
+      "meshgrid(*arrays: array, sparse: bool = False, indexing: str = 'xy', stream: StreamOrDevice = None) -> "
+      "tuple[array, ...]\n\nCoordinate grids from 1-D coordinate arrays ('xy' or 'ij' indexing).");
+  }
 
   // ---- dtype utilities ----
+  {  // *args: the docstring carries MLX's signature
+    py::options o;
+    o.disable_function_signatures();
   m.def("result_type", [](py::args args) {
         std::optional<Dtype> t;
         for (auto a : args) {
@@ -400,7 +423,8 @@ void init_ops(py::module_& m) {
         }
         if (!t) throw std::invalid_argument("[result_type] At least one array or dtype is required.");
         return *t;
-      });
+      }, "result_type(*arrays_and_dtypes: array | Dtype) -> Dtype\n\nThe dtype the inputs promote to.");
+  }
   m.def("can_cast", [](py::handle from, Dtype to) {
         if (!py::isinstance<Dtype>(from) && !is_array(from)) {
           throw std::invalid_argument("[can_cast] from_ must be an array or a dtype.");

@@ -273,17 +273,20 @@ EMBER_ORDERED(less_equal, op::LessEqual)
 EMBER_ORDERED(greater, op::Greater)
 EMBER_ORDERED(greater_equal, op::GreaterEqual)
 #undef EMBER_ORDERED
+namespace {
+template <class Op>
+array logical(const array& a, const array& b, const StreamOrDevice& s, const char* name) {
+  return binary<Op>(astype(a, Dtype::bool_, s), astype(b, Dtype::bool_, s), Dtype::bool_, Dtype::bool_, s, name);
+}
+}  // namespace
 array logical_and(const array& a, const array& b, const StreamOrDevice& s) {
-  return binary<op::LogicalAnd>(astype(a, Dtype::bool_, s), astype(b, Dtype::bool_, s), Dtype::bool_,
-                                Dtype::bool_, s, "logical_and");
+  return logical<op::LogicalAnd>(a, b, s, "logical_and");
 }
 array logical_or(const array& a, const array& b, const StreamOrDevice& s) {
-  return binary<op::LogicalOr>(astype(a, Dtype::bool_, s), astype(b, Dtype::bool_, s), Dtype::bool_,
-                               Dtype::bool_, s, "logical_or");
+  return logical<op::LogicalOr>(a, b, s, "logical_or");
 }
 array logical_xor(const array& a, const array& b, const StreamOrDevice& s) {
-  return binary<op::NotEqual>(astype(a, Dtype::bool_, s), astype(b, Dtype::bool_, s), Dtype::bool_,
-                              Dtype::bool_, s, "logical_xor");
+  return logical<op::NotEqual>(a, b, s, "logical_xor");
 }
 array bitwise_and(const array& a, const array& b, const StreamOrDevice& s) {
   return bitwise<op::BitwiseAnd>(a, b, s, "bitwise_and");

@@ -43,18 +43,8 @@ void Binary<Op>::eval_cpu(const std::vector<array>& inputs, std::vector<array>& 
   const array& b = inputs[1];
   array& out = outputs[0];
   cpu::alloc_or_donate(out, inputs);
-  dispatch_all(a.dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    using C = compute_t<T>;
-    using F = cpu::Fn<Op>;
-    if constexpr (std::is_invocable_v<F, C, C>) {
-      using R = std::invoke_result_t<F, C, C>;
-      using O = std::conditional_t<is_half_v<T> && std::is_same_v<R, float>, T, R>;
-      if (static_cast<int>(sizeof(O)) != out.itemsize()) cpu::unsupported(Op::name, out.dtype());
-      cpu::binary_loop<T, O>(a, b, out, F{});
-    } else {
-      cpu::unsupported(Op::name, a.dtype());
-    }
+  cpu::dispatch_elementwise<cpu::Fn<Op>, 2>(Op::name, a.dtype(), out, [&](auto t, auto o) {
+    cpu::binary_loop<typename decltype(t)::type, typename decltype(o)::type>(a, b, out, cpu::Fn<Op>{});
   });
 }
 

@@ -37,4 +37,40 @@ inline To convert(From x) {
   }
 }
 
+// The dtype dispatch shared by Unary<Op> and Binary<Op>: calls
+// run(Tag<T>{}, Tag<O>{}) with T the input storage type and O the output
+// storage type of functor F on T's compute type (half types store back to
+// themselves), or raises if F has no overload for that type.
+template <class F, int Arity, class T>
+struct ElementwiseTypes {
+  using C = compute_t<T>;
+  static constexpr bool ok = Arity == 1 ? std::is_invocable_v<F, C> : std::is_invocable_v<F, C, C>;
+};
+template <class F, class C, int Arity>
+struct ElementwiseResult;
+template <class F, class C>
+struct ElementwiseResult<F, C, 1> {
+  using type = std::invoke_result_t<F, C>;
+};
+template <class F, class C>
+struct ElementwiseResult<F, C, 2> {
+  using type = std::invoke_result_t<F, C, C>;
+};
+
+template <class F, int Arity, class Run>
+void dispatch_elementwise(const char* name, Dtype in, const array& out, Run&& run) {
+  dispatch_all(in, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = compute_t<T>;
+    if constexpr (ElementwiseTypes<F, Arity, T>::ok) {
+      using R = typename ElementwiseResult<F, C, Arity>::type;
+      using O = std::conditional_t<is_half_v<T> && std::is_same_v<R, float>, T, R>;
+      if (static_cast<int>(sizeof(O)) != out.itemsize()) unsupported(name, out.dtype());
+      run(Tag<T>{}, Tag<O>{});
+    } else {
+      unsupported(name, in);
+    }
+  });
+}
+
 }  // namespace ember::cpu
