@@ -82,7 +82,9 @@ struct ArrayIterator {
 };
 
 // Operands an operator accepts: arrays, Python/NumPy scalars, NumPy arrays.
-bool operand_ok(py::handle b) { return is_array(b) || is_py_scalar(b) || py::isinstance<py::array>(b); }
+bool operand_ok(py::handle b) {
+  return is_array(b) || is_py_scalar(b) || py::isinstance<py::array>(b) || py::hasattr(b, "__mlx_array__");
+}
 
 py::object binop(py::handle a, py::handle b, array (*fn)(const array&, const array&, const StreamOrDevice&)) {
   if (!operand_ok(b)) {
@@ -422,14 +424,15 @@ void init_array(py::module_& m) {
       })
       .def("__complex__", [](const array& a) { return to_scalar(astype(a, Dtype::complex64)); })
       .def("__format__", [](const array& a, const std::string& spec) -> py::object {
-        if (a.size() == 1) return py::str(py::module_::import("builtins").attr("format")(to_scalar(a), spec));
+        // 0-d arrays format as their scalar; others only as their repr
+        if (a.ndim() == 0) return py::str(py::module_::import("builtins").attr("format")(to_scalar(a), spec));
         if (spec.empty()) return py::str(array_repr(a));
-        if (a.size() != 1) throw py::type_error("unsupported format string passed to ember.core.array.__format__");
+        throw py::type_error("unsupported format string passed to ember.core.array.__format__");
         return py::str(py::module_::import("builtins").attr("format")(to_scalar(a), spec));
       })
       .def("__index__", [](const array& a) {
-        if (!is_integral(a.dtype()) || a.size() != 1) {
-          throw py::type_error("Only integer arrays with one element can be used as an index.");
+        if (!is_integral(a.dtype()) || a.ndim() != 0) {
+          throw py::type_error("Only 0-d integer arrays can be used as an index.");
         }
         return py::int_(to_scalar(a));
       })

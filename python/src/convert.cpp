@@ -249,6 +249,15 @@ array to_array(py::handle v, std::optional<Dtype> dtype) {
   }
   if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) return from_list(v, dtype);
   if (py::isinstance<py::array>(v)) return from_numpy(py::reinterpret_borrow<py::array>(v), dtype);
+  if (py::hasattr(v, "__mlx_array__")) {  // the ArrayLike protocol
+    py::object r = v.attr("__mlx_array__")();
+    if (!is_array(r)) throw type_error("[array] __mlx_array__ must return an array.");
+    return to_array(r, dtype);
+  }
+  if (PyBytes_Check(v.ptr()) || PyByteArray_Check(v.ptr())) {  // raw bytes are uint8
+    py::module_ np = py::module_::import("numpy");
+    return from_numpy(np.attr("frombuffer")(v, "dtype"_a = np.attr("uint8")), dtype);
+  }
   if (py::hasattr(v, "__array__") || PyObject_CheckBuffer(v.ptr())) {
     py::module_ np = py::module_::import("numpy");
     return from_numpy(np.attr("asarray")(v), dtype);

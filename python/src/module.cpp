@@ -15,4 +15,10 @@ PYBIND11_MODULE(core, m) {
   ember::py_bind::init_device(m);
   ember::py_bind::init_array(m);
   ember::py_bind::init_ops(m);
+  // ArrayLike: the protocol of objects that convert themselves with __mlx_array__()
+  m.attr("ArrayLike") = py::module_::import("builtins").attr("type")(
+      "ArrayLike", py::make_tuple(),
+      py::dict("__doc__"_a = "Objects with an __mlx_array__() method returning an array are accepted wherever an "
+                             "array is.",
+               "__module__"_a = "ember.core"));
 }

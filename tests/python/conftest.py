@@ -82,10 +82,6 @@ KNOWN_GAPS = {
     "test_array.py::test_out_of_bounds_array_index_raises": "gather indexing is issue 3",
     "test_array.py::test_setitem": "__setitem__ (scatter) is issue 3",
     "test_array.py::test_array_with_more_than_2_31_elements": "uses __setitem__ (issue 3)",
-    "test_array.py::test_array_from_buffer_protocol_objects": "bytes/memoryview input: engine gap",
-    "test_array.py::test_array_like_protocol": "__mlx_array__ protocol: engine gap",
-    "test_array.py::test_int_float_complex_index": "operator.index on float arrays: engine gap",
-    "test_array.py::test_format": "format specs on non-scalar arrays: engine gap",
     "test_lazy.py::test_set_wired_limit_returns_int": "set_wired_limit: engine gap",
     "test_lazy.py::test_thread_local_and_unsafe_streams": "thread-local streams: engine gap",
 }
