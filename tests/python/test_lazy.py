@@ -233,39 +233,33 @@ def _work(seed):
 def test_threads_give_sequential_results():
     expected = [_work(s) for s in range(4)]
     for _ in range(3):
-        results, errors = [None] * 4, []
-
-        def run(i):
-            try:
-                results[i] = _work(i)
-            except Exception as e:  # pragma: no cover - reported below
-                errors.append(e)
-
-        threads = [threading.Thread(target=run, args=(i,)) for i in range(4)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        assert not errors, errors
+        results = _in_threads(_work, 4)
         for r, e in zip(results, expected):
             np.testing.assert_array_equal(r, e)
 
 
-def _share(shared):
-    out, errors = [None] * 4, []
+def _in_threads(fn, n):
+    """fn(i) for i in range(n), each in its own thread started together;
+    returns the results in order and re-raises any thread's exception."""
+    results, errors = [None] * n, []
 
     def run(i):
         try:
-            out[i] = np.array(mx.sum(shared * (i + 1)))
-        except Exception as e:  # pragma: no cover - reported below
+            results[i] = fn(i)
+        except Exception as e:  # pragma: no cover - re-raised below
             errors.append(e)
 
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(4)]
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     assert not errors, errors
+    return results
+
+
+def _share(shared):
+    out = _in_threads(lambda i: np.array(mx.sum(shared * (i + 1))), 4)
     total = np.exp(np.arange(1000.0) / 1000.0).sum()
     for i, v in enumerate(out):
         np.testing.assert_allclose(v, total * (i + 1), rtol=1e-5)

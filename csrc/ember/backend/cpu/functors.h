@@ -32,8 +32,6 @@ template <class T>
 using if_intbool = std::enable_if_t<std::is_integral_v<T>, int>;
 template <class T>
 using if_num = std::enable_if_t<!std::is_same_v<T, bool>, int>;
-template <class T>
-using if_ordered = std::enable_if_t<!is_complex_v<T>, int>;
 
 // float32 goes through the vectorizable implementations; double and complex
 // through the standard library.

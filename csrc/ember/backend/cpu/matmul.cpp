@@ -29,9 +29,9 @@ MatView prepare(const array& a) {
   int nd = a.ndim();
   int64_t rows = a.shape(-2), cols = a.shape(-1);
   const Strides& st = a.strides();
+  // batch dims must be dense: matrix b starts b * rows * cols elements in
   auto batch_ok = [&](const array& x) {
-    // batch dims must be evenly strided by one step (dense over the batch)
-    int64_t expect = x.strides()[nd - 1] == 1 ? rows * cols : rows * cols;
+    int64_t expect = rows * cols;
     for (int i = nd - 3; i >= 0; --i) {
       if (x.shape()[i] != 1 && x.strides()[i] != expect) return false;
       expect *= x.shape()[i];
