@@ -1,12 +1,16 @@
 #include "ember/allocator.h"
 
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <map>
 #include <mutex>
 #include <new>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
 
 namespace ember {
 
@@ -33,13 +37,33 @@ struct State {
   size_t active = 0, peak = 0, cached = 0;
   size_t mem_limit = total_ram() / 10 * 15 / 10;  // 1.5x RAM: a guide, as MLX
   size_t cache_limit = total_ram() / 4;
+  size_t wired = 0, wired_limit = 0;
+  std::unordered_map<void*, size_t> wired_blocks;  // mlock()ed block -> size
 
+  // Frees a block (the caller holds mu), unlocking it first if wired.
+  void free_block(void* p) {
+    auto w = wired_blocks.find(p);
+    if (w != wired_blocks.end()) {
+      munlock(p, w->second);
+      wired -= w->second;
+      wired_blocks.erase(w);
+    }
+    std::free(p);
+  }
   void trim_locked(size_t target) {
     while (cached > target && !cache.empty()) {
       auto last = std::prev(cache.end());  // free the largest blocks first
       cached -= last->first;
-      std::free(last->second);
+      free_block(last->second);
       cache.erase(last);
+    }
+  }
+  // Unlocks wired blocks (they stay allocated) until the total fits the limit.
+  void unwire_to_limit() {
+    for (auto it = wired_blocks.begin(); wired > wired_limit && it != wired_blocks.end();) {
+      munlock(it->first, it->second);
+      wired -= it->second;
+      it = wired_blocks.erase(it);
     }
   }
 };
@@ -60,7 +84,7 @@ Buffer::~Buffer() {
     s.cached += capacity_;
     if (s.cached > s.cache_limit) s.trim_locked(s.cache_limit);
   } else {
-    std::free(ptr_);
+    s.free_block(ptr_);
   }
 }
 
@@ -98,6 +122,12 @@ std::shared_ptr<Buffer> malloc(size_t nbytes) {
     std::lock_guard<std::mutex> lock(s.mu);
     s.active += size;
     if (s.active > s.peak) s.peak = s.active;
+    // Within the wired limit: lock the block in RAM (best effort; a refused
+    // mlock leaves the block ordinary).
+    if (s.wired_limit > 0 && s.wired + size <= s.wired_limit && mlock(p, size) == 0) {
+      s.wired += size;
+      s.wired_blocks.emplace(p, size);
+    }
   }
   return std::make_shared<Buffer>(p, nbytes, size);
 }
@@ -138,6 +168,31 @@ size_t set_cache_limit(size_t limit) {
   state().cache_limit = limit;
   state().trim_locked(limit);
   return old;
+}
+
+size_t set_wired_limit(size_t limit) {
+  size_t ram = total_ram();
+  if (limit >= ram) {
+    throw std::runtime_error("[set_wired_limit] The wired limit (" + std::to_string(limit) +
+                             " bytes) must be less than the memory size (" + std::to_string(ram) + " bytes).");
+  }
+  struct rlimit rl {};
+  if (limit > 0 && geteuid() != 0 && getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+      limit > rl.rlim_cur) {
+    throw std::runtime_error("[set_wired_limit] The wired limit (" + std::to_string(limit) +
+                             " bytes) exceeds the system's locked-memory limit (RLIMIT_MEMLOCK, " +
+                             std::to_string(rl.rlim_cur) + " bytes).");
+  }
+  auto& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  size_t old = s.wired_limit;
+  s.wired_limit = limit;
+  s.unwire_to_limit();
+  return old;
+}
+size_t wired_memory() {
+  std::lock_guard<std::mutex> lock(state().mu);
+  return state().wired;
 }
 
 }  // namespace allocator

@@ -36,6 +36,12 @@ void clear_cache();
 size_t memory_limit();
 size_t set_memory_limit(size_t limit);  // returns the previous limit
 size_t set_cache_limit(size_t limit);   // returns the previous limit
+// Blocks allocated while the locked total stays within this limit are
+// mlock()ed (kept resident, never swapped) until they are freed. 0 (the
+// default) locks nothing. Throws std::runtime_error above the process's
+// RLIMIT_MEMLOCK (unless privileged) or at or above the physical memory.
+size_t set_wired_limit(size_t limit);   // returns the previous limit
+size_t wired_memory();
 }  // namespace allocator
 
 }  // namespace ember

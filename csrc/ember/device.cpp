@@ -3,6 +3,7 @@
 #include <atomic>
 #include <mutex>
 #include <stdexcept>
+#include <unordered_map>
 
 namespace ember {
 
@@ -11,6 +12,8 @@ std::mutex g_mu;
 Device g_default_device;
 Stream g_default_stream{0, Device{}};
 int g_next_stream = 1;
+int g_next_local = 0;
+thread_local std::unordered_map<int, Stream> t_local_streams;  // ThreadLocalStream index -> stream
 thread_local bool t_has_stream = false;
 thread_local Stream t_stream;
 }  // namespace
@@ -52,6 +55,22 @@ Stream new_stream(const Device& d) {
   if (!is_available(d)) throw std::invalid_argument("[new_stream] The requested device is not available.");
   std::lock_guard<std::mutex> l(g_mu);
   return Stream{g_next_stream++, d};
+}
+
+Stream new_thread_unsafe_stream(const Device& d) { return new_stream(d); }
+
+ThreadLocalStream new_thread_local_stream(const Device& d) {
+  if (!is_available(d)) throw std::invalid_argument("[new_thread_local_stream] The requested device is not available.");
+  std::lock_guard<std::mutex> l(g_mu);
+  return ThreadLocalStream{g_next_local++, d};
+}
+
+Stream resolve(const ThreadLocalStream& s) {
+  auto it = t_local_streams.find(s.index);
+  if (it != t_local_streams.end()) return it->second;
+  Stream fresh = new_stream(s.device);
+  t_local_streams.emplace(s.index, fresh);
+  return fresh;
 }
 
 void clear_streams() {

@@ -296,9 +296,10 @@ std::pair<array, array> to_arrays(py::handle a, py::handle b) {
 StreamOrDevice to_stream_arg(py::handle s) {
   if (s.is_none()) return std::monostate{};
   if (py::isinstance<Stream>(s)) return s.cast<Stream>();
+  if (py::isinstance<ThreadLocalStream>(s)) return resolve(s.cast<ThreadLocalStream>());
   if (py::isinstance<Device>(s)) return s.cast<Device>();
   if (py::isinstance<Device::Type>(s)) return Device{s.cast<Device::Type>(), 0};
-  throw type_error("[stream] Expected a Stream, Device, DeviceType or None.");
+  throw type_error("[stream] Expected a Stream, ThreadLocalStream, Device, DeviceType or None.");
 }
 
 std::optional<Axes> to_axes(py::handle axis) {

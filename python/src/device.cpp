@@ -68,6 +68,16 @@ void init_device(py::module_& m) {
       })
       .def("__eq__", [](const Stream& s, py::handle o) { return py::isinstance<Stream>(o) && o.cast<Stream>() == s; })
       .def("__hash__", [](const Stream& s) { return s.index; });
+  py::class_<ThreadLocalStream>(m, "ThreadLocalStream", "A stream that is a different Stream in each thread.")
+      .def_readonly("device", &ThreadLocalStream::device)
+      .def("__repr__", [](const ThreadLocalStream& s) {
+        return std::string("ThreadLocalStream(Device(") + (s.device.type == Device::Type::cpu ? "cpu" : "gpu") +
+               ", " + std::to_string(s.device.index) + "), " + std::to_string(s.index) + ")";
+      })
+      .def("__eq__", [](const ThreadLocalStream& s, py::handle o) {
+        return py::isinstance<ThreadLocalStream>(o) && o.cast<ThreadLocalStream>() == s;
+      })
+      .def("__hash__", [](const ThreadLocalStream& s) { return s.index; });
   py::class_<StreamContext>(m, "StreamContext")
       .def("__enter__", [](StreamContext& c) {
         t_stream_stack.push_back(c.s);
@@ -84,6 +94,10 @@ void init_device(py::module_& m) {
   m.def("default_stream", [](py::handle d) { return default_stream(device_of(d)); }, "device"_a);
   m.def("set_default_stream", [](const Stream& s) { set_default_stream(s); }, "stream"_a);
   m.def("new_stream", [](py::handle d) { return new_stream(device_of(d)); }, "device"_a);
+  m.def("new_thread_local_stream", [](py::handle d) { return new_thread_local_stream(device_of(d)); }, "device"_a,
+        "Make a stream that is a separate Stream in each thread that uses it.");
+  m.def("new_thread_unsafe_stream", [](py::handle d) { return new_thread_unsafe_stream(device_of(d)); }, "device"_a,
+        "Make a stream usable from any thread.");
   m.def("stream", [](py::handle s) { return StreamContext{stream_of(s), false, Stream{}}; }, "s"_a,
         "A context in which ops run on the given stream (or the device's default stream).");
   m.def("synchronize", [](py::handle s) { synchronize(s.is_none() ? current_stream() : stream_of(s)); },
@@ -122,6 +136,8 @@ void init_device(py::module_& m) {
         if (limit < 0) throw std::invalid_argument("[set_memory_limit] The limit must be non-negative.");
         return allocator::set_memory_limit(static_cast<size_t>(limit));
       }, "limit"_a);
+  m.def("set_wired_limit", [](size_t limit) { return allocator::set_wired_limit(limit); }, "limit"_a,
+        "Set how many bytes of Ember's buffers are locked in RAM (mlock); returns the previous limit.");
   m.def("set_cache_limit", [](int64_t limit) {
         if (limit < 0) throw std::invalid_argument("[set_cache_limit] The limit must be non-negative.");
         return allocator::set_cache_limit(static_cast<size_t>(limit));

@@ -82,8 +82,6 @@ KNOWN_GAPS = {
     "test_array.py::test_out_of_bounds_array_index_raises": "gather indexing is issue 3",
     "test_array.py::test_setitem": "__setitem__ (scatter) is issue 3",
     "test_array.py::test_array_with_more_than_2_31_elements": "uses __setitem__ (issue 3)",
-    "test_lazy.py::test_set_wired_limit_returns_int": "set_wired_limit: engine gap",
-    "test_lazy.py::test_thread_local_and_unsafe_streams": "thread-local streams: engine gap",
 }
 
 

@@ -375,6 +375,46 @@ def test_set_wired_limit_returns_int():
     mx.set_wired_limit(old)
 
 
+def _locked_kib():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmLck:"):
+                return int(line.split()[1])
+    return None
+
+
+@ember_only  # MLX wires memory only on macOS
+def test_wired_limit_locks_new_buffers():
+    import os
+    import resource
+    soft = resource.getrlimit(resource.RLIMIT_MEMLOCK)[0]
+    if _locked_kib() is None or (os.geteuid() != 0 and soft != resource.RLIM_INFINITY
+                                 and soft < 64 * MiB):
+        pytest.skip("cannot lock 64 MiB here")
+    mx.clear_cache()
+    before = _locked_kib()
+    old = mx.set_wired_limit(64 * MiB)
+    try:
+        assert mx.set_wired_limit(64 * MiB) == 64 * MiB
+        a = mx.zeros((4 * MiB,)) + 1.0  # 16 MiB, a fresh block
+        mx.eval(a)
+        assert _locked_kib() - before >= 16 * 1024
+        assert mx.sum(a).item() == 4 * MiB  # locked memory is ordinary memory
+        mx.set_wired_limit(0)  # lowering the limit unlocks
+        assert _locked_kib() - before < 16 * 1024
+    finally:
+        mx.set_wired_limit(old)
+        mx.clear_cache()
+
+
+def test_set_wired_limit_errors():
+    with raises(TypeError):
+        mx.set_wired_limit(-1)
+    if not IS_MLX:
+        with raises(RuntimeError, "memory size"):
+            mx.set_wired_limit(1 << 62)
+
+
 # --------------------------------------------------------------------------
 # devices and streams
 # --------------------------------------------------------------------------
@@ -516,6 +556,30 @@ def test_thread_local_and_unsafe_streams():
     u = mx.new_thread_unsafe_stream(mx.cpu)
     assert isinstance(u, mx.Stream)
     assert mx.multiply(2, 3, stream=u).item() == 6
+
+
+@ember_only  # MLX's stream context yields None, so the stream is not observable
+def test_thread_local_stream_is_one_stream_per_thread():
+    t = mx.new_thread_local_stream(mx.cpu)
+    assert repr(t).startswith("ThreadLocalStream(Device(cpu, 0), ")
+    assert t == t and t != mx.new_thread_local_stream(mx.cpu)
+    seen = {}
+
+    def work(name):
+        with mx.stream(t) as s1:
+            pass
+        with mx.stream(t) as s2:
+            seen[name] = (s1, s2, (mx.arange(4) * 2).tolist())
+
+    work("main")
+    th = threading.Thread(target=work, args=("other",))
+    th.start()
+    th.join()
+    m1, m2, mv = seen["main"]
+    o1, o2, ov = seen["other"]
+    assert m1 == m2 and o1 == o2      # the same stream within a thread
+    assert m1 != o1                   # a different one in each thread
+    assert mv == ov == [0, 2, 4, 6]
 
 
 def test_backend_is_what_was_asked_for():
