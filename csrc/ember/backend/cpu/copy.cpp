@@ -11,13 +11,15 @@ namespace ember {
 
 namespace cpu {
 
+bool can_donate(const array& in, const array& out) {
+  return in.desc().use_count() == 1 && in.buffer() && in.buffer().use_count() == 1 && in.row_contiguous() &&
+         in.offset() == 0 && in.itemsize() == out.itemsize() && in.size() == out.size() && in.dtype() == out.dtype();
+}
+
 void alloc_or_donate(array& out, const std::vector<array>& inputs, size_t first) {
   for (size_t i = first; i < inputs.size(); ++i) {
-    const array& in = inputs[i];
-    if (in.desc().use_count() == 1 && in.buffer() && in.buffer().use_count() == 1 &&
-        in.row_contiguous() && in.offset() == 0 && in.itemsize() == out.itemsize() &&
-        in.size() == out.size() && in.dtype() == out.dtype()) {
-      out.set_data(in.buffer());
+    if (can_donate(inputs[i], out)) {
+      out.set_data(inputs[i].buffer());
       return;
     }
   }

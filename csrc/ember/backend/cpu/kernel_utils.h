@@ -13,6 +13,8 @@ namespace ember::cpu {
 // holds and that has out's exact layout (dense, same size and itemsize),
 // otherwise allocates. Inputs from `first` on are checked in order.
 void alloc_or_donate(array& out, const std::vector<array>& inputs, size_t first = 0);
+// Whether `in` (an input of the running node) may give its buffer to `out`.
+bool can_donate(const array& in, const array& out);
 
 [[noreturn]] void unsupported(const char* op, Dtype t);
 

@@ -16,11 +16,53 @@ void dense_copy(const array& in, array& out) {
 }
 }  // namespace
 
+namespace {
+// Strides that view `in` as `shape` without a copy, when its layout allows:
+// each group of input dims that multiplies to a group of output dims must be
+// contiguous within itself (size-1 dims never matter).
+bool reshape_view_strides(const array& in, const Shape& shape, Strides& out) {
+  Shape od;
+  Strides os;
+  for (int i = 0; i < in.ndim(); ++i) {
+    if (in.shape()[i] != 1) {
+      od.push_back(in.shape()[i]);
+      os.push_back(in.strides()[i]);
+    }
+  }
+  int n_old = static_cast<int>(od.size()), n_new = static_cast<int>(shape.size());
+  out.assign(n_new, 1);
+  int oi = 0, oj = 1, ni = 0, nj = 1;
+  while (ni < n_new && oi < n_old) {
+    int64_t np = shape[ni], op = od[oi];
+    while (np != op) {
+      if (np < op) {
+        if (nj >= n_new) return false;
+        np *= shape[nj++];
+      } else {
+        if (oj >= n_old) return false;
+        op *= od[oj++];
+      }
+    }
+    for (int k = oi; k < oj - 1; ++k) {
+      if (os[k] != od[k + 1] * os[k + 1]) return false;
+    }
+    out[nj - 1] = os[oj - 1];
+    for (int k = nj - 1; k > ni; --k) out[k - 1] = out[k] * shape[k];
+    ni = nj++;
+    oi = oj++;
+  }
+  return true;  // trailing output dims are size 1 (stride 1)
+}
+}  // namespace
+
 void Reshape::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
   const array& in = inputs[0];
   array& out = outputs[0];
-  if (in.row_contiguous()) {
+  Strides st;
+  if (in.row_contiguous() || in.size() == 0) {
     out.set_data(in.buffer(), row_strides(out.shape()), in.offset());
+  } else if (reshape_view_strides(in, out.shape(), st)) {
+    out.set_data(in.buffer(), std::move(st), in.offset());
   } else {
     dense_copy(in, out);
   }
