@@ -1,0 +1,1295 @@
+// Sorting, selection and scan kernels.
+//
+// Sorting works on unsigned integer *keys* whose natural order is NumPy's
+// order of the values: integers flip their sign bit, floats map through the
+// usual sign-magnitude flip with -0 folded onto +0 and every NaN onto the
+// largest key, so equal values have equal keys. Complex numbers get a
+// 128-bit key (NaN class, then real and imaginary keys) sorted by
+// comparison. Each row along the sorted axis is gathered (with its stride)
+// into a thread-local key buffer, sorted, and written out:
+//
+//   * sort, 32-bit keys (float32, int32, uint32): an AVX2 quicksort with a
+//     vectorized partition and bitonic networks for pieces of up to 1024;
+//   * other sorts and argsort: LSD radix sort on 8-bit digits, skipping
+//     digits that are equal across the row; rows too big for the cache get
+//     one MSD pass on the top digit first; std::sort for short rows;
+//   * argsort sorts (key << 32 | index) words (or key/index pairs for 64-bit
+//     keys), which makes it stable for free;
+//   * sort turns keys back into values, then restores the exact bits of the
+//     folded values (-0 and NaN payloads) in their original order (stable).
+//
+// Rows are shared out to the threads in blocks that each thread claims when
+// it is free; a single huge row is split by the top quicksort levels (or
+// the MSD pass) and its parts sorted in parallel.
+//
+// Scans cast in the op layer, so input and output share a dtype. The kernel
+// runs on a dense [outer, len, inner] layout: with inner == 1 each row is a
+// sequential scan (rows spread over the threads), otherwise whole inner runs
+// are combined elementwise (vectorized over the contiguous inner dim).
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <numeric>
+#include <vector>
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+#include "ember/allocator.h"
+#include "ember/backend/cpu/copy.h"
+#include "ember/backend/cpu/functors.h"
+#include "ember/backend/cpu/kernel_utils.h"
+#include "ember/backend/cpu/loops.h"
+#include "ember/backend/cpu/threadpool.h"
+#include "ember/primitives/sort.h"
+
+namespace ember {
+
+namespace cpu {
+namespace {
+
+// --------------------------------------------------------------------------
+// keys
+
+// 128-bit key of a complex number: NumPy's order [R+Rj, R+nanj, nan+Rj,
+// nan+nanj], each class ordered by its non-NaN parts.
+struct CKey {
+  uint64_t hi, lo;
+  bool operator<(const CKey& o) const { return hi < o.hi || (hi == o.hi && lo < o.lo); }
+  bool operator==(const CKey& o) const { return hi == o.hi && lo == o.lo; }
+};
+
+// Float bits -> key (U unsigned of the float's width, E the exponent mask).
+template <class U, U ExpMask>
+inline U float_key(U b) {
+  constexpr U sign = U(1) << (sizeof(U) * 8 - 1);
+  const U mag = static_cast<U>(b & ~sign);
+  U k = (b & sign) ? static_cast<U>(~b) : static_cast<U>(b | sign);
+  k = mag == 0 ? sign : k;                     // -0 == +0
+  return mag > ExpMask ? static_cast<U>(~U(0)) : k;  // every NaN last
+}
+template <class U>
+inline U float_from_key(U k) {
+  constexpr U sign = U(1) << (sizeof(U) * 8 - 1);
+  return (k & sign) ? static_cast<U>(k ^ sign) : static_cast<U>(~k);
+}
+
+template <class T, class = void>
+struct KeyOf;
+
+template <>
+struct KeyOf<bool> {
+  using K = uint8_t;
+  static K key(bool x) { return x ? 1 : 0; }
+  static bool value(K k) { return k != 0; }
+  static bool special(bool) { return false; }
+  static bool isnan(bool) { return false; }
+};
+
+template <class T>
+struct KeyOf<T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>>> {
+  using K = std::make_unsigned_t<T>;
+  static constexpr K flip = std::is_signed_v<T> ? static_cast<K>(K(1) << (sizeof(K) * 8 - 1)) : K(0);
+  static K key(T x) { return static_cast<K>(static_cast<K>(x) ^ flip); }
+  static T value(K k) { return static_cast<T>(static_cast<K>(k ^ flip)); }
+  static bool special(T) { return false; }
+  static bool isnan(T) { return false; }
+};
+
+template <class T, class U, U ExpMask>
+struct FloatKey {
+  using K = U;
+  static U bits(T x) {
+    U b;
+    std::memcpy(&b, &x, sizeof(U));
+    return b;
+  }
+  static K key(T x) { return float_key<U, ExpMask>(bits(x)); }
+  static T value(K k) {
+    U b = float_from_key<U>(k);
+    T x;
+    std::memcpy(&x, &b, sizeof(U));
+    return x;
+  }
+  // values whose bits the key folds: -0 and NaNs
+  static bool special(T x) {
+    constexpr U sign = U(1) << (sizeof(U) * 8 - 1);
+    U b = bits(x);
+    return static_cast<U>(b & ~sign) > ExpMask || b == sign;
+  }
+  static bool isnan(T x) {
+    constexpr U sign = U(1) << (sizeof(U) * 8 - 1);
+    return static_cast<U>(bits(x) & ~sign) > ExpMask;
+  }
+};
+template <>
+struct KeyOf<float16_t> : FloatKey<float16_t, uint16_t, 0x7C00> {};
+template <>
+struct KeyOf<bfloat16_t> : FloatKey<bfloat16_t, uint16_t, 0x7F80> {};
+template <>
+struct KeyOf<float> : FloatKey<float, uint32_t, 0x7F800000u> {};
+template <>
+struct KeyOf<double> : FloatKey<double, uint64_t, 0x7FF0000000000000ull> {};
+
+template <>
+struct KeyOf<complex64_t> {
+  using K = CKey;
+  static K key(complex64_t z) {
+    using F = KeyOf<float>;
+    float re = z.real(), im = z.imag();
+    bool nr = re != re, ni = im != im;
+    uint64_t cls = (nr ? 2u : 0u) + (ni ? 1u : 0u);
+    uint64_t first = nr ? (ni ? 0u : F::key(im)) : F::key(re);
+    uint64_t second = (nr || ni) ? 0u : F::key(im);
+    return CKey{(cls << 32) | first, second};
+  }
+  static bool special(complex64_t) { return false; }  // complex sorts gather values
+  static bool isnan(complex64_t z) { return z.real() != z.real() || z.imag() != z.imag(); }
+};
+
+// --------------------------------------------------------------------------
+// elements to sort: plain keys (sort), or keys with their index (argsort)
+
+// Key + index for keys of up to 32 bits: one word, (key << 32) | index.
+template <class K, class = void>
+struct Arg {
+  using E = uint64_t;
+  static constexpr int LO = 4, NB = sizeof(K);  // radix digits: bytes 4 .. 4+NB
+  static E make(K k, uint32_t i) { return (static_cast<uint64_t>(k) << 32) | i; }
+  static uint32_t index(E e) { return static_cast<uint32_t>(e); }
+};
+struct Pair64 {
+  uint64_t k;
+  uint32_t i;
+};
+template <>
+struct Arg<uint64_t> {
+  using E = Pair64;
+  static constexpr int LO = 0, NB = 8;
+  static E make(uint64_t k, uint32_t i) { return {k, i}; }
+  static uint32_t index(E e) { return e.i; }
+};
+struct PairC {
+  CKey k;
+  uint32_t i;
+};
+template <>
+struct Arg<CKey> {
+  using E = PairC;
+  static constexpr int LO = 0, NB = 0;  // comparison sort only
+  static E make(CKey k, uint32_t i) { return {k, i}; }
+  static uint32_t index(E e) { return e.i; }
+};
+
+inline bool elem_less(uint8_t a, uint8_t b) { return a < b; }
+inline bool elem_less(uint16_t a, uint16_t b) { return a < b; }
+inline bool elem_less(uint32_t a, uint32_t b) { return a < b; }
+inline bool elem_less(uint64_t a, uint64_t b) { return a < b; }
+inline bool elem_less(const CKey& a, const CKey& b) { return a < b; }
+inline bool elem_less(const Pair64& a, const Pair64& b) { return a.k < b.k || (a.k == b.k && a.i < b.i); }
+inline bool elem_less(const PairC& a, const PairC& b) { return a.k < b.k || (a.k == b.k && a.i < b.i); }
+struct ElemLess {
+  template <class E>
+  bool operator()(const E& a, const E& b) const {
+    return elem_less(a, b);
+  }
+};
+
+template <class E>
+inline uint64_t radix_word(const E& e) {
+  if constexpr (std::is_integral_v<E>) return e;
+  else return e.k;
+}
+
+// --------------------------------------------------------------------------
+// work sharing
+
+// task(i, state) for i in [0, n) on every thread, each claiming the next task
+// when it is done with one (so a core that is busy elsewhere slows nobody
+// down); make() builds one state per thread.
+template <class Make, class Task>
+void dynamic_for(int64_t n, Make&& make, Task&& task) {
+  if (n <= 0) return;
+  if (n == 1 || num_threads() == 1) {
+    auto st = make();
+    for (int64_t i = 0; i < n; ++i) task(i, st);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  parallel_for(num_threads(), 1, [&](int64_t, int64_t) {
+    auto st = make();
+    for (int64_t i; (i = next.fetch_add(1)) < n;) task(i, st);
+  });
+}
+struct NoState {};
+inline NoState no_state() { return {}; }
+
+// A growable scratch array from Ember's allocator (its cache keeps big
+// buffers mapped, so repeated sorts do not page-fault them in again).
+template <class E>
+class Buf {
+ public:
+  E* get(int64_t n) {
+    size_t bytes = static_cast<size_t>(std::max<int64_t>(n, 1)) * sizeof(E);
+    if (!buf_ || buf_->size() < bytes) buf_ = allocator::malloc(bytes);
+    return static_cast<E*>(buf_->ptr());
+  }
+
+ private:
+  std::shared_ptr<Buffer> buf_;
+};
+
+// --------------------------------------------------------------------------
+// radix sort
+
+constexpr int64_t kSmallSort = 192;           // rows below: std::sort
+constexpr int64_t kCacheBytes = 256 * 1024;   // LSD directly when a row fits
+
+// LSD radix sort of a[0, n) on bytes LO .. LO+NB of radix_word; t is
+// scratch. Returns where the sorted elements are (a or t).
+template <class E, int LO, int NB>
+E* lsd_sort(E* a, E* t, int64_t n) {
+  uint32_t cnt[NB][256];
+  std::memset(cnt, 0, sizeof(cnt));
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t w = radix_word(a[i]);
+    for (int b = 0; b < NB; ++b) ++cnt[b][(w >> (8 * (LO + b))) & 0xFF];
+  }
+  E* src = a;
+  E* dst = t;
+  for (int b = 0; b < NB; ++b) {
+    const int shift = 8 * (LO + b);
+    if (cnt[b][(radix_word(src[0]) >> shift) & 0xFF] == static_cast<uint32_t>(n)) continue;  // one digit
+    uint32_t off[256];
+    uint32_t sum = 0;
+    for (int d = 0; d < 256; ++d) {
+      off[d] = sum;
+      sum += cnt[b][d];
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      E e = src[i];
+      dst[off[(radix_word(e) >> shift) & 0xFF]++] = e;
+    }
+    std::swap(src, dst);
+  }
+  return src;
+}
+
+// Sorts a[0, n) (scratch t, same size); returns where the result is. With
+// `parallel`, the top-digit pass and the buckets are split across threads.
+template <class E, int LO, int NB>
+E* radix_sort(E* a, E* t, int64_t n, bool parallel) {
+  if constexpr (NB == 0) {
+    std::sort(a, a + n, ElemLess{});
+    return a;
+  } else {
+    if (n < kSmallSort || n >= (int64_t(1) << 32)) {
+      std::sort(a, a + n, ElemLess{});
+      return a;
+    }
+    if (NB == 1 || n * static_cast<int64_t>(sizeof(E)) <= kCacheBytes) return lsd_sort<E, LO, NB>(a, t, n);
+    if constexpr (NB >= 2) {
+      // One MSD pass on the top digit, then each bucket on its own.
+      const int shift = 8 * (LO + NB - 1);
+      const int nc = parallel ? 4 * num_threads() : 1;  // chunks of the input
+      const int64_t per = (n + nc - 1) / nc;
+      std::vector<std::array<int64_t, 256>> hist(nc);
+      auto chunks = [&](auto&& f) {
+        dynamic_for(nc, no_state, [&](int64_t c, NoState&) { f(static_cast<int>(c)); });
+      };
+      chunks([&](int c) {
+        auto& h = hist[c];
+        h.fill(0);
+        int64_t b = c * per, e = std::min(n, b + per);
+        for (int64_t i = b; i < e; ++i) ++h[(radix_word(a[i]) >> shift) & 0xFF];
+      });
+      std::array<int64_t, 256> total{}, start{};
+      for (int c = 0; c < nc; ++c) {
+        for (int d = 0; d < 256; ++d) total[d] += hist[c][d];
+      }
+      if (*std::max_element(total.begin(), total.end()) == n) {
+        return radix_sort<E, LO, NB - 1>(a, t, n, parallel);  // top digit all equal
+      }
+      int64_t sum = 0;
+      for (int d = 0; d < 256; ++d) {
+        start[d] = sum;
+        sum += total[d];
+      }
+      // per-chunk write offsets: bucket start + earlier chunks' counts
+      std::vector<std::array<int64_t, 256>> off(nc);
+      for (int d = 0; d < 256; ++d) {
+        int64_t o = start[d];
+        for (int c = 0; c < nc; ++c) {
+          off[c][d] = o;
+          o += hist[c][d];
+        }
+      }
+      chunks([&](int c) {
+        auto& o = off[c];
+        int64_t b = c * per, e = std::min(n, b + per);
+        for (int64_t i = b; i < e; ++i) {
+          E x = a[i];
+          t[o[(radix_word(x) >> shift) & 0xFF]++] = x;
+        }
+      });
+      // each bucket on its own (claimed by whichever thread is free)
+      auto bucket = [&](int64_t d, NoState&) {
+        int64_t s = start[d], len = total[d];
+        if (len == 0) return;
+        E* r = radix_sort<E, LO, NB - 1>(t + s, a + s, len, false);
+        if (r != a + s) std::memcpy(static_cast<void*>(a + s), r, static_cast<size_t>(len) * sizeof(E));
+      };
+      if (parallel) {
+        dynamic_for(256, no_state, bucket);
+      } else {
+        NoState st;
+        for (int d = 0; d < 256; ++d) bucket(d, st);
+      }
+      return a;
+    }
+    return a;
+  }
+}
+
+// --------------------------------------------------------------------------
+// AVX2 quicksort of int32 keys (the 32-bit sort path)
+//
+// Quicksort whose partition step classifies 8 keys per instruction against
+// the pivot and writes them to both ends with one permutation (a lookup
+// table of lane orders by comparison mask); reading U vectors at a time
+// from whichever end has less free room keeps every store inside space
+// already read. Pieces of up to 1024 keys are finished by a bitonic network
+// in registers: an 8-input sorting network per lane, an 8x8 transpose, then
+// bitonic merges of ever longer runs.
+
+#if defined(__AVX2__)
+namespace vsort {
+
+struct PermTable {
+  alignas(32) int32_t idx[256][8];
+  PermTable() {
+    for (int m = 0; m < 256; ++m) {  // lanes <= pivot first, then the others, each in order
+      int k = 0;
+      for (int j = 0; j < 8; ++j)
+        if (!(m >> j & 1)) idx[m][k++] = j;
+      for (int j = 0; j < 8; ++j)
+        if (m >> j & 1) idx[m][k++] = j;
+    }
+  }
+};
+inline const PermTable& perm_table() {
+  static const PermTable t;
+  return t;
+}
+
+inline __m256i reverse8(__m256i v) { return _mm256_permutevar8x32_epi32(v, _mm256_setr_epi32(7, 6, 5, 4, 3, 2, 1, 0)); }
+
+inline void cx(__m256i& a, __m256i& b) {
+  __m256i t = _mm256_min_epi32(a, b);
+  b = _mm256_max_epi32(a, b);
+  a = t;
+}
+
+// A bitonic vector sorted ascending (distances 4, 2, 1 within the vector).
+inline __m256i bitonic_clean(__m256i v) {
+  __m256i w = _mm256_permute2x128_si256(v, v, 1);
+  v = _mm256_blend_epi32(_mm256_min_epi32(v, w), _mm256_max_epi32(v, w), 0xF0);
+  w = _mm256_shuffle_epi32(v, _MM_SHUFFLE(1, 0, 3, 2));
+  v = _mm256_blend_epi32(_mm256_min_epi32(v, w), _mm256_max_epi32(v, w), 0xCC);
+  w = _mm256_shuffle_epi32(v, _MM_SHUFFLE(2, 3, 0, 1));
+  return _mm256_blend_epi32(_mm256_min_epi32(v, w), _mm256_max_epi32(v, w), 0xAA);
+}
+
+inline void transpose8(__m256i* r) {
+  __m256i t0 = _mm256_unpacklo_epi32(r[0], r[1]), t1 = _mm256_unpackhi_epi32(r[0], r[1]);
+  __m256i t2 = _mm256_unpacklo_epi32(r[2], r[3]), t3 = _mm256_unpackhi_epi32(r[2], r[3]);
+  __m256i t4 = _mm256_unpacklo_epi32(r[4], r[5]), t5 = _mm256_unpackhi_epi32(r[4], r[5]);
+  __m256i t6 = _mm256_unpacklo_epi32(r[6], r[7]), t7 = _mm256_unpackhi_epi32(r[6], r[7]);
+  __m256i u0 = _mm256_unpacklo_epi64(t0, t2), u1 = _mm256_unpackhi_epi64(t0, t2);
+  __m256i u2 = _mm256_unpacklo_epi64(t1, t3), u3 = _mm256_unpackhi_epi64(t1, t3);
+  __m256i u4 = _mm256_unpacklo_epi64(t4, t6), u5 = _mm256_unpackhi_epi64(t4, t6);
+  __m256i u6 = _mm256_unpacklo_epi64(t5, t7), u7 = _mm256_unpackhi_epi64(t5, t7);
+  r[0] = _mm256_permute2x128_si256(u0, u4, 0x20);
+  r[1] = _mm256_permute2x128_si256(u1, u5, 0x20);
+  r[2] = _mm256_permute2x128_si256(u2, u6, 0x20);
+  r[3] = _mm256_permute2x128_si256(u3, u7, 0x20);
+  r[4] = _mm256_permute2x128_si256(u0, u4, 0x31);
+  r[5] = _mm256_permute2x128_si256(u1, u5, 0x31);
+  r[6] = _mm256_permute2x128_si256(u2, u6, 0x31);
+  r[7] = _mm256_permute2x128_si256(u3, u7, 0x31);
+}
+
+// Merges the sorted runs r[0, K) and r[K, 2K) of vectors. Vectors from
+// `lim` on do not exist: they stand for +inf, which no compare-exchange
+// moves, so their work is skipped.
+template <int K>
+inline void merge_runs(__m256i* r, int lim) {
+  if (lim <= K) return;
+  for (int i = 0; i < K; ++i) {
+    const int j = 2 * K - 1 - i;  // second run reversed: the pair is bitonic
+    if (j >= lim) continue;
+    __m256i b = reverse8(r[j]), a = r[i];
+    r[i] = _mm256_min_epi32(a, b);
+    r[j] = _mm256_max_epi32(a, b);
+  }
+  for (int h = 0; h < 2; ++h) {
+    __m256i* q = r + h * K;
+    const int ql = std::min(K, lim - h * K);
+    for (int d = K / 2; d >= 1; d /= 2) {
+      for (int i = 0; i + d < ql; ++i) {
+        if ((i & d) == 0) cx(q[i], q[i + d]);
+      }
+    }
+    for (int i = 0; i < ql; ++i) q[i] = bitonic_clean(q[i]);
+  }
+}
+
+// 64 keys in 8 vectors, sorted in vector order.
+inline void sort64(__m256i* r) {
+  // Batcher's odd-even merge network on 8 inputs, each lane on its own
+  cx(r[0], r[1]), cx(r[2], r[3]), cx(r[4], r[5]), cx(r[6], r[7]);
+  cx(r[0], r[2]), cx(r[1], r[3]), cx(r[4], r[6]), cx(r[5], r[7]);
+  cx(r[1], r[2]), cx(r[5], r[6]);
+  cx(r[0], r[4]), cx(r[1], r[5]), cx(r[2], r[6]), cx(r[3], r[7]);
+  cx(r[2], r[4]), cx(r[3], r[5]);
+  cx(r[1], r[2]), cx(r[3], r[4]), cx(r[5], r[6]);
+  transpose8(r);  // 8 sorted runs of 8
+  for (int i = 0; i < 8; i += 2) merge_runs<1>(r + i, 2);
+  for (int i = 0; i < 8; i += 4) merge_runs<2>(r + i, 4);
+  merge_runs<4>(r, 8);
+}
+
+// a[0, n), n <= 8 * NV, by a bitonic network over whole 64-key groups.
+template <int NV>
+void sort_net(int32_t* a, int64_t n) {
+  alignas(32) int32_t buf[NV * 8];
+  const int nv = static_cast<int>((n + 63) / 64) * 8;
+  std::memcpy(buf, a, static_cast<size_t>(n) * 4);
+  for (int64_t i = n; i < nv * 8; ++i) buf[i] = std::numeric_limits<int32_t>::max();
+  __m256i r[NV];
+  for (int i = 0; i < nv; ++i) r[i] = _mm256_load_si256(reinterpret_cast<const __m256i*>(buf + 8 * i));
+  for (int i = 0; i < nv; i += 8) sort64(r + i);
+  if constexpr (NV >= 16)
+    for (int i = 0; i < nv; i += 16) merge_runs<8>(r + i, nv - i);
+  if constexpr (NV >= 32)
+    for (int i = 0; i < nv; i += 32) merge_runs<16>(r + i, nv - i);
+  if constexpr (NV >= 64)
+    for (int i = 0; i < nv; i += 64) merge_runs<32>(r + i, nv - i);
+  if constexpr (NV >= 128) merge_runs<64>(r, nv);
+  for (int i = 0; i < nv; ++i) _mm256_store_si256(reinterpret_cast<__m256i*>(buf + 8 * i), r[i]);
+  std::memcpy(a, buf, static_cast<size_t>(n) * 4);
+}
+
+constexpr int64_t kLeaf = 1024;
+
+void sort_small(int32_t* a, int64_t n) {
+  if (n <= 16) {
+    for (int64_t i = 1; i < n; ++i) {  // insertion sort
+      int32_t x = a[i];
+      int64_t j = i;
+      for (; j > 0 && a[j - 1] > x; --j) a[j] = a[j - 1];
+      a[j] = x;
+    }
+  } else if (n <= 64) {
+    sort_net<8>(a, n);
+  } else if (n <= 128) {
+    sort_net<16>(a, n);
+  } else if (n <= 256) {
+    sort_net<32>(a, n);
+  } else if (n <= 512) {
+    sort_net<64>(a, n);
+  } else {
+    sort_net<128>(a, n);
+  }
+}
+
+// Partitions a[0, n) (n >= 16U): a[0, m) <= p < a[m, n); returns m.
+template <int U>
+int64_t partition(int32_t* a, int64_t n, int32_t p) {
+  const PermTable& T = perm_table();
+  const __m256i P = _mm256_set1_epi32(p);
+  __m256i save[2 * U];  // both ends, read first: room for the first writes
+  for (int i = 0; i < U; ++i) {
+    save[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + 8 * i));
+    save[U + i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + n - 8 * (i + 1)));
+  }
+  int64_t lr = 8 * U, rr = n - 8 * U, lw = 0, rw = n;  // read / write fronts
+  for (int64_t rem = (rr - lr) % (8 * U); rem > 0; --rem) {
+    int32_t x = a[lr++];
+    if (x <= p) a[lw++] = x;
+    else a[--rw] = x;
+  }
+  auto put = [&](__m256i v) {
+    int m = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(v, P)));
+    __m256i w = _mm256_permutevar8x32_epi32(v, _mm256_load_si256(reinterpret_cast<const __m256i*>(T.idx[m])));
+    int gt = __builtin_popcount(static_cast<unsigned>(m));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(a + lw), w);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(a + rw - 8), w);
+    lw += 8 - gt;
+    rw -= gt;
+  };
+  while (rr > lr) {
+    const bool left = lr - lw <= rw - rr;  // read where the room is smaller
+    const int64_t at = left ? lr : rr - 8 * U;
+    lr += left ? 8 * U : 0;
+    rr -= left ? 0 : 8 * U;
+    __m256i v[U];
+    for (int i = 0; i < U; ++i) v[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + at + 8 * i));
+    for (int i = 0; i < U; ++i) put(v[i]);
+  }
+  for (int i = 0; i < 2 * U; ++i) put(save[i]);
+  return lw;
+}
+
+inline int32_t med3(int32_t a, int32_t b, int32_t c) { return std::max(std::min(a, b), std::min(std::max(a, b), c)); }
+
+void quicksort(int32_t* a, int64_t n, int depth) {
+  while (n > kLeaf) {
+    if (depth-- == 0) {  // pathological pivots: fall back to introsort
+      std::sort(a, a + n);
+      return;
+    }
+    const int64_t s = n / 8;
+    const int32_t p = med3(med3(a[0], a[s], a[2 * s]), med3(a[3 * s], a[4 * s], a[5 * s]),
+                           med3(a[6 * s], a[7 * s], a[n - 1]));
+    int64_t m = partition<4>(a, n, p);
+    if (m == n) {  // nothing above the pivot: split off the keys equal to it
+      if (p == std::numeric_limits<int32_t>::min()) return;
+      n = partition<4>(a, n, p - 1);
+      continue;
+    }
+    if (m < n - m) {
+      quicksort(a, m, depth);
+      a += m;
+      n -= m;
+    } else {
+      quicksort(a + m, n - m, depth);
+      n = m;
+    }
+  }
+  sort_small(a, n);
+}
+
+void sort(int32_t* a, int64_t n) {
+  int depth = 2 * (64 - __builtin_clzll(static_cast<unsigned long long>(n) | 1));
+  quicksort(a, n, depth);
+}
+
+}  // namespace vsort
+
+// One huge row on all threads: the top levels of the quicksort split the row
+// into 4 parts per thread (the parts of a level partitioned in parallel,
+// around the median of a sample), then the threads sort the parts, each
+// taking the next one when done.
+int32_t* par_sort_i32(int32_t* a, int64_t n) {
+  const int nt = num_threads();
+  if (nt <= 1) {
+    vsort::sort(a, n);
+    return a;
+  }
+  struct Part {
+    int64_t begin, len;
+    bool done;  // all keys equal: nothing to sort
+  };
+  std::vector<Part> parts{{0, n, false}};
+  while (static_cast<int>(parts.size()) < 4 * nt) {
+    std::vector<Part> next(2 * parts.size());
+    dynamic_for(static_cast<int64_t>(parts.size()), no_state, [&](int64_t i, NoState&) {
+      Part p = parts[i];
+      int32_t* x = a + p.begin;
+      if (p.done || p.len <= vsort::kLeaf) {
+        next[2 * i] = p;
+        next[2 * i + 1] = {p.begin + p.len, 0, true};
+        return;
+      }
+      int32_t sample[63];
+      for (int j = 0; j < 63; ++j) sample[j] = x[(j * 2 + 1) * p.len / 126];
+      std::nth_element(sample, sample + 31, sample + 63);
+      const int32_t pivot = sample[31];
+      int64_t m = vsort::partition<4>(x, p.len, pivot);
+      bool upper_equal = false;
+      if (m == p.len) {  // nothing above the pivot: split off the keys equal to it
+        m = pivot == std::numeric_limits<int32_t>::min() ? 0 : vsort::partition<4>(x, p.len, pivot - 1);
+        upper_equal = true;
+      }
+      next[2 * i] = {p.begin, m, false};
+      next[2 * i + 1] = {p.begin + m, p.len - m, upper_equal};
+    });
+    parts.clear();
+    for (const Part& p : next) {
+      if (p.len > 0) parts.push_back(p);
+    }
+    bool any_open = false;
+    for (const Part& p : parts) any_open |= !p.done && p.len > vsort::kLeaf;
+    if (!any_open) break;
+  }
+  // largest parts first, so the last ones to finish are small
+  std::sort(parts.begin(), parts.end(), [](const Part& x, const Part& y) { return x.len > y.len; });
+  dynamic_for(static_cast<int64_t>(parts.size()), no_state, [&](int64_t i, NoState&) {
+    if (!parts[i].done) vsort::sort(a + parts[i].begin, parts[i].len);
+  });
+  return a;
+}
+#endif  // __AVX2__
+
+// --------------------------------------------------------------------------
+// rows along an axis
+
+// The rows of an array along `axis`: count, length, strides, and the offset
+// of row r in the input and in a dense output.
+struct Rows {
+  int64_t count = 1, n = 0, in_stride = 0, out_stride = 0;
+  Shape dims;              // the other dims
+  Strides in_st, out_st;   // their strides (input / output)
+
+  Rows(const array& in, const Shape& out_shape, int axis) {
+    n = in.shape(axis);
+    in_stride = in.strides()[axis];
+    Strides ost = row_strides(out_shape);
+    out_stride = ost[axis];
+    for (int d = 0; d < in.ndim(); ++d) {
+      if (d == axis || in.shape(d) == 1) continue;
+      dims.push_back(in.shape(d));
+      in_st.push_back(in.strides()[d]);
+      out_st.push_back(ost[d]);
+      count *= in.shape(d);
+    }
+    if (in.size() == 0) count = 0;
+  }
+  void offsets(int64_t r, int64_t& io, int64_t& oo) const {
+    io = oo = 0;
+    for (int d = static_cast<int>(dims.size()) - 1; d >= 0; --d) {
+      int64_t i = r % dims[d];
+      r /= dims[d];
+      io += i * in_st[d];
+      oo += i * out_st[d];
+    }
+  }
+};
+
+// Runs body(scratch, in_offset, out_offset, par) over the rows: blocks of
+// rows claimed by free threads, one scratch per thread. A single big row
+// (fewer rows than threads) runs here with `par` set, so its sort splits.
+template <class Scratch, class Body>
+void for_rows(const Rows& rows, Body&& body) {
+  if (rows.count == 0) return;
+  const int nt = num_threads();
+  const bool one_big = rows.count < nt && rows.n >= (int64_t(1) << 18);
+  auto run = [&](int64_t b, int64_t e, Scratch& scratch) {
+    for (int64_t r = b; r < e; ++r) {
+      int64_t io, oo;
+      rows.offsets(r, io, oo);
+      body(scratch, io, oo, one_big);
+    }
+  };
+  if (one_big || rows.count * rows.n < 2 * kParallelGrain) {
+    Scratch scratch(rows.n);
+    run(0, rows.count, scratch);
+    return;
+  }
+  // blocks of rows worth ~kParallelGrain elements, at least 4 per thread
+  int64_t block = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(rows.n, 1));
+  block = std::max<int64_t>(1, std::min(block, (rows.count + 4 * nt - 1) / (4 * nt)));
+  dynamic_for((rows.count + block - 1) / block, [&] { return Scratch(rows.n); },
+              [&](int64_t i, Scratch& scratch) { run(i * block, std::min(rows.count, (i + 1) * block), scratch); });
+}
+
+template <class K>
+struct SortScratch {
+  using E = typename Arg<K>::E;
+  Buf<K> keys, ktmp;
+  Buf<E> elems, etmp;
+  explicit SortScratch(int64_t) {}
+};
+
+template <class T>
+using key_t = typename KeyOf<T>::K;
+
+// The row algorithms below see only keys and move values as opaque words of
+// the value's width, so one instantiation serves every dtype with the same
+// key type; the dtype-specific steps come in a KeyOps table.
+template <class K>
+struct ValueWord {
+  using type = K;
+};
+template <>
+struct ValueWord<CKey> {
+  using type = uint64_t;  // complex64
+};
+
+template <class K>
+struct KeyOps {
+  // k[i] = key(x[i * st]) ^ flip for i in [b, e); true if a -0 or NaN was seen
+  bool (*gather)(const void* x, int64_t st, int64_t b, int64_t e, K* k, K flip);
+  // o[i * ost] = value(k[i] ^ flip) for i in [b, e)
+  void (*emit)(const K* k, int64_t b, int64_t e, void* o, int64_t ost, K flip);
+  // after a sort of the keys (k, in signed order when `flip`): the exact -0
+  // and NaN values back into o, in input order
+  void (*restore)(const void* x, int64_t st, int64_t n, const K* k, K flip, void* o, int64_t ost);
+};
+
+template <class T>
+KeyOps<key_t<T>> key_ops() {
+  using K = key_t<T>;
+  using KT = KeyOf<T>;
+  KeyOps<K> ops{};
+  ops.gather = [](const void* xv, int64_t st, int64_t b, int64_t e, K* k, K flip) {
+    const T* x = static_cast<const T*>(xv);
+    bool sp = false;
+    auto run = [&](auto stride) {  // stride 1 as a constant: the loop vectorizes
+      for (int64_t i = b; i < e; ++i) {
+        T v = x[i * stride];
+        if constexpr (std::is_same_v<K, CKey>) k[i] = KT::key(v);  // (never flipped)
+        else k[i] = static_cast<K>(KT::key(v) ^ flip);
+        if constexpr (is_float_v<T>) sp |= KT::special(v);
+      }
+    };
+    if (st == 1) run(std::integral_constant<int64_t, 1>{});
+    else run(st);
+    return sp;
+  };
+  if constexpr (!std::is_same_v<K, CKey>) {
+    ops.emit = [](const K* k, int64_t b, int64_t e, void* ov, int64_t ost, K flip) {
+      T* o = static_cast<T*>(ov);
+      if (ost == 1) {
+        for (int64_t i = b; i < e; ++i) o[i] = KT::value(static_cast<K>(k[i] ^ flip));
+      } else {
+        for (int64_t i = b; i < e; ++i) o[i * ost] = KT::value(static_cast<K>(k[i] ^ flip));
+      }
+    };
+    ops.restore = [](const void* xv, int64_t st, int64_t n, const K* k, K flip, void* ov, int64_t ost) {
+      if constexpr (is_float_v<T>) {
+        const T* x = static_cast<const T*>(xv);
+        T* o = static_cast<T*>(ov);
+        auto find = [&](K key) {  // first position of `key` among the sorted keys
+          if (flip) {
+            using S = std::make_signed_t<K>;
+            const S* sk = reinterpret_cast<const S*>(k);
+            return std::lower_bound(sk, sk + n, static_cast<S>(key ^ flip)) - sk;
+          }
+          return std::lower_bound(k, k + n, key) - k;
+        };
+        const K zero = KT::key(T(0.0f));
+        int64_t z = find(zero), nan_at = find(static_cast<K>(~K(0)));
+        for (int64_t i = 0; i < n; ++i) {
+          T v = x[i * st];
+          if (KT::isnan(v)) o[(nan_at++) * ost] = v;
+          else if (KT::key(v) == zero) o[(z++) * ost] = v;
+        }
+      }
+    };
+  }
+  return ops;
+}
+
+// f(begin, end) over [0, n): in chunks on every thread when `par`.
+template <class F>
+void chunked(int64_t n, bool par, F&& f) {
+  if (!par) return f(int64_t(0), n);
+  constexpr int64_t kChunk = 1 << 16;
+  dynamic_for((n + kChunk - 1) / kChunk, no_state,
+              [&](int64_t c, NoState&) { f(c * kChunk, std::min(n, (c + 1) * kChunk)); });
+}
+
+// Keys of a row (xor flip); returns whether a -0 or NaN was seen.
+template <class K>
+bool gather_row(const KeyOps<K>& ops, const void* x, int64_t st, int64_t n, K* k, K flip, bool par) {
+  std::atomic<bool> special{false};
+  chunked(n, par, [&](int64_t b, int64_t e) {
+    if (ops.gather(x, st, b, e, k, flip)) special = true;
+  });
+  return special;
+}
+
+// Sorted (key, index) elements of a row: (key, index) order, so ties keep
+// their input order.
+template <class K>
+typename Arg<K>::E* arg_sort_row(const KeyOps<K>& ops, const void* x, int64_t st, int64_t n, SortScratch<K>& s,
+                                 bool par) {
+  using A = Arg<K>;
+  K* k = s.keys.get(n);
+  gather_row(ops, x, st, n, k, K{}, par);
+  auto* e = s.elems.get(n);
+  chunked(n, par, [&](int64_t b, int64_t end) {
+    for (int64_t i = b; i < end; ++i) e[i] = A::make(k[i], static_cast<uint32_t>(i));
+  });
+  return radix_sort<typename A::E, A::LO, A::NB>(e, s.etmp.get(n), n, par);
+}
+
+template <class K>
+void sort_values_row(const KeyOps<K>& ops, const void* xv, int64_t st, int64_t n, void* ov, int64_t ost,
+                     SortScratch<K>& s, bool par) {
+  if constexpr (std::is_same_v<K, CKey>) {
+    using V = typename ValueWord<K>::type;
+    const V* x = static_cast<const V*>(xv);
+    V* o = static_cast<V*>(ov);
+    auto* e = arg_sort_row(ops, xv, st, n, s, par);
+    for (int64_t i = 0; i < n; ++i) o[i * ost] = x[Arg<K>::index(e[i]) * st];
+  } else {
+#if defined(__AVX2__)
+    // 32-bit keys go to the vectorized quicksort as int32: flip the top bit
+    constexpr bool vec = std::is_same_v<K, uint32_t>;
+#else
+    constexpr bool vec = false;
+#endif
+    constexpr K flip = vec ? static_cast<K>(K(1) << (sizeof(K) * 8 - 1)) : K(0);
+    K* k = s.keys.get(n);
+    const bool special = gather_row(ops, xv, st, n, k, flip, par);  // -0 / NaN: bits to restore
+#if defined(__AVX2__)
+    if constexpr (vec) {
+      int32_t* ik = reinterpret_cast<int32_t*>(k);
+      k = reinterpret_cast<K*>(par ? par_sort_i32(ik, n) : (vsort::sort(ik, n), ik));
+    } else {
+      k = radix_sort<K, 0, sizeof(K)>(k, s.ktmp.get(n), n, par);
+    }
+#else
+    k = radix_sort<K, 0, sizeof(K)>(k, s.ktmp.get(n), n, par);
+#endif
+    chunked(n, par, [&](int64_t b, int64_t e) { ops.emit(k, b, e, ov, ost, flip); });
+    // The keys folded -0 onto +0 and all NaNs together: their exact values
+    // go back in input order (the sort is stable).
+    if (special) ops.restore(xv, st, n, k, flip, ov, ost);
+  }
+}
+
+template <class K>
+void partition_row(const KeyOps<K>& ops, const void* xv, int64_t st, int64_t n, int64_t kth, void* ov,
+                   uint32_t* oi, int64_t ost, SortScratch<K>& s) {
+  using V = typename ValueWord<K>::type;
+  const V* x = static_cast<const V*>(xv);
+  V* o = static_cast<V*>(ov);
+  K* k = s.keys.get(n);
+  K* t = s.ktmp.get(n);
+  gather_row(ops, xv, st, n, k, K{}, false);
+  std::copy(k, k + n, t);
+  std::nth_element(t, t + kth, t + n, ElemLess{});
+  const K v = t[kth];
+  int64_t lt = 0, eq = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    lt += elem_less(k[i], v);
+    eq += k[i] == v;
+  }
+  // smaller values, then the kth value's equals, then larger, each in input order
+  int64_t p_lt = 0, p_eq = lt, p_gt = lt + eq;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t& p = elem_less(k[i], v) ? p_lt : (k[i] == v ? p_eq : p_gt);
+    if (o) o[(p++) * ost] = x[i * st];
+    else oi[(p++) * ost] = static_cast<uint32_t>(i);
+  }
+}
+
+template <class K>
+void topk_row(const KeyOps<K>& ops, const void* xv, int64_t st, int64_t n, int64_t kk, void* ov, int64_t ost,
+              SortScratch<K>& s) {
+  using A = Arg<K>;
+  using V = typename ValueWord<K>::type;
+  const V* x = static_cast<const V*>(xv);
+  V* o = static_cast<V*>(ov);
+  if (kk == 0) return;
+  K* k = s.keys.get(n);
+  gather_row(ops, xv, st, n, k, K{}, false);
+  auto* e = s.elems.get(n);
+  for (int64_t i = 0; i < n; ++i) e[i] = A::make(k[i], static_cast<uint32_t>(i));
+  auto* first = e + (n - kk);
+  if (kk < n) std::nth_element(e, first, e + n, ElemLess{});
+  auto* r = radix_sort<typename A::E, A::LO, A::NB>(first, s.etmp.get(kk), kk, false);
+  for (int64_t j = 0; j < kk; ++j) o[j * ost] = x[A::index(r[j]) * st];
+}
+
+template <class K>
+void run_sorting(const KeyOps<K>& ops, Sorting::Kind kind, int64_t param, const array& in, array& out, int axis) {
+  using V = typename ValueWord<K>::type;
+  static_assert(sizeof(V) <= 8);
+  Rows rows(in, out.shape(), axis);
+  const V* x = in.data<V>();
+  const int64_t n = rows.n;
+  for_rows<SortScratch<K>>(rows, [&](SortScratch<K>& s, int64_t io, int64_t oo, bool par) {
+    const V* xr = x + io;
+    const int64_t st = rows.in_stride, ost = rows.out_stride;
+    switch (kind) {
+      case Sorting::Sort:
+        sort_values_row(ops, xr, st, n, out.data<V>() + oo, ost, s, par);
+        break;
+      case Sorting::ArgSort: {
+        auto* e = arg_sort_row(ops, xr, st, n, s, par);
+        uint32_t* oi = out.data<uint32_t>() + oo;
+        for (int64_t i = 0; i < n; ++i) oi[i * ost] = Arg<K>::index(e[i]);
+        break;
+      }
+      case Sorting::Partition:
+        partition_row(ops, xr, st, n, param, out.data<V>() + oo, nullptr, ost, s);
+        break;
+      case Sorting::ArgPartition:
+        partition_row<K>(ops, xr, st, n, param, nullptr, out.data<uint32_t>() + oo, ost, s);
+        break;
+      case Sorting::TopK:
+        topk_row(ops, xr, st, n, param, out.data<V>() + oo, ost, s);
+        break;
+    }
+  });
+}
+
+// --------------------------------------------------------------------------
+// scans
+
+// Sum/product accumulators: float32 and complex64 sums in double (2^20-long
+// scans stay accurate to float32 rounding), integers in a wide unsigned type
+// (wrapping like the storage type, without signed overflow).
+template <class T>
+struct SumAcc {
+  using type = compute_t<T>;
+};
+template <>
+struct SumAcc<float> {
+  using type = double;
+};
+template <>
+struct SumAcc<complex64_t> {
+  using type = std::complex<double>;
+};
+#define EMBER_WRAP_ACC(T, A) \
+  template <>                \
+  struct SumAcc<T> {         \
+    using type = A;          \
+  };
+EMBER_WRAP_ACC(uint8_t, uint32_t)
+EMBER_WRAP_ACC(uint16_t, uint32_t)
+#undef EMBER_WRAP_ACC
+
+// log(exp(a) + exp(b)) for complex values, the operand with the larger real
+// part factored out (MLX's form: the imaginary part is not wrapped).
+inline std::complex<double> logaddexp_c(std::complex<double> a, std::complex<double> b) {
+  constexpr double ninf = -std::numeric_limits<double>::infinity();
+  if (a.real() == ninf) return b;
+  if (b.real() == ninf) return a;
+  bool a_big = a.real() >= b.real();
+  std::complex<double> m = a_big ? a : b, r = a_big ? b : a;
+  return m + std::log(1.0 + std::exp(r - m));
+}
+
+// Storage <-> accumulator (convert() knows complex64 only).
+template <class A, class T>
+inline A acc_in(T x) {
+  if constexpr (std::is_same_v<A, std::complex<double>>) return A(x.real(), x.imag());
+  else return convert<A>(x);
+}
+template <class T, class A>
+inline T acc_out(A a) {
+  if constexpr (std::is_same_v<A, std::complex<double>>) {
+    return T(static_cast<float>(a.real()), static_cast<float>(a.imag()));
+  } else {
+    return convert<T>(a);
+  }
+}
+
+// out = scan of x, both dense [O, L, I]; may run in place (o == x).
+template <class T, class A, class Op>
+void scan_dense(const T* x, T* o, int64_t O, int64_t L, int64_t I, bool rev, bool incl, A init, Op op) {
+  const int64_t step = rev ? -1 : 1;
+  const int64_t j0 = rev ? L - 1 : 0;
+  if (I == 1) {
+    // one row at a time: interleaving rows would put their streams in the
+    // same cache sets (row strides are often multiples of 4 KiB)
+    auto row = [&](int64_t r) {
+      A acc = init;
+      const T* xr = x + r * L;
+      T* orow = o + r * L;
+      for (int64_t jj = 0, j = j0; jj < L; ++jj, j += step) {
+        A prev = acc;
+        acc = op(prev, acc_in<A>(xr[j]));
+        orow[j] = acc_out<T>(incl ? acc : prev);
+      }
+    };
+    const int64_t block = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(L, 1));
+    const int64_t nblocks = O * L < 2 * kParallelGrain ? 1 : (O + block - 1) / block;
+    const int64_t per = nblocks == 1 ? O : block;
+    dynamic_for(nblocks, no_state, [&](int64_t i, NoState&) {
+      for (int64_t r = i * per, e = std::min(O, (i + 1) * per); r < e; ++r) row(r);
+    });
+    return;
+  }
+  // combine whole inner runs; split over outer slabs and column blocks
+  const int nt = num_threads();
+  int64_t cb = I;  // column block: at least 4 tasks per thread when O is small
+  if (O < 4 * nt) cb = std::max<int64_t>(64, ((I + 4 * nt - 1) / (4 * nt) + 15) / 16 * 16);
+  const int64_t nb = (I + cb - 1) / cb;
+  const int64_t tasks = O * L * I < 2 * kParallelGrain ? 1 : O * nb;
+  dynamic_for(tasks, [&] { return std::unique_ptr<A[]>(new A[cb]); }, [&](int64_t t0, std::unique_ptr<A[]>& acc) {
+    const int64_t t1 = tasks == 1 ? O * nb : t0 + 1;
+    for (int64_t task = t0; task < t1; ++task) {
+      const int64_t oi = task / nb, i0 = (task % nb) * cb, w = std::min(I, i0 + cb) - i0;
+      A* ac = acc.get();
+      for (int64_t i = 0; i < w; ++i) ac[i] = init;
+      for (int64_t jj = 0, j = j0; jj < L; ++jj, j += step) {
+        const T* xr = x + (oi * L + j) * I + i0;
+        T* orow = o + (oi * L + j) * I + i0;
+        for (int64_t i = 0; i < w; ++i) {
+          A prev = ac[i];
+          ac[i] = op(prev, acc_in<A>(xr[i]));
+          orow[i] = acc_out<T>(incl ? ac[i] : prev);
+        }
+      }
+    }
+  });
+}
+
+// The scans by family, so each dtype instantiates only what it supports
+// (signed sums and products run on the unsigned type of the same width:
+// wrapping arithmetic gives the same bits; half types go through float32).
+template <class T>
+void scan_arith(Scan::Kind kind, const T* x, T* o, int64_t O, int64_t L, int64_t I, bool rev, bool incl) {
+  auto go = [&](auto init, auto op) { scan_dense(x, o, O, L, I, rev, incl, init, op); };
+  if constexpr (std::is_same_v<T, bool>) {
+    if (kind == Scan::Prod) return go(true, [](bool a, bool b) { return a && b; });
+  } else if (kind == Scan::Sum) {
+    using A = typename SumAcc<T>::type;
+    return go(A(0), [](A a, A b) { return a + b; });
+  } else {
+    using A = std::conditional_t<std::is_same_v<T, float> || is_complex_v<T>, T, typename SumAcc<T>::type>;
+    return go(A(1), [](A a, A b) { return static_cast<A>(a * b); });
+  }
+  unsupported("Scan", type_to_dtype<T>::value);
+}
+
+template <class T>
+void scan_order(bool is_max, const T* x, T* o, int64_t O, int64_t L, int64_t I, bool rev, bool incl) {
+  T lo, hi;  // identities of max / min
+  if constexpr (std::is_same_v<T, bool>) {
+    lo = false;
+    hi = true;
+  } else if constexpr (is_complex_v<T>) {
+    constexpr float inf = std::numeric_limits<float>::infinity();
+    lo = T(-inf, -inf);
+    hi = T(inf, inf);
+  } else if constexpr (std::is_floating_point_v<T>) {
+    lo = -std::numeric_limits<T>::infinity();
+    hi = std::numeric_limits<T>::infinity();
+  } else {
+    lo = std::numeric_limits<T>::lowest();
+    hi = std::numeric_limits<T>::max();
+  }
+  if (is_max) return scan_dense(x, o, O, L, I, rev, incl, lo, [](T a, T b) { return Fn<op::Maximum>{}(a, b); });
+  scan_dense(x, o, O, L, I, rev, incl, hi, [](T a, T b) { return Fn<op::Minimum>{}(a, b); });
+}
+
+template <class T>
+void scan_lae(const T* x, T* o, int64_t O, int64_t L, int64_t I, bool rev, bool incl) {
+  if constexpr (is_complex_v<T>) {  // in double: long chains cancel
+    using A = std::complex<double>;
+    scan_dense(x, o, O, L, I, rev, incl, A(-std::numeric_limits<double>::infinity(), 0.0), logaddexp_c);
+  } else if constexpr (std::is_floating_point_v<T>) {
+    scan_dense(x, o, O, L, I, rev, incl, -std::numeric_limits<T>::infinity(),
+               [](T a, T b) { return Fn<op::LogAddExp>{}(a, b); });
+  } else {
+    unsupported("Scan", type_to_dtype<T>::value);
+  }
+}
+
+template <class T>
+void run_scan(Scan::Kind kind, const T* x, T* o, int64_t O, int64_t L, int64_t I, bool rev, bool incl) {
+  switch (kind) {
+    case Scan::Sum:
+    case Scan::Prod:
+      if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {
+        using U = std::make_unsigned_t<T>;
+        return scan_arith(kind, reinterpret_cast<const U*>(x), reinterpret_cast<U*>(o), O, L, I, rev, incl);
+      } else {
+        return scan_arith(kind, x, o, O, L, I, rev, incl);
+      }
+    case Scan::Max:
+    case Scan::Min:
+      return scan_order(kind == Scan::Max, x, o, O, L, I, rev, incl);
+    case Scan::LogAddExp:
+      return scan_lae(x, o, O, L, I, rev, incl);
+  }
+}
+
+// --------------------------------------------------------------------------
+// unique
+
+template <class T>
+void run_unique(const array& a, const array* fill, int64_t size, std::vector<array>& outs) {
+  using K = key_t<T>;
+  using KT = KeyOf<T>;
+  const int64_t n = a.size();
+  const int64_t st = a.ndim() ? a.strides()[0] : 1;
+  const T* x = a.data<T>();
+  T* values = outs[0].data<T>();
+  uint32_t* index = outs[1].data<uint32_t>();
+  uint32_t* inverse = outs[2].data<uint32_t>();
+  int32_t* counts = outs[3].data<int32_t>();
+  std::vector<uint32_t> first;
+  std::vector<int64_t> cnt;
+  if (n > 0) {
+    SortScratch<K> s(n);
+    static const auto ops = key_ops<T>();
+    auto* e = arg_sort_row(ops, x, st, n, s, n >= (int64_t(1) << 18));
+    const uint32_t last = static_cast<uint32_t>(std::max<int64_t>(size - 1, 0));
+    K prev{};
+    for (int64_t p = 0; p < n; ++p) {
+      uint32_t i = Arg<K>::index(e[p]);
+      T v = x[i * st];
+      K k = KT::key(v);
+      // NaNs never compare equal: each is its own unique value (as MLX)
+      if (p == 0 || !(k == prev) || KT::isnan(v)) {
+        first.push_back(i);
+        cnt.push_back(0);
+      }
+      ++cnt.back();
+      inverse[i] = std::min(static_cast<uint32_t>(first.size() - 1), last);
+      prev = k;
+    }
+  }
+  const int64_t g = static_cast<int64_t>(first.size());
+  T fv = fill ? fill->data<T>()[0] : (g ? x[first[0] * st] : T());
+  for (int64_t j = 0; j < size; ++j) {
+    bool real = j < g;
+    values[j] = real ? x[first[j] * st] : fv;
+    index[j] = real ? first[j] : (g ? first[0] : 0u);
+    counts[j] = real ? static_cast<int32_t>(cnt[j]) : 0;
+  }
+}
+
+}  // namespace
+}  // namespace cpu
+
+// --------------------------------------------------------------------------
+// Sorting
+
+const char* Sorting::name() const {
+  static const char* names[] = {"Sort", "ArgSort", "Partition", "ArgPartition", "TopK"};
+  return names[kind_];
+}
+
+bool Sorting::is_equivalent(const Primitive& o) const {
+  auto p = dynamic_cast<const Sorting*>(&o);
+  return p && p->kind_ == kind_ && p->axis_ == axis_ && p->param_ == param_;
+}
+
+void Sorting::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  const array& in = inputs[0];
+  array& out = outputs[0];
+  out.alloc();
+  if (out.size() == 0) return;
+  dispatch_all(in.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    static const auto ops = cpu::key_ops<T>();
+    cpu::run_sorting(ops, kind_, param_, in, out, axis_);
+  });
+}
+
+// --------------------------------------------------------------------------
+// Scan
+
+const char* Scan::name() const {
+  static const char* names[] = {"CumSum", "CumProd", "CumMax", "CumMin", "LogCumSumExp"};
+  return names[kind_];
+}
+
+bool Scan::is_equivalent(const Primitive& o) const {
+  auto p = dynamic_cast<const Scan*>(&o);
+  return p && p->kind_ == kind_ && p->axis_ == axis_ && p->reverse_ == reverse_ && p->inclusive_ == inclusive_;
+}
+
+void Scan::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  const array& in = inputs[0];
+  array& out = outputs[0];
+  int64_t O = 1, I = 1;
+  for (int d = 0; d < axis_; ++d) O *= in.shape(d);
+  for (int d = axis_ + 1; d < in.ndim(); ++d) I *= in.shape(d);
+  const int64_t L = in.shape(axis_);
+  if (in.dtype() == Dtype::float16 || in.dtype() == Dtype::bfloat16) {
+    // accumulate in float32: scan a float32 copy, round each result once
+    out.alloc();
+    if (out.size() == 0) return;
+    array tmp = array::empty_evaluated(in.shape(), Dtype::float32);
+    cpu::copy_to(in, tmp);
+    cpu::run_scan<float>(kind_, tmp.data<float>(), tmp.data<float>(), O, L, I, reverse_, inclusive_);
+    cpu::copy_to(tmp, out);
+    return;
+  }
+  const char* src;
+  if (in.row_contiguous()) {
+    cpu::alloc_or_donate(out, inputs);  // the scan may run in place
+    src = in.data<const char>();
+  } else {
+    out.alloc();  // dense copy into the output, then scan it in place
+    cpu::copy_to(in, out);
+    src = out.data<const char>();
+  }
+  if (out.size() == 0) return;
+  dispatch_all(in.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (is_half_v<T>) {
+      cpu::unsupported(name(), in.dtype());  // handled above
+    } else {
+      cpu::run_scan<T>(kind_, reinterpret_cast<const T*>(src), out.data<T>(), O, L, I, reverse_, inclusive_);
+    }
+  });
+}
+
+// --------------------------------------------------------------------------
+// SearchSorted
+
+bool SearchSorted::is_equivalent(const Primitive& o) const {
+  auto p = dynamic_cast<const SearchSorted*>(&o);
+  return p && p->right_ == right_;
+}
+
+void SearchSorted::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  const array& a = inputs[0];
+  const array& v = inputs[1];
+  array& out = outputs[0];
+  out.alloc();
+  if (out.size() == 0) return;
+  const bool right = right_;
+  dispatch_all(a.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using KT = cpu::KeyOf<T>;
+    using K = typename KT::K;
+    const int64_t n = a.size();
+    std::vector<K> keys(n);
+    const T* ap = a.data<T>();
+    const int64_t ast = n ? a.strides()[0] : 1;
+    for (int64_t i = 0; i < n; ++i) keys[i] = KT::key(ap[i * ast]);
+    const K* kb = keys.data();
+    const K* ke = kb + n;
+    cpu::for_each_row<2>(
+        out.shape(), {out.strides().data(), v.strides().data()}, {out.data<char>(), v.data<char>()},
+        {4, static_cast<int>(sizeof(T))},
+        [&](std::array<char*, 2> p, std::array<int64_t, 2> s, int64_t m) {
+          uint32_t* o = reinterpret_cast<uint32_t*>(p[0]);
+          const T* q = reinterpret_cast<const T*>(p[1]);
+          for (int64_t i = 0; i < m; ++i) {
+            K k = KT::key(q[i * s[1]]);
+            const K* at = right ? std::upper_bound(kb, ke, k, cpu::ElemLess{})
+                                : std::lower_bound(kb, ke, k, cpu::ElemLess{});
+            o[i * s[0]] = static_cast<uint32_t>(at - kb);
+          }
+        },
+        4096);
+  });
+}
+
+// --------------------------------------------------------------------------
+// Unique
+
+bool Unique::is_equivalent(const Primitive& o) const {
+  auto p = dynamic_cast<const Unique*>(&o);
+  return p && p->size_ == size_;
+}
+
+void Unique::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  for (auto& o : outputs) o.alloc();
+  const array* fill = inputs.size() > 1 ? &inputs[1] : nullptr;
+  dispatch_all(inputs[0].dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    cpu::run_unique<T>(inputs[0], fill, size_, outputs);
+  });
+}
+
+}  // namespace ember
