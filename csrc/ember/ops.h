@@ -160,6 +160,47 @@ array as_strided(const array& a, std::optional<Shape> shape, std::optional<Strid
 array contiguous(const array& a, bool allow_col_major = false, EMBER_S);
 array atleast_nd(const array& a, int n, EMBER_S);
 
+// ---- indexing (gather / scatter) ----
+// Index arrays hold any integer dtype; negative values count from the end.
+// An index out of range raises IndexError when the result is evaluated.
+
+// A strided window on an array: window dim i is the array's dim dims[i]
+// taken at start[i] + step[i] * j for j < size[i], or (dims[i] == -1) an
+// inserted dim of size 1. full_view(shape) is the whole array.
+struct IndexView {
+  std::vector<int> dims;
+  Shape start, step, size;
+  bool operator==(const IndexView& o) const {
+    return dims == o.dims && start == o.start && step == o.step && size == o.size;
+  }
+};
+IndexView full_view(const Shape& shape);
+enum class ScatterKind { Assign, Add, Prod, Max, Min };
+
+// a[..., indices[0], ..., indices[k-1], ...] on `axes`: the index arrays
+// broadcast to a shape I; the result is I ++ (a's other dims, in order).
+array gather(const array& a, const std::vector<array>& indices, const std::vector<int>& axes, EMBER_S);
+// The inverse: updates (shape I ++ the other dims, broadcast) written to a
+// copy of `a` (Assign: last write wins) or combined with what is there.
+array scatter(const array& a, const std::vector<array>& indices, const array& updates, const std::vector<int>& axes,
+              ScatterKind kind = ScatterKind::Assign, EMBER_S);
+// Scatter through a window of `a`; `axes` index the window's dims.
+array scatter(const array& a, const IndexView& view, const std::vector<array>& indices, const array& updates,
+              const std::vector<int>& axes, ScatterKind kind, EMBER_S);
+array take(const array& a, const array& indices, std::optional<int> axis = {}, EMBER_S);
+array take_along_axis(const array& a, const array& indices, std::optional<int> axis, EMBER_S);
+array put_along_axis(const array& a, const array& indices, const array& values, std::optional<int> axis, EMBER_S);
+// Dynamic slices: start holds one start per axis in `axes`.
+array slice(const array& a, const array& start, const std::vector<int>& axes, const Shape& sizes, EMBER_S);
+array slice_update(const array& a, const array& update, const array& start, const std::vector<int>& axes, EMBER_S);
+// a[start:stop:step] = update (update broadcast to the slice's shape).
+array slice_update(const array& a, const array& update, const Shape& start, const Shape& stop, const Shape& step,
+                   EMBER_S);
+array diagonal(const array& a, int64_t offset = 0, int axis1 = 0, int axis2 = 1, EMBER_S);
+array diag(const array& a, int64_t k = 0, EMBER_S);
+array trace(const array& a, int64_t offset = 0, int axis1 = 0, int axis2 = 1, std::optional<Dtype> dtype = {},
+            EMBER_S);
+
 // ---- linear algebra ----
 array matmul(const array& a, const array& b, EMBER_S);
 
@@ -169,3 +210,7 @@ array matmul(const array& a, const array& b, EMBER_S);
 int normalize_axis(int axis, int ndim, const char* op);
 
 }  // namespace ember
+
+// Op families declared in their own headers (same conventions as above).
+#include "ember/ops/contract.h"  // einsum, tensordot, kron, windows, diff/roll, ...
+#include "ember/ops/sort.h"      // sort, partition, topk, searchsorted, unique, scans, ...

@@ -12,70 +12,6 @@ namespace ember::py_bind {
 
 namespace {
 
-// ---------------- indexing (basic: ints, slices, None, Ellipsis) ----------------
-array getitem(const array& a, py::handle idx) {
-  py::tuple items = py::isinstance<py::tuple>(idx) ? py::reinterpret_borrow<py::tuple>(idx) : py::make_tuple(idx);
-  int specified = 0, ellipses = 0;
-  for (auto it : items) {
-    if (it.is_none()) continue;
-    if (it.ptr() == Py_Ellipsis) {
-      ++ellipses;
-      continue;
-    }
-    if (py::isinstance<py::bool_>(it) || !(py::isinstance<py::int_>(it) || PySlice_Check(it.ptr()) ||
-                                           PyIndex_Check(it.ptr()))) {
-      throw std::invalid_argument(
-          "[__getitem__] Indexing with arrays, lists or booleans is not available yet; use ints, slices, None "
-          "and Ellipsis.");
-    }
-    ++specified;
-  }
-  if (ellipses > 1) throw std::out_of_range("[__getitem__] An index can only have a single ellipsis ('...').");
-  if (specified > a.ndim()) {
-    throw std::out_of_range("[__getitem__] Too many indices for array with " + std::to_string(a.ndim()) +
-                            " dimensions.");
-  }
-  Shape start(a.ndim(), 0), stop = a.shape(), step(a.ndim(), 1);
-  Shape final_shape;
-  int axis = 0;
-  for (auto it : items) {
-    if (it.is_none()) {
-      final_shape.push_back(1);
-    } else if (it.ptr() == Py_Ellipsis) {
-      int fill = a.ndim() - specified;
-      for (int k = 0; k < fill; ++k, ++axis) final_shape.push_back(a.shape()[axis]);
-    } else if (PySlice_Check(it.ptr())) {
-      Py_ssize_t b, e, st;
-      if (PySlice_Unpack(it.ptr(), &b, &e, &st) < 0) throw py::error_already_set();
-      Py_ssize_t n = PySlice_AdjustIndices(a.shape()[axis], &b, &e, st);
-      start[axis] = n > 0 ? b : 0;
-      step[axis] = st;
-      stop[axis] = n > 0 ? b + n * st : 0;
-      if (n == 0) {
-        start[axis] = 0;
-        stop[axis] = 0;
-        step[axis] = 1;
-      }
-      final_shape.push_back(n);
-      ++axis;
-    } else {
-      Py_ssize_t i = PyNumber_AsSsize_t(it.ptr(), PyExc_IndexError);
-      if (i == -1 && PyErr_Occurred()) throw py::error_already_set();
-      int64_t n = a.shape()[axis];
-      if (i < -n || i >= n) {
-        throw std::out_of_range("[__getitem__] Index " + std::to_string(i) + " is out of bounds for axis " +
-                                std::to_string(axis) + " with size " + std::to_string(n) + ".");
-      }
-      start[axis] = i < 0 ? i + n : i;
-      stop[axis] = start[axis] + 1;
-      ++axis;
-    }
-  }
-  for (; axis < a.ndim(); ++axis) final_shape.push_back(a.shape()[axis]);
-  array out = slice(a, start, stop, step);
-  return reshape(out, final_shape);
-}
-
 struct ArrayIterator {
   array a;
   int64_t i = 0;
@@ -373,7 +309,7 @@ void init_array(py::module_& m) {
       .def("__iter__", [](ArrayIterator& it) -> ArrayIterator& { return it; }, py::return_value_policy::reference)
       .def("__next__", [](ArrayIterator& it) {
         if (it.i >= it.a.shape()[0]) throw py::stop_iteration();
-        return getitem(it.a, py::int_(it.i++));
+        return index_get(it.a, py::int_(it.i++));
       });
 
   cls.def(py::init([](py::handle val, py::handle dtype) { return to_array(val, to_dtype(dtype)); }), "val"_a,
@@ -439,7 +375,6 @@ void init_array(py::module_& m) {
       .def("__hash__", [](const array& a) { return static_cast<py::ssize_t>(a.id()); })
       .def("__copy__", [](const array& a) { return array(a); })
       .def("__deepcopy__", [](const array& a, py::handle) { return array(a); }, "memo"_a)
-      .def("__getitem__", &getitem)
       .def("__array__", &to_numpy, "dtype"_a = py::none(), "copy"_a = py::none())
       .def("__dlpack__", [](const array& a, py::kwargs) { return to_dlpack(a); })
       .def("__dlpack_device__", [](const array&) { return py::make_tuple(1, 0); })

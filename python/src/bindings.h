@@ -33,6 +33,7 @@ std::optional<Dtype> to_dtype(py::handle d);
 py::object to_scalar(const array& a);  // item()
 py::object to_list(const array& a);    // tolist()
 std::string array_repr(const array& a);
+array index_get(const array& a, py::handle idx);  // a[idx]
 int get_print_precision();
 void set_print_precision(int p);
 // Evaluates with the GIL released.
@@ -42,6 +43,9 @@ void collect_arrays(py::handle tree, std::vector<array>& out);
 
 void init_array(py::module_& m);
 void init_ops(py::module_& m);
+void init_indexing(py::module_& m);  // after init_array: adds indexing to the array class
+void init_ops_contract(py::module_& m);
+void init_ops_sort(py::module_& m);
 void init_device(py::module_& m);
 
 }  // namespace ember::py_bind

@@ -15,6 +15,9 @@ PYBIND11_MODULE(core, m) {
   ember::py_bind::init_device(m);
   ember::py_bind::init_array(m);
   ember::py_bind::init_ops(m);
+  ember::py_bind::init_indexing(m);
+  ember::py_bind::init_ops_contract(m);
+  ember::py_bind::init_ops_sort(m);
   // ArrayLike: the protocol of objects that convert themselves with __mlx_array__()
   m.attr("ArrayLike") = py::module_::import("builtins").attr("type")(
       "ArrayLike", py::make_tuple(),

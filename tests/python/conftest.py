@@ -73,15 +73,6 @@ def pytest_configure(config):
 # These run as strict xfails: the day one passes, the suite fails until its
 # line is removed here.
 KNOWN_GAPS = {
-    "test_array.py::test_method_forms[cum": "cumulative ops are issue 3",
-    "test_array.py::test_method_forms[logcumsumexp": "cumulative ops are issue 3",
-    "test_array.py::test_method_forms[diagonal": "diagonal is issue 3",
-    "test_array.py::test_method_forms_misc": "diag/diagonal are issue 3",
-    "test_array.py::test_array_members_exist": "cum*/diag members are issue 3",
-    "test_array.py::test_integer_array_indexing": "gather indexing is issue 3",
-    "test_array.py::test_out_of_bounds_array_index_raises": "gather indexing is issue 3",
-    "test_array.py::test_setitem": "__setitem__ (scatter) is issue 3",
-    "test_array.py::test_array_with_more_than_2_31_elements": "uses __setitem__ (issue 3)",
 }
 
 

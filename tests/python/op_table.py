@@ -1811,6 +1811,14 @@ add_op(name="view", op=mx.view, ref=_view_ref, dtypes=ALL,
 
 
 # --------------------------------------------------------------------------
+# families kept in their own modules (each registers with add_op on import)
+# --------------------------------------------------------------------------
+
+import op_table_index     # noqa: E402,F401  take, gather/scatter, slices, diagonals
+import op_table_sort      # noqa: E402,F401  sort, selection, scans
+import op_table_contract  # noqa: E402,F401  einsum & contractions, windows, diff/roll
+
+# --------------------------------------------------------------------------
 # lookup helpers
 # --------------------------------------------------------------------------
 

@@ -244,6 +244,18 @@ def test_table_covers_engine_ops():
     assert not set(expected) - names, sorted(set(expected) - names)
 
 
+def test_table_covers_array_language_ops():
+    """Every function of MLX's ``ops`` area has a table row."""
+    names = {op.name for op in OPS} | {a for op in OPS for a in op.aliases}
+    expected = """argpartition argsort bartlett blackman count_nonzero cummax
+    cummin cumprod cumsum cumulative_prod cumulative_sum diag diagonal diff
+    einsum flip hamming hanning inner kron logcumsumexp matrix_transpose
+    median minmax outer partition permute_dims put_along_axis roll
+    searchsorted slice slice_update sort take take_along_axis tensordot topk
+    trace unique unstack vecdot""".split()
+    assert not set(expected) - names, sorted(set(expected) - names)
+
+
 # --------------------------------------------------------------------------
 # integer division semantics (Python / NumPy signs, division by zero)
 # --------------------------------------------------------------------------
