@@ -121,13 +121,19 @@ def _argsort_ref(x, axis=-1):
     return np.argsort(x, axis=axis, kind="stable").astype(np.uint32)
 
 
+def _axis_range_errors(name):
+    return [
+        _e(lambda: ((_arr(),), {"axis": 2}), IndexError, name, "axis out of range",
+           mlx_msg=True),
+        _e(lambda: ((_arr(),), {"axis": -3}), IndexError, name,
+           "negative axis out of range", mlx_msg=True),
+    ]
+
+
 def _axis_errors(name, extra=()):
     def errs():
         out = [
-            _e(lambda: ((_arr(),), {"axis": 2}), IndexError, name, "axis out of range",
-               mlx_msg=True),
-            _e(lambda: ((_arr(),), {"axis": -3}), IndexError, name,
-               "negative axis out of range", mlx_msg=True),
+            *_axis_range_errors(name),
             _e(lambda: ((_arr(),), {"axis": (0,)}), TypeError, None, "tuple axis"),
         ]
         return out + [e() for e in extra]
@@ -692,10 +698,7 @@ def scan_samples(domain=(-5, 5), int_domain=None, long=True, half_nan_on_mlx=Tru
 def _scan_errors(name, dtype_arg=False):
     def errs():
         out = [
-            _e(lambda: ((_arr(),), {"axis": 2}), IndexError, name, "axis out of range",
-               mlx_msg=True),
-            _e(lambda: ((_arr(),), {"axis": -3}), IndexError, name,
-               "negative axis out of range", mlx_msg=True),
+            *_axis_range_errors(name),
             _e(lambda: ((mx.array(1.0),), {"axis": 0}), IndexError, name, "axis on 0-d",
                mlx_msg=True),
             _e(lambda: ((_arr(),), {"axis": (0,)}), TypeError, None, "tuple axis"),

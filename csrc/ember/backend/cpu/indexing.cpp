@@ -57,7 +57,7 @@ constexpr int64_t kChunk = 512;  // index positions resolved at a time
 // outside [-size, size) is recorded in err (its run is not passed on).
 template <class Sink>
 void visit_offsets(const std::vector<array>& idx, const Shape& space, const std::vector<IndexedAxis>& axes,
-                   bool parallel, IndexError& err, Sink&& sink) {
+                   bool parallel, IndexError& err, Sink&& sink, int64_t work_per_index = 1) {
   int64_t total = 1;
   for (int64_t d : space) total *= d;
   if (total == 0) return;
@@ -141,7 +141,8 @@ void visit_offsets(const std::vector<array>& idx, const Shape& space, const std:
   };
   int64_t chunks = rows * per_row;
   if (parallel) {
-    cpu::parallel_for(chunks, std::max<int64_t>(1, cpu::kParallelGrain / 4 / kChunk), run_chunks);
+    int64_t per_chunk = kChunk * std::max<int64_t>(work_per_index, 4);
+    cpu::parallel_for(chunks, std::max<int64_t>(1, cpu::kParallelGrain / per_chunk), run_chunks);
   } else {
     run_chunks(0, chunks);
   }
@@ -264,6 +265,11 @@ void Gather::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outp
         U* op = o + (p0 + i) * bs;
         const U* sp = s + offs[i];
         if (dense) {
+          if (i + 2 < n) {  // start fetching a later block's first lines
+            const char* next = reinterpret_cast<const char*>(s + offs[i + 2]);
+            __builtin_prefetch(next);
+            __builtin_prefetch(next + 64);
+          }
           std::memcpy(op, sp, static_cast<size_t>(bs) * sizeof(U));
           continue;
         }
@@ -271,7 +277,7 @@ void Gather::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outp
           for (int64_t k = 0; k < len; ++k) op[oa + k * sa] = sp[ob + k * sb];
         });
       }
-    });
+    }, blk.size);
   });
   err.raise_if_any("gather");
 }
