@@ -499,33 +499,41 @@ void init_indexing(py::module_& m) {
         array x = to_array(a);
         array idx = is_array(indices) ? indices.cast<array>() : to_array(indices);
         return take(x, idx, axis, to_stream_arg(s));
-      }, "a"_a, py::pos_only(), "indices"_a, "axis"_a = py::none(), py::kw_only(), "stream"_a = py::none());
+      }, "a"_a, py::pos_only(), "indices"_a, "axis"_a = py::none(), py::kw_only(), "stream"_a = py::none(),
+        "Elements of a at indices along axis (the flattened array when axis is None); the index dims take the "
+        "axis' place. Out-of-range indices raise IndexError on evaluation.");
   m.def("take_along_axis", [](py::handle a, py::handle indices, std::optional<int> axis, py::handle s) {
         return take_along_axis(to_array(a), to_array(indices), axis, to_stream_arg(s));
-      }, "a"_a, py::pos_only(), "indices"_a, "axis"_a = -1, py::kw_only(), "stream"_a = py::none());
+      }, "a"_a, py::pos_only(), "indices"_a, "axis"_a = -1, py::kw_only(), "stream"_a = py::none(),
+        "Values of a at indices along axis; indices has a's rank and broadcasts with it on the other axes.");
   m.def("put_along_axis", [](py::handle a, py::handle indices, py::handle values, std::optional<int> axis,
                              py::handle s) {
         array x = to_array(a);
         return put_along_axis(x, to_array(indices), update_array(values, x), axis, to_stream_arg(s));
       }, "a"_a, py::pos_only(), "indices"_a, "values"_a, "axis"_a = py::none(), py::kw_only(),
-        "stream"_a = py::none());
+        "stream"_a = py::none(), "A copy of a with values written at indices along axis.");
   m.def("slice", [](py::handle a, py::handle start, std::vector<int> axes, Shape sizes, py::handle s) {
         return slice(to_array(a), to_array(start), axes, sizes, to_stream_arg(s));
-      }, "a"_a, "start_indices"_a, "axes"_a, "slice_size"_a, py::kw_only(), "stream"_a = py::none());
+      }, "a"_a, "start_indices"_a, "axes"_a, "slice_size"_a, py::kw_only(), "stream"_a = py::none(),
+        "A slice of shape slice_size (one size per dim) whose start along each of axes is given by the array "
+        "start_indices (negative counts from the end; a window past the end raises IndexError on evaluation).");
   m.def("slice_update", [](py::handle a, py::handle update, py::handle start, std::vector<int> axes,
                            py::handle s) {
         array x = to_array(a);
         return slice_update(x, update_array(update, x), to_array(start), axes, to_stream_arg(s));
-      }, "a"_a, "update"_a, "start_indices"_a, "axes"_a, py::kw_only(), "stream"_a = py::none());
+      }, "a"_a, "update"_a, "start_indices"_a, "axes"_a, py::kw_only(), "stream"_a = py::none(),
+        "A copy of a with update written at the window starting at start_indices along axes.");
   m.def("diag", [](py::handle a, int64_t k, py::handle s) { return diag(to_array(a), k, to_stream_arg(s)); },
-        "a"_a, py::pos_only(), "k"_a = 0, py::kw_only(), "stream"_a = py::none());
+        "a"_a, py::pos_only(), "k"_a = 0, py::kw_only(), "stream"_a = py::none(),
+        "The k-th diagonal of a 2-d array, or a 2-d array with a 1-d array on its k-th diagonal.");
   m.def("diagonal", [](py::handle a, int64_t offset, int axis1, int axis2, py::handle s) {
         return diagonal(to_array(a), offset, axis1, axis2, to_stream_arg(s));
-      }, "a"_a, "offset"_a = 0, "axis1"_a = 0, "axis2"_a = 1, "stream"_a = py::none());
+      }, "a"_a, "offset"_a = 0, "axis1"_a = 0, "axis2"_a = 1, "stream"_a = py::none(),
+        "The diagonal of the (axis1, axis2) planes, as the last dim of the result.");
   m.def("trace", [](py::handle a, int64_t offset, int axis1, int axis2, py::handle dtype, py::handle s) {
         return trace(to_array(a), offset, axis1, axis2, to_dtype(dtype), to_stream_arg(s));
       }, "a"_a, py::pos_only(), "offset"_a = 0, "axis1"_a = 0, "axis2"_a = 1, "dtype"_a = py::none(),
-        py::kw_only(), "stream"_a = py::none());
+        py::kw_only(), "stream"_a = py::none(), "Sum along the diagonal of the (axis1, axis2) planes.");
 }
 
 }  // namespace ember::py_bind
