@@ -193,9 +193,6 @@ array put_along_axis(const array& a, const array& indices, const array& values, 
 // Dynamic slices: start holds one start per axis in `axes`.
 array slice(const array& a, const array& start, const std::vector<int>& axes, const Shape& sizes, EMBER_S);
 array slice_update(const array& a, const array& update, const array& start, const std::vector<int>& axes, EMBER_S);
-// a[start:stop:step] = update (update broadcast to the slice's shape).
-array slice_update(const array& a, const array& update, const Shape& start, const Shape& stop, const Shape& step,
-                   EMBER_S);
 array diagonal(const array& a, int64_t offset = 0, int axis1 = 0, int axis2 = 1, EMBER_S);
 array diag(const array& a, int64_t k = 0, EMBER_S);
 array trace(const array& a, int64_t offset = 0, int axis1 = 0, int axis2 = 1, std::optional<Dtype> dtype = {},

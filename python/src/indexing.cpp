@@ -23,6 +23,23 @@ struct Item {
   int64_t value = 0;  // Int: the normalized index
   py::object slice;   // Slice
   array arr;          // Array: integer index array
+
+  static Item integer(int64_t v) {
+    Item it(Kind::Int);
+    it.value = v;
+    return it;
+  }
+  static Item slice_of(py::object sl) {
+    Item it(Kind::Slice);
+    it.slice = std::move(sl);
+    return it;
+  }
+  static Item full_slice() { return slice_of(py::slice(py::none(), py::none(), py::none())); }
+  static Item index_array(array a) {
+    Item it(Kind::Array);
+    it.arr = std::move(a);
+    return it;
+  }
 };
 
 // A parsed index: items in order (each Int/Slice/Array consumes one source
@@ -90,41 +107,43 @@ array index_array(py::handle h) {
 Parsed parse(const array& a, py::handle idx) {
   py::tuple raw = py::isinstance<py::tuple>(idx) ? py::reinterpret_borrow<py::tuple>(idx) : py::make_tuple(idx);
   // classify: each entry becomes items; boolean masks are expanded later
+  enum class E { Int, Slice, NewAxis, Ellipsis, IntArray, Mask, BoolScalar };
   struct Entry {
-    int kind;  // 0 int, 1 slice, 2 none, 3 ellipsis, 4 int array, 5 mask, 6 bool scalar
+    E kind;
     py::object obj;
     array arr;
+    bool advanced() const { return kind == E::IntArray || kind == E::Mask || kind == E::BoolScalar; }
   };
   std::vector<Entry> entries;
   int consumed = 0, ellipses = 0;
   for (auto h : raw) {
-    Entry e{0, py::reinterpret_borrow<py::object>(h), array()};
+    Entry e{E::Int, py::reinterpret_borrow<py::object>(h), array()};
     if (h.is_none()) {
-      e.kind = 2;
+      e.kind = E::NewAxis;
     } else if (h.ptr() == Py_Ellipsis) {
-      e.kind = 3;
+      e.kind = E::Ellipsis;
       ++ellipses;
     } else if (PySlice_Check(h.ptr())) {
-      e.kind = 1;
+      e.kind = E::Slice;
       ++consumed;
     } else if (is_int_like(h)) {
-      e.kind = 0;
+      e.kind = E::Int;
       ++consumed;
     } else if (is_bool_scalar(h)) {
-      e.kind = 6;
+      e.kind = E::BoolScalar;
       e.arr = array(h.cast<bool>(), Dtype::bool_);
     } else if (is_array(h) || py::isinstance<py::list>(h) || py::isinstance<py::tuple>(h) ||
                py::isinstance<py::array>(h) || py::hasattr(h, "__mlx_array__")) {
       array arr = index_array(h);
       if (arr.dtype() == Dtype::bool_) {
         if (arr.ndim() == 0) {
-          e.kind = 6;
+          e.kind = E::BoolScalar;
         } else {
-          e.kind = 5;
+          e.kind = E::Mask;
           consumed += arr.ndim();
         }
       } else if (is_integral(arr.dtype())) {
-        e.kind = 4;
+        e.kind = E::IntArray;
         ++consumed;
       } else {
         throw std::invalid_argument(std::string("[getitem] Got indices with invalid dtype ") +
@@ -143,11 +162,10 @@ Parsed parse(const array& a, py::handle idx) {
                             " dimensions.");
   }
   Parsed out;
-  for (auto& e : entries) out.has_array |= (e.kind == 4 || e.kind == 5 || e.kind == 6);
+  for (auto& e : entries) out.has_array |= e.advanced();
   int first = -1, last = -1, count = 0;
   for (int k = 0; k < static_cast<int>(entries.size()); ++k) {
-    int kind = entries[k].kind;
-    if (kind == 4 || kind == 5 || kind == 6 || (kind == 0 && out.has_array)) {
+    if (entries[k].advanced() || (entries[k].kind == E::Int && out.has_array)) {
       if (first < 0) first = k;
       last = k;
       ++count;
@@ -161,7 +179,7 @@ Parsed parse(const array& a, py::handle idx) {
   };
   for (auto& e : entries) {
     switch (e.kind) {
-      case 0: {
+      case E::Int: {
         Py_ssize_t i = PyNumber_AsSsize_t(e.obj.ptr(), PyExc_IndexError);
         if (i == -1 && PyErr_Occurred()) throw py::error_already_set();
         int64_t n = a.shape()[dim];
@@ -170,40 +188,22 @@ Parsed parse(const array& a, py::handle idx) {
                                   std::to_string(dim) + " with size " + std::to_string(n) + ".");
         }
         int64_t v = i < 0 ? i + n : i;
-        if (out.has_array) {
-          Item it(Kind::Array);
-          it.arr = array(v, Dtype::int64);
-          push(it, dim++);
-        } else {
-          Item it(Kind::Int);
-          it.value = v;
-          push(it, dim++);
-        }
+        push(out.has_array ? Item::index_array(array(v, Dtype::int64)) : Item::integer(v), dim++);
         break;
       }
-      case 1: {
-        Item it(Kind::Slice);
-        it.slice = e.obj;
-        push(it, dim++);
+      case E::Slice:
+        push(Item::slice_of(e.obj), dim++);
         break;
-      }
-      case 2:
+      case E::NewAxis:
         push(Item(Kind::NewAxis), -1);
         break;
-      case 3:
-        for (int k = 0; k < a.ndim() - consumed; ++k) {
-          Item it(Kind::Slice);
-          it.slice = py::slice(py::none(), py::none(), py::none());
-          push(it, dim++);
-        }
+      case E::Ellipsis:
+        for (int k = 0; k < a.ndim() - consumed; ++k) push(Item::full_slice(), dim++);
         break;
-      case 4: {
-        Item it(Kind::Array);
-        it.arr = e.arr;
-        push(it, dim++);
+      case E::IntArray:
+        push(Item::index_array(e.arr), dim++);
         break;
-      }
-      case 5: {
+      case E::Mask: {
         const Shape& ms = e.arr.shape();
         for (int k = 0; k < e.arr.ndim(); ++k) {
           if (ms[k] != a.shape()[dim + k]) {
@@ -212,29 +212,18 @@ Parsed parse(const array& a, py::handle idx) {
                                     shape_str(a.shape()) + " at axis " + std::to_string(dim + k) + ".");
           }
         }
-        for (array& ix : mask_to_indices(e.arr)) {
-          Item it(Kind::Array);
-          it.arr = ix;
-          push(it, dim++);
-        }
+        for (array& ix : mask_to_indices(e.arr)) push(Item::index_array(ix), dim++);
         break;
       }
-      case 6: {
-        // a 0-d mask: a new dim of size 1, kept (True) or emptied (False)
-        Item it(Kind::Array);
-        bool keep = to_scalar(e.arr).cast<bool>();
-        it.arr = keep ? zeros({1}, Dtype::int32) : zeros({0}, Dtype::int32);
-        out.items.push_back(it);
-        out.src_dim.push_back(-2);  // an inserted dim that is indexed
+      case E::BoolScalar: {
+        // a 0-d mask: a new dim of size 1, kept (True) or emptied (False);
+        // src -2 marks an inserted dim that is indexed
+        push(Item::index_array(zeros({to_scalar(e.arr).cast<bool>() ? 1 : 0}, Dtype::int32)), -2);
         break;
       }
     }
   }
-  for (; dim < a.ndim(); ++dim) {
-    Item it(Kind::Slice);
-    it.slice = py::slice(py::none(), py::none(), py::none());
-    push(it, dim);
-  }
+  for (; dim < a.ndim(); ++dim) push(Item::full_slice(), dim);
   return out;
 }
 

@@ -44,6 +44,15 @@ std::vector<array> broadcast_indices(const std::vector<array>& indices, const ch
   return out;
 }
 
+bool broadcasts_to(const Shape& from, const Shape& to) {
+  if (from.size() > to.size()) return false;
+  for (size_t i = 1; i <= from.size(); ++i) {
+    int64_t f = from[from.size() - i];
+    if (f != 1 && f != to[to.size() - i]) return false;
+  }
+  return true;
+}
+
 // arange(n) shaped to broadcast along dim `dim` of an `ndim`-d index space.
 array axis_range(int64_t n, int dim, int ndim, const StreamOrDevice& s) {
   Shape shape(ndim, 1);
@@ -174,9 +183,7 @@ array scatter(const array& a, const IndexView& view, const std::vector<array>& i
     }
   }
   array upd = astype(updates, a.dtype(), s);
-  try {
-    if (broadcast_shapes(upd.shape(), upd_shape) != upd_shape) throw std::invalid_argument("");
-  } catch (const std::invalid_argument&) {
+  if (!broadcasts_to(upd.shape(), upd_shape)) {
     fail(op, "Cannot broadcast updates of shape ", shape_str(updates.shape()), " to the indexed shape ",
          shape_str(upd_shape), ".");
   }
@@ -320,25 +327,6 @@ array slice_update(const array& a, const array& update, const array& start, cons
     if (std::find(axes.begin(), axes.end(), d) == axes.end()) perm.push_back(d);
   }
   return scatter(a, idx, transpose(upd, perm, s), axes, ScatterKind::Assign, s);
-}
-
-array slice_update(const array& a, const array& update, const Shape& start, const Shape& stop, const Shape& step,
-                   const StreamOrDevice& s) {
-  const char* op = "slice_update";
-  int n = a.ndim();
-  if (static_cast<int>(start.size()) != n || static_cast<int>(stop.size()) != n ||
-      static_cast<int>(step.size()) != n) {
-    fail(op, "Expected ", n, " start, stop and step values for an array of shape ", shape_str(a.shape()), ".");
-  }
-  IndexView v = full_view(a.shape());
-  for (int d = 0; d < n; ++d) {
-    if (step[d] == 0) fail(op, "Slice step cannot be zero.");
-    int64_t len = step[d] > 0 ? (stop[d] - start[d] + step[d] - 1) / step[d] : (start[d] - stop[d] - step[d] - 1) / -step[d];
-    v.start[d] = start[d];
-    v.step[d] = step[d];
-    v.size[d] = std::max<int64_t>(len, 0);
-  }
-  return scatter(a, v, {}, update, {}, ScatterKind::Assign, s);
 }
 
 array diagonal(const array& a, int64_t offset, int axis1_in, int axis2_in, const StreamOrDevice& s) {
