@@ -609,24 +609,22 @@ def _scan_ref(acc, init):
     return ref
 
 
-def _lowest(dt):
+def _extreme(dt, high):
+    """The identity of a running min (high=True) or max (high=False)."""
     if dt.kind in "iu":
-        return np.iinfo(dt).min
+        return np.iinfo(dt).max if high else np.iinfo(dt).min
     if dt.kind == "b":
-        return False
-    if dt.kind == "c":
-        return complex(-np.inf, -np.inf)
-    return -np.inf
+        return high
+    inf = np.inf if high else -np.inf
+    return complex(inf, inf) if dt.kind == "c" else inf
+
+
+def _lowest(dt):
+    return _extreme(dt, False)
 
 
 def _highest(dt):
-    if dt.kind in "iu":
-        return np.iinfo(dt).max
-    if dt.kind == "b":
-        return True
-    if dt.kind == "c":
-        return complex(np.inf, np.inf)
-    return np.inf
+    return _extreme(dt, True)
 
 
 def _cum_lex(pick_max):
