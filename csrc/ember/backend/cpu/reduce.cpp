@@ -9,6 +9,8 @@
 // sums stay accurate far past 2^24 elements.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <type_traits>
 #include <limits>
 #include <memory>
 #include <sstream>
@@ -81,10 +83,64 @@ EMBER_SUM_OUT(uint16_t, uint32_t)
 constexpr int kLanes = 16;
 constexpr int64_t kBlock = 4096;
 
+template <class Op>
+constexpr bool is_max_op = false;
+template <class A>
+constexpr bool is_max_op<MaxOp<A>> = true;
+template <class Op>
+constexpr bool is_min_op = false;
+template <class A>
+constexpr bool is_min_op<MinOp<A>> = true;
+
+// Max/min of a float run with NaN propagation. The compiler will not
+// vectorize the NaN-aware select across 16 scalar lanes, so this keeps two
+// native-width vectors of plain selects (`a > v ? a : v`, one instruction)
+// and a separate NaN mask: the result is NaN when any element was.
+template <bool kMax, class T>
+T minmax_run(const T* x, int64_t n) {
+  constexpr int W = 32 / sizeof(T);
+  typedef T V __attribute__((vector_size(32)));
+  using I = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
+  typedef I VI __attribute__((vector_size(32)));
+  const T init = kMax ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
+  V a0, a1;
+  VI nan = {};
+  for (int j = 0; j < W; ++j) a0[j] = a1[j] = init;
+  int64_t i = 0;
+  for (; i + 2 * W <= n; i += 2 * W) {
+    V v0, v1;
+    std::memcpy(&v0, x + i, sizeof(V));
+    std::memcpy(&v1, x + i + W, sizeof(V));
+    if constexpr (kMax) {
+      a0 = a0 > v0 ? a0 : v0;
+      a1 = a1 > v1 ? a1 : v1;
+    } else {
+      a0 = a0 < v0 ? a0 : v0;
+      a1 = a1 < v1 ? a1 : v1;
+    }
+    nan |= (v0 != v0) | (v1 != v1);
+  }
+  T acc = init;
+  bool any_nan = false;
+  for (int j = 0; j < W; ++j) {
+    T b = kMax ? (a0[j] > a1[j] ? a0[j] : a1[j]) : (a0[j] < a1[j] ? a0[j] : a1[j]);
+    acc = kMax ? (acc > b ? acc : b) : (acc < b ? acc : b);
+    any_nan |= nan[j] != 0;
+  }
+  for (; i < n; ++i) {
+    any_nan |= x[i] != x[i];
+    acc = kMax ? (acc > x[i] ? acc : x[i]) : (acc < x[i] ? acc : x[i]);
+  }
+  return any_nan ? std::numeric_limits<T>::quiet_NaN() : acc;
+}
+
 // Reduce a contiguous run: blocks of kBlock with kLanes accumulators, blocks
 // combined pairwise.
 template <class Op, class A, class T>
 A reduce_run(const T* x, int64_t n) {
+  if constexpr (std::is_floating_point_v<T> && std::is_same_v<A, T> && (is_max_op<Op> || is_min_op<Op>)) {
+    return minmax_run<is_max_op<Op>>(x, n);
+  }
   if (n > kBlock) {
     int64_t half = (n / 2 + kLanes - 1) / kLanes * kLanes;
     return Op::apply(reduce_run<Op, A>(x, half), reduce_run<Op, A>(x + half, n - half));
