@@ -480,6 +480,27 @@ def test_float32_sum_of_2_25_ones_is_exact():
     assert mx.mean(mx.ones(n)).item() == 1.0
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("n", [1, 15, 16, 17, 64, 100, 5000])
+def test_max_min_runs_propagate_nan_anywhere(dtype, n):
+    """Long runs take a vectorized path with a separate NaN mask: a NaN in
+    any lane, block or tail position must reach the result, and -inf/+inf
+    runs must not be confused with the initial values."""
+    rng = np.random.default_rng(n)
+    base = rng.standard_normal((3, n)).astype(dtype)
+    for pos in sorted({0, n // 2, n - 1}):
+        x = base.copy()
+        x[1, pos] = np.nan
+        for fn, ref in [(mx.max, np.max), (mx.min, np.min)]:
+            got = to_numpy(fn(mx.array(x, dtype=getattr(mx, dtype)), axis=1))
+            np.testing.assert_array_equal(got, ref(x, axis=1))
+            assert np.isnan(fn(mx.array(x, dtype=getattr(mx, dtype))).item())
+            np.testing.assert_array_equal(to_numpy(mx.softmax(mx.array(x, dtype=getattr(mx, dtype)), axis=1))[1], np.full(n, np.nan, dtype))
+    for v in [-np.inf, np.inf]:
+        x = np.full(n, v, dtype)
+        assert mx.max(mx.array(x, dtype=getattr(mx, dtype))).item() == v and mx.min(mx.array(x, dtype=getattr(mx, dtype))).item() == v
+
+
 def test_empty_reductions():
     e = mx.zeros((0, 3))
     assert_equal(mx.sum(e), 0.0, dtype="float32")

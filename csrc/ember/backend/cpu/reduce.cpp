@@ -80,7 +80,9 @@ EMBER_SUM_OUT(uint8_t, uint32_t)
 EMBER_SUM_OUT(uint16_t, uint32_t)
 #undef EMBER_SUM_OUT
 
-constexpr int kLanes = 16;
+// Independent accumulators: four AVX registers' worth for 4-byte types.
+template <class A>
+constexpr int kLanes = sizeof(A) <= 4 ? 32 : 16;
 constexpr int64_t kBlock = 4096;
 
 template <class Op>
@@ -142,17 +144,18 @@ A reduce_run(const T* x, int64_t n) {
     return minmax_run<is_max_op<Op>>(x, n);
   }
   if (n > kBlock) {
-    int64_t half = (n / 2 + kLanes - 1) / kLanes * kLanes;
+    int64_t half = (n / 2 + kLanes<A> - 1) / kLanes<A> * kLanes<A>;
     return Op::apply(reduce_run<Op, A>(x, half), reduce_run<Op, A>(x + half, n - half));
   }
-  A acc[kLanes];
-  for (int j = 0; j < kLanes; ++j) acc[j] = Op::init();
+  constexpr int L = kLanes<A>;
+  A acc[L];
+  for (int j = 0; j < L; ++j) acc[j] = Op::init();
   int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int j = 0; j < kLanes; ++j) acc[j] = Op::apply(acc[j], convert<A>(x[i + j]));
+  for (; i + L <= n; i += L) {
+    for (int j = 0; j < L; ++j) acc[j] = Op::apply(acc[j], convert<A>(x[i + j]));
   }
   for (; i < n; ++i) acc[0] = Op::apply(acc[0], convert<A>(x[i]));
-  for (int w = kLanes / 2; w > 0; w /= 2) {
+  for (int w = L / 2; w > 0; w /= 2) {
     for (int j = 0; j < w; ++j) acc[j] = Op::apply(acc[j], acc[j + w]);
   }
   return acc[0];
