@@ -11,7 +11,8 @@ std::vector<array> Primitive::vjp(const std::vector<array>&, const std::vector<a
                                   const std::vector<array>&) {
   no_rule("vjp");
 }
-std::vector<array> Primitive::jvp(const std::vector<array>&, const std::vector<array>&, const std::vector<int>&) {
+std::vector<array> Primitive::jvp(const std::vector<array>&, const std::vector<array>&, const std::vector<int>&,
+                                  const std::vector<array>&) {
   no_rule("jvp");
 }
 std::pair<std::vector<array>, std::vector<int>> Primitive::vmap(const std::vector<array>&, const std::vector<int>&) {

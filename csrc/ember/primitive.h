@@ -4,13 +4,23 @@
 //
 //   eval_cpu  outputs arrive with shape and dtype set; the kernel gives each
 //             storage (out.alloc(), or set_data() with a view of an input).
-//   vjp       cotangents of the outputs -> cotangents of inputs[argnums]
-//   jvp       tangents of inputs[argnums] -> tangents of the outputs
-//   vmap      inputs with a batch axis each (-1: none) -> outputs + their axes
+//   vjp       (primals = all inputs, cotangents = one per output, each of the
+//             output's shape and dtype, argnums = the inputs that need one,
+//             outputs = the node's outputs) -> one cotangent per argnum, of
+//             that input's shape and dtype.
+//   jvp       (primals, tangents = one per argnum of that input's shape and
+//             dtype, argnums, outputs) -> one tangent per output.
+//   vmap      (inputs, axes: each input's batch axis or -1 for none) ->
+//             outputs and each output's batch axis (-1: not batched). All
+//             batched inputs share one batch size; a rule may move the axis.
 //   is_equivalent  same op with the same parameters (for compile's CSE)
 //
 // Rules are written with public ops (ops.h), so they are differentiable too.
-// A rule a primitive lacks raises "[vjp] Primitive Foo has no vjp rule".
+// The transforms only ask for derivatives through inexact (floating or
+// complex) inputs and outputs: an integer or boolean input never appears in
+// argnums, and a node whose outputs are all integer/boolean gets no vjp/jvp
+// call (its tangents are zeros). A rule a primitive lacks raises
+// "[vjp] Primitive Foo has no vjp rule." (ValueError).
 #pragma once
 
 #include <string>
@@ -34,7 +44,7 @@ class Primitive {
   virtual std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
                                  const std::vector<int>& argnums, const std::vector<array>& outputs);
   virtual std::vector<array> jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
-                                 const std::vector<int>& argnums);
+                                 const std::vector<int>& argnums, const std::vector<array>& outputs);
   virtual std::pair<std::vector<array>, std::vector<int>> vmap(const std::vector<array>& inputs,
                                                                const std::vector<int>& axes);
   virtual bool is_equivalent(const Primitive& other) const { return false; }

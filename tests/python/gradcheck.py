@@ -1,0 +1,123 @@
+"""Derivative and vmap checks shared by the transform tests.
+
+    check_grads(fun, [x, y])          # jvp and vjp against central differences
+    check_grads(fun, [x], order=2)    # ... and of the derivative itself
+    check_vmap(fun, [x, y], in_axes=(0, None))   # vmap against a Python loop
+
+``fun`` takes mx arrays (one per argument) and returns an mx array or a
+list/tuple of them. Arguments are NumPy arrays; ``argnums`` names the ones
+to differentiate (default: every float64 array), the rest are passed as
+fixed mx arrays of their own dtype (index arrays, masks).
+
+The checks compute in float64:
+* jvp: ``mx.jvp(fun, xs, ts)`` equals (f(x + eps t) - f(x - eps t)) / 2eps
+  for a random direction t;
+* vjp: for a random output cotangent u, <u, J t> (from the differences)
+  equals sum_i <vjp_i(u), t_i>, the adjoint identity;
+* order 2 applies both checks to x -> vjp(fun, x, u) (reverse-over-reverse
+  and forward-over-reverse).
+"""
+
+import numpy as np
+
+from conftest import mx
+
+
+def _as_list(out):
+    return list(out) if isinstance(out, (list, tuple)) else [out]
+
+
+def _to_np(a):
+    return np.array(a)
+
+
+def _float_argnums(args):
+    return [i for i, a in enumerate(args) if isinstance(a, np.ndarray) and a.dtype == np.float64]
+
+
+def _caller(fun, args, argnums):
+    """fun over the differentiated args only (a list), others held fixed."""
+    fixed = {i: (mx.array(a) if isinstance(a, np.ndarray) else a) for i, a in enumerate(args) if i not in argnums}
+
+    def call(xs):
+        full = []
+        it = iter(xs)
+        for i in range(len(args)):
+            full.append(next(it) if i in argnums else fixed[i])
+        return _as_list(fun(*full))
+
+    return call
+
+
+def _dot(a, b):
+    return float(np.sum(np.asarray(a, np.float64) * np.asarray(b, np.float64)))
+
+
+def _check(call, xs, rng, eps, rtol, atol, what):
+    ts = [rng.standard_normal(x.shape) for x in xs]
+    plus = [_to_np(o) for o in call([mx.array(x + eps * t) for x, t in zip(xs, ts)])]
+    minus = [_to_np(o) for o in call([mx.array(x - eps * t) for x, t in zip(xs, ts)])]
+    fd = [(p - m) / (2 * eps) for p, m in zip(plus, minus)]
+
+    outs, jvps = mx.jvp(call, [mx.array(x) for x in xs], [mx.array(t) for t in ts])
+    assert len(jvps) == len(fd), f"{what}: jvp returned {len(jvps)} tangents for {len(fd)} outputs"
+    for k, (j, f) in enumerate(zip(jvps, fd)):
+        assert j.shape == tuple(f.shape), f"{what}: jvp output {k} has shape {j.shape}, expected {f.shape}"
+        np.testing.assert_allclose(_to_np(j), f, rtol=rtol, atol=atol, err_msg=f"{what}: jvp output {k}")
+
+    us = [rng.standard_normal(np.shape(o)) for o in plus]
+    outs, vjps = mx.vjp(call, [mx.array(x) for x in xs], [mx.array(u) for u in us])
+    assert len(vjps) == len(xs), f"{what}: vjp returned {len(vjps)} cotangents for {len(xs)} inputs"
+    for k, (v, x) in enumerate(zip(vjps, xs)):
+        assert v.shape == x.shape, f"{what}: vjp cotangent {k} has shape {v.shape}, input {x.shape}"
+    lhs = sum(_dot(u, f) for u, f in zip(us, fd))
+    rhs = sum(_dot(_to_np(v), t) for v, t in zip(vjps, ts))
+    scale = max(1.0, abs(lhs), abs(rhs))
+    assert abs(lhs - rhs) <= (rtol * 10 + atol) * scale, f"{what}: <u, J t> = {lhs} but <J^T u, t> = {rhs}"
+    return us
+
+
+def check_grads(fun, args, argnums=None, order=1, rng=None, eps=1e-6, rtol=1e-5, atol=1e-7):
+    rng = rng if rng is not None else np.random.default_rng(0)
+    argnums = list(argnums) if argnums is not None else _float_argnums(args)
+    if not argnums:
+        return
+    call = _caller(fun, args, argnums)
+    xs = [np.asarray(args[i], np.float64) for i in argnums]
+    us = _check(call, xs, rng, eps, rtol, atol, "order 1")
+    if order >= 2:
+        u_mx = [mx.array(u) for u in us]
+
+        def vjp_of(*ys):
+            return mx.vjp(call, list(ys), u_mx)[1]
+
+        _check(lambda ys: _as_list(vjp_of(*ys)), xs, rng, eps, rtol * 10, atol * 10, "order 2")
+
+
+def _take(a, i, axis):
+    return np.take(a, i, axis=axis)
+
+
+def check_vmap(fun, args, in_axes=0, out_axes=0, rtol=1e-6, atol=1e-6):
+    """vmap(fun, in_axes, out_axes) on the given (already batched) args
+    equals stacking fun over the batch in a Python loop."""
+    axes = list(in_axes) if isinstance(in_axes, (list, tuple)) else [in_axes] * len(args)
+    sizes = {np.shape(a)[ax] for a, ax in zip(args, axes) if ax is not None}
+    assert len(sizes) == 1, f"batched args disagree on the batch size: {sizes}"
+    (n,) = sizes
+    mx_args = [mx.array(a) if isinstance(a, np.ndarray) else a for a in args]
+    got = _as_list(mx.vmap(fun, in_axes=tuple(axes), out_axes=out_axes)(*mx_args))
+    per = []
+    for i in range(n):
+        sl = [mx.array(_take(a, i, ax)) if ax is not None else m for a, ax, m in zip(args, axes, mx_args)]
+        per.append([_to_np(o) for o in _as_list(fun(*sl))])
+    oaxes = list(out_axes) if isinstance(out_axes, (list, tuple)) else [out_axes] * len(got)
+    for k, (g, oa) in enumerate(zip(got, oaxes)):
+        want = np.stack([p[k] for p in per], axis=oa)
+        gn = _to_np(g)
+        assert gn.shape == want.shape, f"vmap output {k}: shape {gn.shape}, loop gives {want.shape}"
+        assert gn.dtype == want.dtype, f"vmap output {k}: dtype {gn.dtype}, loop gives {want.dtype}"
+        if gn.dtype.kind in "fc":
+            np.testing.assert_allclose(gn, want, rtol=rtol, atol=atol, err_msg=f"vmap output {k}")
+        else:
+            np.testing.assert_array_equal(gn, want, err_msg=f"vmap output {k}")
