@@ -2,7 +2,8 @@
 // accumulating). Both take k index arrays of one common shape I (any integer
 // dtype; negative values count from the end) for k chosen axes; the other
 // axes come along whole. An index out of range raises IndexError when the
-// node is evaluated: nothing is read or written out of bounds.
+// node is evaluated: nothing is read or written out of bounds. The transform
+// rules are in primitives/indexing.cpp.
 #pragma once
 
 #include "ember/ops.h"
@@ -18,6 +19,12 @@ class Gather final : public Primitive {
   const char* name() const override { return "Gather"; }
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
   bool is_equivalent(const Primitive& o) const override;
+  std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
+                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
+  std::vector<array> jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
+                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
+  std::pair<std::vector<array>, std::vector<int>> vmap(const std::vector<array>& inputs,
+                                                       const std::vector<int>& axes) override;
   const std::vector<int>& axes() const { return axes_; }
 
  private:
@@ -36,6 +43,12 @@ class Scatter final : public Primitive {
   const char* name() const override;
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
   bool is_equivalent(const Primitive& o) const override;
+  std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
+                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
+  std::vector<array> jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
+                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
+  std::pair<std::vector<array>, std::vector<int>> vmap(const std::vector<array>& inputs,
+                                                       const std::vector<int>& axes) override;
   const IndexView& view() const { return view_; }
   const std::vector<int>& axes() const { return axes_; }
   ScatterKind kind() const { return kind_; }

@@ -1,6 +1,6 @@
 // Sorting, selection and scan primitives. Each works along one axis of its
 // input (the op layer flattens first for axis=None); kernels live in
-// backend/cpu/sort.cpp.
+// backend/cpu/sort.cpp, the transform rules in primitives/sort.cpp.
 //
 // Ordering everywhere is NumPy's: NaN sorts last, -0 == 0, complex numbers
 // lexicographically with NaN classes last ([R+Rj, R+nanj, nan+Rj, nan+nanj]).
@@ -23,6 +23,12 @@ class Sorting final : public Primitive {
   const char* name() const override;  // "Sort", "ArgSort", ...
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
   bool is_equivalent(const Primitive& o) const override;
+  std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
+                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
+  std::vector<array> jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
+                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
+  std::pair<std::vector<array>, std::vector<int>> vmap(const std::vector<array>& inputs,
+                                                       const std::vector<int>& axes) override;
   Kind kind() const { return kind_; }
   int axis() const { return axis_; }
   int64_t param() const { return param_; }
@@ -44,6 +50,12 @@ class Scan final : public Primitive {
   const char* name() const override;
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
   bool is_equivalent(const Primitive& o) const override;
+  std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
+                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
+  std::vector<array> jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
+                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
+  std::pair<std::vector<array>, std::vector<int>> vmap(const std::vector<array>& inputs,
+                                                       const std::vector<int>& axes) override;
   Kind kind() const { return kind_; }
   int axis() const { return axis_; }
   bool reverse() const { return reverse_; }
@@ -63,6 +75,8 @@ class SearchSorted final : public Primitive {
   const char* name() const override { return "SearchSorted"; }
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
   bool is_equivalent(const Primitive& o) const override;
+  std::pair<std::vector<array>, std::vector<int>> vmap(const std::vector<array>& inputs,
+                                                       const std::vector<int>& axes) override;
 
  private:
   bool right_;
@@ -79,6 +93,12 @@ class Unique final : public Primitive {
   const char* name() const override { return "Unique"; }
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
   bool is_equivalent(const Primitive& o) const override;
+  std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
+                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
+  std::vector<array> jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
+                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
+  std::pair<std::vector<array>, std::vector<int>> vmap(const std::vector<array>& inputs,
+                                                       const std::vector<int>& axes) override;
 
  private:
   int64_t size_;
