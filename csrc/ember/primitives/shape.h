@@ -1,6 +1,13 @@
 // Shape and layout primitives. Views (Reshape of a dense input, Transpose,
 // Broadcast, Slice, AsStrided) share the input's buffer; the rest copy.
+// Their vjp/jvp/vmap rules are in primitives/shape.cpp. A vmap rule sees
+// only the (batched) inputs, so a primitive whose output shape or dtype does
+// not follow from its inputs and parameters keeps it (Reshape, Broadcast,
+// AsStrided, Full, Arange, Pad, View); one built without it (the
+// constructors without those arguments) has no vmap rule.
 #pragma once
+
+#include <optional>
 
 #include "ember/primitive.h"
 
@@ -10,17 +17,31 @@ namespace ember {
   const char* name() const override { return #NAME; }                                            \
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
 
+#define EMBER_RULES                                                                                           \
+  std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,             \
+                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;        \
+  std::vector<array> jvp(const std::vector<array>& primals, const std::vector<array>& tangents,               \
+                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;        \
+  std::pair<std::vector<array>, std::vector<int>> vmap(const std::vector<array>& inputs,                      \
+                                                       const std::vector<int>& axes) override;
+
 class Reshape final : public Primitive {
  public:
-  using Primitive::Primitive;
+  explicit Reshape(Stream s) : Primitive(s) {}
+  Reshape(Stream s, Shape shape) : Primitive(s), shape_(std::move(shape)) {}
   EMBER_SIMPLE_PRIM(Reshape)
+  EMBER_RULES
   bool is_equivalent(const Primitive& o) const override { return dynamic_cast<const Reshape*>(&o); }
+
+ private:
+  std::optional<Shape> shape_;  // the output shape
 };
 
 class Transpose final : public Primitive {
  public:
   Transpose(Stream s, std::vector<int> axes) : Primitive(s), axes_(std::move(axes)) {}
   EMBER_SIMPLE_PRIM(Transpose)
+  EMBER_RULES
   bool is_view() const override { return true; }
   bool is_equivalent(const Primitive& o) const override;
   const std::vector<int>& axes() const { return axes_; }
@@ -31,10 +52,15 @@ class Transpose final : public Primitive {
 
 class Broadcast final : public Primitive {
  public:
-  using Primitive::Primitive;
+  explicit Broadcast(Stream s) : Primitive(s) {}
+  Broadcast(Stream s, Shape shape) : Primitive(s), shape_(std::move(shape)) {}
   EMBER_SIMPLE_PRIM(Broadcast)
+  EMBER_RULES
   bool is_view() const override { return true; }
   bool is_equivalent(const Primitive& o) const override { return dynamic_cast<const Broadcast*>(&o); }
+
+ private:
+  std::optional<Shape> shape_;  // the output shape
 };
 
 class Slice final : public Primitive {
@@ -42,6 +68,7 @@ class Slice final : public Primitive {
   Slice(Stream s, Shape start, Shape stop, Shape step)
       : Primitive(s), start_(std::move(start)), stop_(std::move(stop)), step_(std::move(step)) {}
   EMBER_SIMPLE_PRIM(Slice)
+  EMBER_RULES
   bool is_view() const override { return true; }
   bool is_equivalent(const Primitive& o) const override;
   const Shape& start() const { return start_; }
@@ -54,13 +81,19 @@ class Slice final : public Primitive {
 
 class AsStrided final : public Primitive {
  public:
+  // Output element j reads element offset + sum_i j_i * strides[i] of the
+  // input in row-major order (reads may overlap).
   AsStrided(Stream s, Strides strides, int64_t offset)
       : Primitive(s), strides_(std::move(strides)), offset_(offset) {}
+  AsStrided(Stream s, Shape shape, Strides strides, int64_t offset)
+      : Primitive(s), shape_(std::move(shape)), strides_(std::move(strides)), offset_(offset) {}
   EMBER_SIMPLE_PRIM(AsStrided)
+  EMBER_RULES
   bool is_view() const override { return true; }
   bool is_equivalent(const Primitive& o) const override;
 
  private:
+  std::optional<Shape> shape_;  // the output shape
   Strides strides_;
   int64_t offset_;
 };
@@ -70,6 +103,7 @@ class Contiguous final : public Primitive {
  public:
   Contiguous(Stream s, bool allow_col_major) : Primitive(s), allow_col_(allow_col_major) {}
   EMBER_SIMPLE_PRIM(Contiguous)
+  EMBER_RULES
   bool is_equivalent(const Primitive& o) const override;
 
  private:
@@ -79,25 +113,38 @@ class Contiguous final : public Primitive {
 // Materializes input 0 broadcast to the output shape and dtype (full, zeros...).
 class Full final : public Primitive {
  public:
-  using Primitive::Primitive;
+  explicit Full(Stream s) : Primitive(s) {}
+  Full(Stream s, Shape shape, Dtype dtype) : Primitive(s), shape_(std::move(shape)), dtype_(dtype) {}
   EMBER_SIMPLE_PRIM(Full)
+  EMBER_RULES
   bool is_equivalent(const Primitive& o) const override { return dynamic_cast<const Full*>(&o); }
+
+ private:
+  std::optional<Shape> shape_;  // the output shape and dtype
+  Dtype dtype_ = Dtype::float32;
 };
 
+// start + i * step for i < n (no inputs).
 class Arange final : public Primitive {
  public:
   Arange(Stream s, double start, double step) : Primitive(s), start_(start), step_(step) {}
+  Arange(Stream s, double start, double step, int64_t n, Dtype dtype)
+      : Primitive(s), start_(start), step_(step), n_(n), dtype_(dtype) {}
   EMBER_SIMPLE_PRIM(Arange)
+  EMBER_RULES
   bool is_equivalent(const Primitive& o) const override;
 
  private:
   double start_, step_;
+  std::optional<int64_t> n_;  // the output length and dtype
+  Dtype dtype_ = Dtype::float32;
 };
 
 class Concatenate final : public Primitive {
  public:
   Concatenate(Stream s, int axis) : Primitive(s), axis_(axis) {}
   EMBER_SIMPLE_PRIM(Concatenate)
+  EMBER_RULES
   bool is_equivalent(const Primitive& o) const override;
   int axis() const { return axis_; }
 
@@ -110,20 +157,32 @@ class Concatenate final : public Primitive {
 class Pad final : public Primitive {
  public:
   Pad(Stream s, Shape low) : Primitive(s), low_(std::move(low)) {}
+  Pad(Stream s, Shape low, Shape high) : Primitive(s), low_(std::move(low)), high_(std::move(high)) {}
   EMBER_SIMPLE_PRIM(Pad)
+  EMBER_RULES
   bool is_equivalent(const Primitive& o) const override;
 
  private:
   Shape low_;
+  std::optional<Shape> high_;  // padding after the input, per dim
 };
 
-// Reinterprets the (dense) bytes of input 0 as the output's dtype.
+// Reinterprets the (dense) bytes of input 0 as the output's dtype. Not
+// differentiable (MLX has no derivative either): vjp/jvp raise.
 class View final : public Primitive {
  public:
-  using Primitive::Primitive;
+  explicit View(Stream s) : Primitive(s) {}
+  View(Stream s, Dtype dtype) : Primitive(s), dtype_(dtype) {}
   EMBER_SIMPLE_PRIM(View)
+  std::pair<std::vector<array>, std::vector<int>> vmap(const std::vector<array>& inputs,
+                                                       const std::vector<int>& axes) override;
   bool is_view() const override { return true; }
   bool is_equivalent(const Primitive& o) const override { return dynamic_cast<const View*>(&o); }
+
+ private:
+  std::optional<Dtype> dtype_;  // the output dtype
 };
+
+#undef EMBER_RULES
 
 }  // namespace ember
