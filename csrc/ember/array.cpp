@@ -1,5 +1,6 @@
 #include "ember/array.h"
 
+#include <atomic>
 #include <cstring>
 #include <sstream>
 
@@ -102,8 +103,23 @@ array array::empty_evaluated(const Shape& shape, Dtype dtype) {
   return a;
 }
 
+namespace {
+std::atomic<int> g_tracing{0};
+bool any_tracer(const std::vector<array>& inputs) {
+  if (!in_tracing()) return false;
+  for (auto& a : inputs)
+    if (a.desc()->tracer) return true;
+  return false;
+}
+}  // namespace
+
+bool in_tracing() { return g_tracing.load(std::memory_order_relaxed) > 0; }
+TraceScope::TraceScope() { ++g_tracing; }
+TraceScope::~TraceScope() { --g_tracing; }
+
 array::array(Shape shape, Dtype dtype, std::shared_ptr<Primitive> prim, std::vector<array> inputs)
     : desc_(new_desc(std::move(shape), dtype)) {
+  desc_->tracer = any_tracer(inputs);
   auto node = std::make_shared<Node>();
   node->prim = std::move(prim);
   node->inputs = std::move(inputs);
@@ -118,10 +134,12 @@ std::vector<array> array::make_arrays(std::vector<Shape> shapes, const std::vect
   node->inputs = std::move(inputs);
   node->out_shapes = shapes;
   node->out_dtypes = dtypes;
+  bool tracer = any_tracer(node->inputs);
   std::vector<array> outs;
   for (size_t i = 0; i < shapes.size(); ++i) {
     auto d = new_desc(std::move(shapes[i]), dtypes[i]);
     d->position = static_cast<int>(i);
+    d->tracer = tracer;
     d->node = node;
     node->outputs.push_back(d);
     outs.emplace_back(std::move(d));

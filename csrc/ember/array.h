@@ -56,7 +56,20 @@ struct ArrayDesc {
   bool row_contiguous = true;  // data is dense row-major from offset
   int position = 0;            // which output of its node
   std::shared_ptr<Buffer> buf;
-  std::shared_ptr<Node> node;  // null once evaluated (or for constants)
+  // null once evaluated (or for constants); a tracer keeps it after eval
+  std::shared_ptr<Node> node;
+  bool tracer = false;  // depends on the inputs of a transform being traced
+};
+
+// Tracing: while a transform (vjp, jvp, vmap, ...) runs a user function,
+// arrays built from its inputs are tracers. Evaluating a tracer keeps its
+// node so that the transform can still walk the graph behind it.
+bool in_tracing();
+struct TraceScope {
+  TraceScope();
+  ~TraceScope();
+  TraceScope(const TraceScope&) = delete;
+  TraceScope& operator=(const TraceScope&) = delete;
 };
 
 Strides row_strides(const Shape& shape);
@@ -91,7 +104,10 @@ class array {
   int64_t nbytes() const { return size() * itemsize(); }
   bool row_contiguous() const { return desc_->row_contiguous; }
 
-  bool is_evaluated() const { return !desc_->node; }
+  bool is_evaluated() const { return desc_->buf || !desc_->node; }
+  bool is_tracer() const { return desc_->tracer && in_tracing(); }
+  void set_tracer(bool t) { desc_->tracer = t; }
+  void detach() const { desc_->node.reset(); }  // forget the graph (evaluated arrays)
   bool has_primitive() const { return static_cast<bool>(desc_->node); }
   Primitive& primitive() const { return *desc_->node->prim; }
   std::shared_ptr<Primitive> primitive_ptr() const { return desc_->node->prim; }

@@ -47,5 +47,6 @@ void init_indexing(py::module_& m);  // after init_array: adds indexing to the a
 void init_ops_contract(py::module_& m);
 void init_ops_sort(py::module_& m);
 void init_device(py::module_& m);
+void init_transforms(py::module_& m);
 
 }  // namespace ember::py_bind

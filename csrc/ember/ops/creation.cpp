@@ -16,7 +16,7 @@ array full(const Shape& shape, const array& vals, std::optional<Dtype> dtype, co
   if (out != shape) {
     fail("full", "Cannot broadcast values of shape ", shape_str(vals.shape()), " to shape ", shape_str(shape), ".");
   }
-  return array(shape, t, std::make_shared<Full>(to_stream(s)), {vals});
+  return array(shape, t, std::make_shared<Full>(to_stream(s), shape, t), {vals});
 }
 
 array zeros(const Shape& shape, Dtype dtype, const StreamOrDevice& s) {

@@ -41,7 +41,8 @@ array reshape(const array& a, Shape shape, const StreamOrDevice& s) {
          ") into shape ", shape_str(shape), ".");
   }
   if (shape == a.shape()) return a;
-  return array(std::move(shape), a.dtype(), std::make_shared<Reshape>(to_stream(s)), {a});
+  Shape out = shape;
+  return array(std::move(shape), a.dtype(), std::make_shared<Reshape>(to_stream(s), std::move(out)), {a});
 }
 
 array flatten(const array& a, int start_axis, int end_axis, const StreamOrDevice& s) {
@@ -184,7 +185,7 @@ array broadcast_to(const array& a, const Shape& shape, const StreamOrDevice& s) 
     fail("broadcast_to", "Cannot broadcast array of shape ", shape_str(a.shape()), " to shape ", shape_str(shape),
          ".");
   }
-  return array(out, a.dtype(), std::make_shared<Broadcast>(to_stream(s)), {a});
+  return array(out, a.dtype(), std::make_shared<Broadcast>(to_stream(s), out), {a});
 }
 
 std::vector<array> broadcast_arrays(const std::vector<array>& arrays, const StreamOrDevice& s) {
@@ -338,13 +339,15 @@ array pad(const array& a, const std::vector<std::pair<int64_t, int64_t>>& widths
   }
   if (mode == "constant") {
     if (value.size() != 1) fail("pad", "The constant value must be a scalar; got shape ", shape_str(value.shape()), ".");
-    Shape out = a.shape(), low;
+    Shape out = a.shape(), low, high;
     for (int i = 0; i < a.ndim(); ++i) {
       out[i] += widths[i].first + widths[i].second;
       low.push_back(widths[i].first);
+      high.push_back(widths[i].second);
     }
     array v = astype(reshape(value, {}, s), a.dtype(), s);
-    return array(std::move(out), a.dtype(), std::make_shared<Pad>(to_stream(s), std::move(low)), {a, v});
+    return array(std::move(out), a.dtype(), std::make_shared<Pad>(to_stream(s), std::move(low), std::move(high)),
+                 {a, v});
   }
   if (mode != "edge" && mode != "reflect" && mode != "symmetric") {
     fail("pad", "Invalid pad mode '", mode, "'; expected constant, edge, reflect or symmetric.");
@@ -421,7 +424,9 @@ array as_strided(const array& a, std::optional<Shape> shape, std::optional<Strid
                                           "."));
     }
   }
-  return array(std::move(shp), a.dtype(), std::make_shared<AsStrided>(to_stream(s), std::move(st), offset), {a});
+  Shape out = shp;
+  auto prim = std::make_shared<AsStrided>(to_stream(s), std::move(out), std::move(st), offset);
+  return array(std::move(shp), a.dtype(), std::move(prim), {a});
 }
 
 array contiguous(const array& a, bool allow_col_major, const StreamOrDevice& s) {
@@ -453,7 +458,7 @@ array view(const array& a, Dtype dtype, const StreamOrDevice& s) {
     }
     shape.back() = bytes / to;
   }
-  return array(std::move(shape), dtype, std::make_shared<View>(to_stream(s)), {a});
+  return array(std::move(shape), dtype, std::make_shared<View>(to_stream(s), dtype), {a});
 }
 
 }  // namespace ember

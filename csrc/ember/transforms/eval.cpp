@@ -35,9 +35,26 @@ void run_node(Node* n) {
     }
   }
   n->prim->eval_cpu(n->inputs, outs);
+  // A tracer keeps its graph for the transform that is tracing it.
+  if (in_tracing()) {
+    for (auto& o : outs)
+      if (o.desc()->tracer) return;
+  }
   std::shared_ptr<Node> keep = outs[0].desc()->node;  // n stays alive until here
   for (auto& o : outs) o.desc()->node.reset();
   // `keep` is released last: the node and, if unshared, its inputs go now.
+}
+
+// The node that still has to run for `a`, or null (computed, or a constant).
+// A computed array whose graph was kept for tracing drops it here once no
+// transform is tracing it any more.
+Node* pending(const array& a) {
+  Node* n = a.desc()->node.get();
+  if (n && a.desc()->buf) {
+    if (!a.is_tracer()) a.detach();
+    return nullptr;
+  }
+  return n;
 }
 }  // namespace
 
@@ -48,7 +65,7 @@ void eval(const std::vector<array>& outputs) {
   std::vector<std::pair<Node*, size_t>> stack;
   for (auto& a : outputs) {
     if (!a.valid()) continue;
-    Node* n = a.desc()->node.get();
+    Node* n = pending(a);
     if (!n || n->mark == epoch) continue;
     n->mark = epoch;
     stack.emplace_back(n, 0);
@@ -57,7 +74,7 @@ void eval(const std::vector<array>& outputs) {
       size_t i = stack.back().second;
       if (i < top->inputs.size()) {
         stack.back().second = i + 1;
-        Node* m = top->inputs[i].desc()->node.get();
+        Node* m = pending(top->inputs[i]);
         if (m && m->mark != epoch) {
           m->mark = epoch;
           stack.emplace_back(m, 0);

@@ -1,0 +1,555 @@
+"""The public transforms of ``ember.core``: grad, value_and_grad, vjp, jvp,
+vmap, custom_function, checkpoint, and JAX's jacrev, jacfwd, hessian.
+
+The engine (``core._vjp``, ``core._jvp``, ``core._vmap_trace`` /
+``core._vmap_replace``, ``core._custom_function``) works on flat lists of
+arrays; this module maps pytrees of arguments and results onto those lists
+and back. Only array leaves take part; other leaves (ints, strings, None)
+pass through unchanged.
+"""
+
+import functools
+from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
+
+from . import core as _core
+from .utils import _children
+
+array = _core.array
+
+
+# --------------------------------------------------------------------------
+# pytrees of arrays
+# --------------------------------------------------------------------------
+
+def _array_leaves(tree, out: Optional[list] = None) -> list:
+    """The array leaves of a tree, in tree_flatten order."""
+    out = [] if out is None else out
+    stack = [tree]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, array):
+            out.append(t)
+            continue
+        node = _children(t)
+        if node is not None:
+            stack.extend(child for _, child in reversed(node[0]))
+    return out
+
+
+def _replace_arrays(tree, it):
+    """tree with its array leaves replaced, in order, by next(it)."""
+    if isinstance(tree, array):
+        return next(it)
+    node = _children(tree)
+    if node is None:
+        return tree
+    kids, rebuild = node
+    return rebuild([_replace_arrays(child, it) for _, child in kids])
+
+
+def _type_name(x) -> str:
+    return type(x).__name__
+
+
+def _outputs_as_list(out, tag: str) -> list:
+    if isinstance(out, array):
+        return [out]
+    if isinstance(out, (list, tuple)) and all(isinstance(o, array) for o in out):
+        return list(out)
+    raise TypeError(f"[{tag}] The function must return an array or a list/tuple of arrays; got {_type_name(out)}.")
+
+
+def _as_array_list(xs, tag: str, what: str) -> list:
+    if isinstance(xs, array):
+        return [xs]
+    if not isinstance(xs, (list, tuple)):
+        raise TypeError(f"[{tag}] {what} must be a list of arrays; got {_type_name(xs)}.")
+    out = []
+    for x in xs:
+        if not isinstance(x, array):
+            raise TypeError(f"[{tag}] {what} must be arrays; got {_type_name(x)}.")
+        out.append(x)
+    return out
+
+
+# --------------------------------------------------------------------------
+# vjp / jvp
+# --------------------------------------------------------------------------
+
+def vjp(fun: Callable, primals: List[array], cotangents: List[array]) -> Tuple[List[array], List[array]]:
+    """vjp(fun: Callable, primals: list[array], cotangents: list[array]) -> tuple[list[array], list[array]]
+
+    The outputs of ``fun(*primals)`` and the vector-Jacobian products: for
+    each primal, the sum over outputs of the cotangent times the output's
+    derivative with respect to that primal."""
+    primals = _as_array_list(primals, "vjp", "primals")
+    cotangents = _as_array_list(cotangents, "vjp", "cotangents")
+    outs, vjps = _core._vjp(lambda xs: _outputs_as_list(fun(*xs), "vjp"), primals, cotangents)
+    return list(outs), list(vjps)
+
+
+def jvp(fun: Callable, primals: List[array], tangents: List[array]) -> Tuple[List[array], List[array]]:
+    """jvp(fun: Callable, primals: list[array], tangents: list[array]) -> tuple[list[array], list[array]]
+
+    The outputs of ``fun(*primals)`` and the Jacobian-vector products: each
+    output's derivative in the direction of the tangents."""
+    primals = _as_array_list(primals, "jvp", "primals")
+    tangents = _as_array_list(tangents, "jvp", "tangents")
+    outs, jvps = _core._jvp(lambda xs: _outputs_as_list(fun(*xs), "jvp"), primals, tangents)
+    return list(outs), list(jvps)
+
+
+# --------------------------------------------------------------------------
+# grad / value_and_grad
+# --------------------------------------------------------------------------
+
+def _normalize_argnums(argnums, argnames, tag):
+    if isinstance(argnames, str):
+        argnames = [argnames]
+    argnames = list(argnames)
+    if argnums is None:
+        argnums = [0] if not argnames else []
+    elif isinstance(argnums, int):
+        argnums = [argnums]
+    else:
+        argnums = list(argnums)
+    for a in argnums:
+        if not isinstance(a, int):
+            raise TypeError(f"[{tag}] argnums must be ints; got {_type_name(a)}.")
+    if not argnums and not argnames:
+        raise ValueError(f"[{tag}] Gradient with respect to no argument requested.")
+    if any(a < 0 for a in argnums):
+        raise ValueError(f"[{tag}] argnums cannot be negative; got {argnums}.")
+    if len(set(argnums)) != len(argnums):
+        raise ValueError(f"[{tag}] Repeated argument index in argnums {argnums}.")
+    return sorted(argnums), argnames
+
+
+def _value_and_grad(fun, argnums, argnames, tag, scalar_only):
+    argnums, argnames = _normalize_argnums(argnums, argnames, tag)
+
+    def run(args, kwargs):
+        for a in argnums:
+            if a >= len(args):
+                raise ValueError(f"[{tag}] Can't compute the gradient of argument index {a} because the function "
+                                 f"is called with only {len(args)} positional arguments.")
+        for n in argnames:
+            if n not in kwargs:
+                raise ValueError(f"[{tag}] Can't compute the gradient of keyword argument '{n}' because the "
+                                 f"function is called with the keyword arguments {sorted(kwargs)}.")
+        trees = [args[a] for a in argnums] + [kwargs[n] for n in argnames]
+        counts, leaves = [], []
+        for t in trees:
+            before = len(leaves)
+            _array_leaves(t, leaves)
+            counts.append(len(leaves) - before)
+        value = []
+
+        def flat(xs):
+            it = iter(xs)
+            new_args, new_kwargs = list(args), dict(kwargs)
+            for a in argnums:
+                new_args[a] = _replace_arrays(args[a], it)
+            for n in argnames:
+                new_kwargs[n] = _replace_arrays(kwargs[n], it)
+            out = fun(*new_args, **new_kwargs)
+            loss = out
+            if not scalar_only and isinstance(out, (list, tuple)) and len(out) > 0:
+                loss = out[0]
+            if not isinstance(loss, array):
+                raise ValueError(f"[{tag}] The return value of the function whose gradient we want to compute "
+                                 f"should be a scalar array; but {_type_name(out)} was returned.")
+            if loss.ndim != 0:
+                raise ValueError(f"[{tag}] The return value of the function whose gradient we want to compute "
+                                 f"should be a scalar array; but an array of shape {tuple(loss.shape)} was "
+                                 "returned.")
+            value.append(out)
+            return [loss]
+
+        _, grads = _core._vjp(flat, leaves, [_core.array(1.0)])
+        it = iter(grads)
+        grad_trees = [_replace_arrays(t, it) for t in trees]
+        pos = grad_trees[:len(argnums)]
+        kw = dict(zip(argnames, grad_trees[len(argnums):]))
+        if len(argnums) == 1:
+            positional = pos[0]
+        elif len(argnums) > 1:
+            positional = tuple(pos)
+        else:
+            positional = None
+        grads_out = positional if not argnames else (positional, kw)
+        return value[0], grads_out
+
+    return run
+
+
+def value_and_grad(fun: Callable, argnums: Union[int, Sequence[int], None] = None,
+                   argnames: Union[str, Sequence[str]] = []) -> Callable:
+    """value_and_grad(fun: Callable[P, R], argnums: int | Sequence[int] | None = None, argnames: str | Sequence[str] = []) -> Callable[P, tuple[R, Any]]
+
+    A function computing ``fun``'s value and its gradient with respect to the
+    arguments ``argnums`` (default 0) and keyword arguments ``argnames``
+    (pytrees of arrays; the gradient has their structure). ``fun`` returns a
+    scalar array, or a tuple/list whose first element is the scalar to
+    differentiate (the rest is returned with the value, untouched)."""
+    run = _value_and_grad(fun, argnums, argnames, "value_and_grad", scalar_only=False)
+
+    @functools.wraps(fun)
+    def wrapper(*args, **kwargs):
+        return run(args, kwargs)
+
+    return wrapper
+
+
+def grad(fun: Callable, argnums: Union[int, Sequence[int], None] = None,
+         argnames: Union[str, Sequence[str]] = []) -> Callable:
+    """grad(fun: Callable[P, R], argnums: int | Sequence[int] | None = None, argnames: str | Sequence[str] = []) -> Callable[P, Any]
+
+    A function computing the gradient of the scalar-valued ``fun`` with
+    respect to the arguments ``argnums`` (default 0) and keyword arguments
+    ``argnames``."""
+    run = _value_and_grad(fun, argnums, argnames, "grad", scalar_only=True)
+
+    @functools.wraps(fun)
+    def wrapper(*args, **kwargs):
+        return run(args, kwargs)[1]
+
+    return wrapper
+
+
+# --------------------------------------------------------------------------
+# vmap
+# --------------------------------------------------------------------------
+
+def _axes_for(tree, spec, tag, what):
+    """One axis (or None) per array leaf of tree; spec is a prefix tree of
+    ints/None matching tree's structure."""
+    if spec is None or isinstance(spec, int):
+        return [spec] * len(_array_leaves(tree))
+    if isinstance(tree, array):
+        raise ValueError(f"[{tag}] {what} must be an int or None for an array; got {_type_name(spec)}.")
+    node, snode = _children(tree), _children(spec)
+    if node is None or snode is None or type(tree) is not type(spec) or len(node[0]) != len(snode[0]):
+        raise ValueError(f"[{tag}] {what} {spec!r} does not match the structure of the argument.")
+    out = []
+    for (k, child), (sk, schild) in zip(node[0], snode[0]):
+        if k != sk:
+            raise ValueError(f"[{tag}] {what} {spec!r} does not match the structure of the argument.")
+        out.extend(_axes_for(child, schild, tag, what))
+    return out
+
+
+def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
+    """vmap(fun: Callable[P, R], in_axes: object = 0, out_axes: object = 0) -> Callable[P, R]
+
+    ``fun`` mapped over an axis of its inputs: ``in_axes`` gives, for each
+    positional argument (an int or None for all of them, or a tuple with one
+    entry per argument, itself a prefix tree of ints/None), the axis to map
+    (negative counts from the end; None: not mapped); ``out_axes`` (an int
+    or a prefix tree of the outputs) where the mapped axis goes in each
+    output."""
+
+    @functools.wraps(fun)
+    def wrapper(*args):
+        if isinstance(in_axes, (list, tuple)):
+            if len(in_axes) != len(args):
+                raise ValueError(f"[vmap] in_axes has {len(in_axes)} entries but the function was called with "
+                                 f"{len(args)} arguments.")
+            specs = list(in_axes)
+        else:
+            specs = [in_axes] * len(args)
+        inputs, axes, owners = [], [], []
+        for i, (a, s) in enumerate(zip(args, specs)):
+            leaves = _array_leaves(a)
+            for x, ax in zip(leaves, _axes_for(a, s, "vmap", "in_axes")):
+                if ax is not None:
+                    if not isinstance(ax, int):
+                        raise TypeError(f"[vmap] in_axes entries must be ints or None; got {_type_name(ax)}.")
+                    if ax < -x.ndim or ax >= x.ndim:
+                        raise ValueError(f"[vmap] in_axes {ax} is out of range for argument {i} of shape "
+                                         f"{tuple(x.shape)}.")
+                    ax = ax % x.ndim
+                inputs.append(x)
+                axes.append(-1 if ax is None else ax)
+                owners.append(i)
+        sizes = [(o, x.shape[ax]) for o, x, ax in zip(owners, inputs, axes) if ax >= 0]
+        if not sizes:
+            raise ValueError("[vmap] At least one argument must be mapped (in_axes are all None).")
+        if len({s for _, s in sizes}) > 1:
+            desc = ", ".join(f"argument {o} has size {s}" for o, s in sizes)
+            raise ValueError(f"[vmap] Inconsistent sizes along the mapped axes: {desc}.")
+        structure = []
+
+        def flat(xs):
+            it = iter(xs)
+            new_args = [_replace_arrays(a, it) for a in args]
+            out = fun(*new_args)
+            leaves = []
+            stack = [out]
+            while stack:
+                t = stack.pop()
+                if isinstance(t, array):
+                    leaves.append(t)
+                    continue
+                node = _children(t)
+                if node is None:
+                    raise TypeError(f"[vmap] The function must return arrays or trees of arrays; got a "
+                                    f"{_type_name(t)} leaf.")
+                stack.extend(child for _, child in reversed(node[0]))
+            structure.append(out)
+            return leaves
+
+        traced_in, traced_out = _core._vmap_trace(flat, inputs, axes)
+        out_tree = structure[0]
+        oaxes = _axes_for(out_tree, out_axes, "vmap", "out_axes")
+        for ax in oaxes:
+            if not isinstance(ax, int):
+                raise ValueError(f"[vmap] out_axes entries must be ints; got {ax!r}.")
+        result = _core._vmap_replace(inputs, traced_in, traced_out, axes, oaxes)
+        return _replace_arrays(out_tree, iter(result))
+
+    return wrapper
+
+
+# --------------------------------------------------------------------------
+# custom_function / checkpoint
+# --------------------------------------------------------------------------
+
+class custom_function:
+    """custom_function(fun)
+
+    Wraps ``fun`` (a decorator) so that transforms use the rules given with
+    ``@f.vjp`` (``(primals, cotangent, output) -> cotangents``), ``@f.jvp``
+    (``(primals, tangents) -> tangent(s) of the output``) and ``@f.vmap``
+    (``(inputs, axes) -> (outputs, out_axes)``, None for an unmapped axis)
+    instead of differentiating or vectorizing ``fun`` itself. A rule not given
+    falls back to the default. Arrays captured by ``fun`` are constants: no
+    gradient flows to them."""
+
+    def __init__(self, fun: Callable):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self._vjp = None
+        self._jvp = None
+        self._vmap = None
+
+    def vjp(self, f: Callable) -> Callable:
+        self._vjp = f
+        return f
+
+    def jvp(self, f: Callable) -> Callable:
+        self._jvp = f
+        return f
+
+    def vmap(self, f: Callable) -> Callable:
+        self._vmap = f
+        return f
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self.__call__, obj)
+
+    def __call__(self, *args, **kwargs):
+        leaves = _array_leaves(list(args))
+        fun = self.fun
+        single = []
+
+        def rebuild(xs):
+            return _replace_arrays(list(args), iter(xs))
+
+        def flat(xs):
+            out = fun(*rebuild(xs), **kwargs)
+            single.append(isinstance(out, array))
+            return _outputs_as_list(out, "custom_function")
+
+        def structured(outs):
+            return outs[0] if single and single[0] else tuple(outs)
+
+        vjp_flat = jvp_flat = vmap_flat = None
+        if self._vjp is not None:
+            user_vjp = self._vjp
+
+            def vjp_flat(primals, cotangents, outputs):
+                cts = user_vjp(tuple(rebuild(primals)), structured(cotangents), structured(outputs))
+                if isinstance(cts, array):
+                    cts = (cts,)
+                return _array_leaves(list(cts))
+
+        if self._jvp is not None:
+            user_jvp = self._jvp
+
+            def jvp_flat(primals, tangents, argnums):
+                r = user_jvp(tuple(rebuild(primals)), tuple(rebuild(tangents)))
+                return _outputs_as_list(r, "custom_function.jvp")
+
+        if self._vmap is not None:
+            user_vmap = self._vmap
+
+            def vmap_flat(inputs, axes):
+                ax = _replace_arrays(list(args), iter([None if a < 0 else a for a in axes]))
+                outs, oaxes = user_vmap(tuple(rebuild(inputs)), tuple(ax))
+                outs = _outputs_as_list(outs, "custom_function.vmap")
+                if not isinstance(oaxes, (list, tuple)):
+                    oaxes = [oaxes]
+                return outs, [-1 if a is None else a for a in oaxes]
+
+        wrapped = _core._custom_function(flat, vjp_flat, jvp_flat, vmap_flat)
+        outs = wrapped(leaves)
+        return structured(list(outs))
+
+
+def checkpoint(fun: Callable) -> Callable:
+    """checkpoint(fun: Callable[P, R]) -> Callable[P, R]
+
+    ``fun`` with gradient checkpointing: its intermediate values are not kept
+    for the backward pass but recomputed there, trading compute for memory."""
+
+    @functools.wraps(fun)
+    def wrapper(*args, **kwargs):
+        leaves = _array_leaves(list(args))
+        single = []
+
+        def flat(xs):
+            out = fun(*_replace_arrays(list(args), iter(xs)), **kwargs)
+            single.append(isinstance(out, array))
+            return _outputs_as_list(out, "checkpoint")
+
+        outs = _core._checkpoint(flat)(leaves)
+        return outs[0] if single[0] else tuple(outs)
+
+    return wrapper
+
+
+# --------------------------------------------------------------------------
+# Jacobians and Hessians (JAX semantics)
+# --------------------------------------------------------------------------
+
+def _jac_setup(fun, args, argnums, tag):
+    single_arg = isinstance(argnums, int)
+    nums = [argnums] if single_arg else list(argnums)
+    for a in nums:
+        if not isinstance(a, int) or a < -len(args) or a >= len(args):
+            raise ValueError(f"[{tag}] argnums {argnums} is out of range for {len(args)} arguments.")
+    nums = [a % len(args) for a in nums]
+    trees = [args[a] for a in nums]
+    counts, leaves = [], []
+    for t in trees:
+        n0 = len(leaves)
+        _array_leaves(t, leaves)
+        counts.append(len(leaves) - n0)
+    for x in leaves:
+        if x.dtype not in (_core.float16, _core.bfloat16, _core.float32, _core.float64, _core.complex64):
+            raise TypeError(f"[{tag}] Differentiation needs inexact inputs; got an argument of dtype {x.dtype}.")
+    structure = []
+
+    def flat(xs):
+        it = iter(xs)
+        new_args = list(args)
+        for a in nums:
+            new_args[a] = _replace_arrays(args[a], it)
+        out = fun(*new_args)
+        structure.append(out)
+        return _array_leaves(out)
+
+    def assemble(blocks):
+        # blocks[k][j]: d output leaf k / d input leaf j
+        out_tree = structure[0]
+        per_out = []
+        for row in blocks:
+            it = iter(row)
+            per_arg = [_replace_arrays(t, it) for t in trees]
+            per_out.append(per_arg[0] if single_arg else tuple(per_arg))
+        return _replace_arrays(out_tree, iter(per_out))
+
+    return leaves, flat, assemble
+
+
+def _prod(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def jacrev(fun: Callable, argnums: Union[int, Sequence[int]] = 0) -> Callable:
+    """jacrev(fun: Callable, argnums: int | Sequence[int] = 0) -> Callable
+
+    The Jacobian of ``fun`` by reverse mode (a vmap of vjp over the output
+    basis): for an output of shape O and an input of shape I, an array of
+    shape O + I; pytrees of outputs and inputs nest as in JAX."""
+
+    @functools.wraps(fun)
+    def wrapper(*args):
+        xs, flat, assemble = _jac_setup(fun, args, argnums, "jacrev")
+        outs = flat(xs)
+        sizes = [_prod(o.shape) for o in outs]
+        total = sum(sizes)
+        basis = _core.eye(total, dtype=outs[0].dtype if outs else _core.float32)
+
+        def pull(row):
+            cts, start = [], 0
+            for o, n in zip(outs, sizes):
+                cts.append(row[start:start + n].reshape(o.shape).astype(o.dtype))
+                start += n
+            return _core._vjp(flat, xs, cts)[1]
+
+        rows = vmap(pull)(basis) if total else [_core.zeros((0,) + tuple(x.shape), x.dtype) for x in xs]
+        blocks, start = [], 0
+        for o, n in zip(outs, sizes):
+            blocks.append([r[start:start + n].reshape(tuple(o.shape) + tuple(x.shape)) for r, x in zip(rows, xs)])
+            start += n
+        return assemble(blocks)
+
+    return wrapper
+
+
+def jacfwd(fun: Callable, argnums: Union[int, Sequence[int]] = 0) -> Callable:
+    """jacfwd(fun: Callable, argnums: int | Sequence[int] = 0) -> Callable
+
+    The Jacobian of ``fun`` by forward mode (a vmap of jvp over the input
+    basis); same shapes and nesting as ``jacrev``."""
+
+    @functools.wraps(fun)
+    def wrapper(*args):
+        xs, flat, assemble = _jac_setup(fun, args, argnums, "jacfwd")
+        outs = flat(xs)
+        sizes = [_prod(x.shape) for x in xs]
+        total = sum(sizes)
+        basis = _core.eye(total, dtype=xs[0].dtype if xs else _core.float32)
+
+        def push(col):
+            ts, start = [], 0
+            for x, n in zip(xs, sizes):
+                ts.append(col[start:start + n].reshape(x.shape).astype(x.dtype))
+                start += n
+            return _core._jvp(flat, xs, ts)[1]
+
+        cols = vmap(push)(basis) if total else [_core.zeros((0,) + tuple(o.shape), o.dtype) for o in outs]
+        blocks = []
+        for o, c in zip(outs, cols):
+            row, start = [], 0
+            for x, n in zip(xs, sizes):
+                part = _core.moveaxis(c[start:start + n], 0, -1) if o.ndim else c[start:start + n]
+                row.append(part.reshape(tuple(o.shape) + tuple(x.shape)))
+                start += n
+            blocks.append(row)
+        return assemble(blocks)
+
+    return wrapper
+
+
+def hessian(fun: Callable, argnums: Union[int, Sequence[int]] = 0) -> Callable:
+    """hessian(fun: Callable, argnums: int | Sequence[int] = 0) -> Callable
+
+    The Hessian of the scalar-valued ``fun``: jacfwd of jacrev."""
+    return jacfwd(jacrev(fun, argnums), argnums)
+
+
+def install(core) -> None:
+    """Adds the transforms to the ember.core module."""
+    for f in (vjp, jvp, grad, value_and_grad, vmap, checkpoint, jacrev, jacfwd, hessian):
+        f.__module__ = "ember.core"
+        setattr(core, f.__name__, f)
+    custom_function.__module__ = "ember.core"
+    core.custom_function = custom_function

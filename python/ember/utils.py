@@ -1,0 +1,189 @@
+"""Pytrees: nested lists, tuples (named tuples too), dicts and registered
+classes whose leaves are arrays or any other values.
+
+    params = {"w": mx.ones((2, 2)), "layers": [mx.zeros(3), mx.zeros(3)]}
+    tree_flatten(params)     # [("w", ...), ("layers.0", ...), ("layers.1", ...)]
+    tree_map(lambda p: p * 2, params)
+
+``register_pytree_node(cls, flatten, unflatten)`` makes instances of a user
+class a node (JAX's convention: ``flatten(obj) -> (children, aux)`` and
+``unflatten(aux, children) -> obj``); every ``tree_*`` function and every
+transform (grad, vmap, ...) then walks into it like into a list.
+"""
+
+from collections import OrderedDict
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+
+__all__ = [
+    "register_pytree_node",
+    "tree_flatten",
+    "tree_unflatten",
+    "tree_map",
+    "tree_map_with_path",
+    "tree_reduce",
+    "tree_merge",
+]
+
+_registry: Dict[type, Tuple[Callable, Callable]] = {}
+
+
+def register_pytree_node(cls: type, flatten_fn: Callable, unflatten_fn: Callable) -> None:
+    """Registers ``cls`` as a pytree node: ``flatten_fn(obj)`` returns
+    ``(children, aux_data)`` and ``unflatten_fn(aux_data, children)`` rebuilds
+    the object."""
+    if not isinstance(cls, type):
+        raise TypeError(f"[register_pytree_node] Expected a class, got {type(cls).__name__}.")
+    if cls in (list, tuple, dict):
+        raise ValueError(f"[register_pytree_node] {cls.__name__} is already a pytree node.")
+    _registry[cls] = (flatten_fn, unflatten_fn)
+
+
+def _is_namedtuple(x) -> bool:
+    return isinstance(x, tuple) and hasattr(type(x), "_fields")
+
+
+def _children(tree) -> Optional[Tuple[List[Tuple[Any, Any]], Callable[[List[Any]], Any]]]:
+    """(key, child) pairs of a node and a function rebuilding the node from new
+    children (in the same order); None for a leaf."""
+    t = type(tree)
+    if t in _registry:
+        flatten, unflatten = _registry[t]
+        kids, aux = flatten(tree)
+        kids = list(kids)
+        return list(enumerate(kids)), lambda new: unflatten(aux, list(new))
+    if isinstance(tree, dict):
+        keys = list(tree.keys())
+        if t is dict or t is OrderedDict:
+            return [(k, tree[k]) for k in keys], lambda new: t(zip(keys, new))
+        return [(k, tree[k]) for k in keys], lambda new: t(dict(zip(keys, new)))
+    if _is_namedtuple(tree):
+        return list(enumerate(tree)), lambda new: t(*new)
+    if isinstance(tree, (list, tuple)):
+        return list(enumerate(tree)), lambda new: t(new)
+    return None
+
+
+def _node(tree, is_leaf):
+    if is_leaf is not None and is_leaf(tree):
+        return None
+    return _children(tree)
+
+
+def tree_flatten(tree: Any, prefix: str = "", is_leaf: Optional[Callable] = None,
+                 destination: Union[List[Tuple[str, Any]], Dict[str, Any], None] = None
+                 ) -> Union[List[Tuple[str, Any]], Dict[str, Any]]:
+    """The leaves of ``tree`` with their dotted paths (``"layers.0.w"``), as a
+    list of pairs or, when ``destination`` is a dict, into that dict."""
+    out = destination if destination is not None else []
+    add = out.__setitem__ if isinstance(out, dict) else (lambda k, v: out.append((k, v)))
+    stack = [(prefix, tree)]
+    while stack:
+        path, t = stack.pop()
+        node = _node(t, is_leaf)
+        if node is None:
+            add(path[1:], t)  # paths are built as prefix + "." + key: drop the first character
+            continue
+        kids, _ = node
+        for k, child in reversed(kids):
+            stack.append((f"{path}.{k}", child))
+    return out
+
+
+def tree_unflatten(tree: Union[List[Tuple[str, Any]], Dict[str, Any]]) -> Any:
+    """Rebuilds a tree of lists and dicts from ``(path, value)`` pairs as
+    ``tree_flatten`` writes them: numeric keys make lists."""
+    items = list(tree.items()) if isinstance(tree, dict) else list(tree)
+    if len(items) == 1 and items[0][0] == "":
+        return items[0][1]
+    root: Dict[str, Any] = {}
+    for path, value in items:
+        keys = path.split(".")
+        d = root
+        for k in keys[:-1]:
+            d = d.setdefault(k, {})
+        d[keys[-1]] = value
+
+    def build(d):
+        if not isinstance(d, dict):
+            return d
+        if d and all(k.isdigit() for k in d):
+            idx = sorted(d, key=int)
+            return [build(d[k]) for k in idx]
+        return {k: build(v) for k, v in d.items()}
+
+    return build(root)
+
+
+def tree_map(fn: Callable, tree: Any, *rest: Any, is_leaf: Optional[Callable] = None) -> Any:
+    """``fn`` applied to every leaf of ``tree`` (and the matching subtrees of
+    ``rest``, which must have at least ``tree``'s structure)."""
+    node = _node(tree, is_leaf)
+    if node is None:
+        return fn(tree, *rest)
+    kids, rebuild = node
+    new = []
+    for k, child in kids:
+        new.append(tree_map(fn, child, *(_child_of(r, k, tree) for r in rest), is_leaf=is_leaf))
+    return rebuild(new)
+
+
+def _child_of(other, key, like):
+    if type(like) in _registry:
+        return _children(other)[0][key][1]
+    return other[key]
+
+
+def tree_map_with_path(fn: Callable, tree: Any, *rest: Any, is_leaf: Optional[Callable] = None,
+                       path: Optional[Any] = None) -> Any:
+    """Like ``tree_map``, with the leaf's dotted path as ``fn``'s first
+    argument."""
+    node = _node(tree, is_leaf)
+    if node is None:
+        return fn(path, tree, *rest)
+    kids, rebuild = node
+    new = []
+    for k, child in kids:
+        p = f"{path}.{k}" if path is not None else str(k)
+        new.append(tree_map_with_path(fn, child, *(_child_of(r, k, tree) for r in rest), is_leaf=is_leaf,
+                                      path=p))
+    return rebuild(new)
+
+
+_NO_INIT = object()
+
+
+def tree_reduce(fn: Callable, tree: Any, initializer: Any = None, is_leaf: Optional[Callable] = None) -> Any:
+    """Folds ``fn(accumulator, leaf)`` over the leaves in order; without an
+    initializer the first leaf starts the fold."""
+    acc = _NO_INIT if initializer is None else initializer
+    for _, leaf in tree_flatten(tree, is_leaf=is_leaf):
+        acc = leaf if acc is _NO_INIT else fn(acc, leaf)
+    return None if acc is _NO_INIT else acc
+
+
+def tree_merge(tree_a: Any, tree_b: Any, merge_fn: Optional[Callable] = None) -> Any:
+    """Merges two trees whose filled positions do not overlap (an empty
+    position is None or an empty container); ``merge_fn(a, b)`` resolves
+    positions filled in both."""
+
+    def empty(t):
+        return t is None or (isinstance(t, (list, tuple, dict)) and len(t) == 0)
+
+    if empty(tree_a):
+        return tree_b
+    if empty(tree_b):
+        return tree_a
+    if isinstance(tree_a, dict) and isinstance(tree_b, dict):
+        out = {}
+        for k in list(tree_b.keys()) + [k for k in tree_a.keys() if k not in tree_b]:
+            out[k] = tree_merge(tree_a.get(k), tree_b.get(k), merge_fn)
+        return out
+    if isinstance(tree_a, (list, tuple)) and isinstance(tree_b, (list, tuple)):
+        if len(tree_a) != len(tree_b):
+            raise ValueError("Trees contain sequences of different lengths at the same location "
+                             f"({len(tree_a)} and {len(tree_b)}).")
+        merged = [tree_merge(a, b, merge_fn) for a, b in zip(tree_a, tree_b)]
+        return type(tree_a)(*merged) if _is_namedtuple(tree_a) else type(tree_a)(merged)
+    if merge_fn is None:
+        raise ValueError("Trees contain elements at the same locations but no merge function was provided.")
+    return merge_fn(tree_a, tree_b)
