@@ -37,7 +37,7 @@ def _float_argnums(args):
 
 def _caller(fun, args, argnums):
     """fun over the differentiated args only (a list), others held fixed."""
-    fixed = {i: (mx.array(a) if isinstance(a, np.ndarray) else a) for i, a in enumerate(args) if i not in argnums}
+    fixed = {i: (_keep(a) if isinstance(a, np.ndarray) else a) for i, a in enumerate(args) if i not in argnums}
 
     def call(xs):
         full = []
@@ -49,24 +49,34 @@ def _caller(fun, args, argnums):
     return call
 
 
+def _f64(x):
+    """float64 stays float64 (mx.array alone would give float32, as MLX)."""
+    return mx.array(x, dtype=mx.float64)
+
+
+def _keep(a):
+    """An mx array of a NumPy array's own dtype."""
+    return _f64(a) if a.dtype == np.float64 else mx.array(a)
+
+
 def _dot(a, b):
     return float(np.sum(np.asarray(a, np.float64) * np.asarray(b, np.float64)))
 
 
 def _check(call, xs, rng, eps, rtol, atol, what):
     ts = [rng.standard_normal(x.shape) for x in xs]
-    plus = [_to_np(o) for o in call([mx.array(x + eps * t) for x, t in zip(xs, ts)])]
-    minus = [_to_np(o) for o in call([mx.array(x - eps * t) for x, t in zip(xs, ts)])]
+    plus = [_to_np(o) for o in call([_f64(x + eps * t) for x, t in zip(xs, ts)])]
+    minus = [_to_np(o) for o in call([_f64(x - eps * t) for x, t in zip(xs, ts)])]
     fd = [(p - m) / (2 * eps) for p, m in zip(plus, minus)]
 
-    outs, jvps = mx.jvp(call, [mx.array(x) for x in xs], [mx.array(t) for t in ts])
+    outs, jvps = mx.jvp(lambda *a: call(list(a)), [_f64(x) for x in xs], [_f64(t) for t in ts])
     assert len(jvps) == len(fd), f"{what}: jvp returned {len(jvps)} tangents for {len(fd)} outputs"
     for k, (j, f) in enumerate(zip(jvps, fd)):
         assert j.shape == tuple(f.shape), f"{what}: jvp output {k} has shape {j.shape}, expected {f.shape}"
         np.testing.assert_allclose(_to_np(j), f, rtol=rtol, atol=atol, err_msg=f"{what}: jvp output {k}")
 
     us = [rng.standard_normal(np.shape(o)) for o in plus]
-    outs, vjps = mx.vjp(call, [mx.array(x) for x in xs], [mx.array(u) for u in us])
+    outs, vjps = mx.vjp(lambda *a: call(list(a)), [_f64(x) for x in xs], [_f64(u) for u in us])
     assert len(vjps) == len(xs), f"{what}: vjp returned {len(vjps)} cotangents for {len(xs)} inputs"
     for k, (v, x) in enumerate(zip(vjps, xs)):
         assert v.shape == x.shape, f"{what}: vjp cotangent {k} has shape {v.shape}, input {x.shape}"
@@ -86,10 +96,10 @@ def check_grads(fun, args, argnums=None, order=1, rng=None, eps=1e-6, rtol=1e-5,
     xs = [np.asarray(args[i], np.float64) for i in argnums]
     us = _check(call, xs, rng, eps, rtol, atol, "order 1")
     if order >= 2:
-        u_mx = [mx.array(u) for u in us]
+        u_mx = [_f64(u) for u in us]
 
         def vjp_of(*ys):
-            return mx.vjp(call, list(ys), u_mx)[1]
+            return mx.vjp(lambda *a: call(list(a)), list(ys), u_mx)[1]
 
         _check(lambda ys: _as_list(vjp_of(*ys)), xs, rng, eps, rtol * 10, atol * 10, "order 2")
 
@@ -105,11 +115,11 @@ def check_vmap(fun, args, in_axes=0, out_axes=0, rtol=1e-6, atol=1e-6):
     sizes = {np.shape(a)[ax] for a, ax in zip(args, axes) if ax is not None}
     assert len(sizes) == 1, f"batched args disagree on the batch size: {sizes}"
     (n,) = sizes
-    mx_args = [mx.array(a) if isinstance(a, np.ndarray) else a for a in args]
+    mx_args = [_keep(a) if isinstance(a, np.ndarray) else a for a in args]
     got = _as_list(mx.vmap(fun, in_axes=tuple(axes), out_axes=out_axes)(*mx_args))
     per = []
     for i in range(n):
-        sl = [mx.array(_take(a, i, ax)) if ax is not None else m for a, ax, m in zip(args, axes, mx_args)]
+        sl = [_keep(_take(a, i, ax)) if ax is not None else m for a, ax, m in zip(args, axes, mx_args)]
         per.append([_to_np(o) for o in _as_list(fun(*sl))])
     oaxes = list(out_axes) if isinstance(out_axes, (list, tuple)) else [out_axes] * len(got)
     for k, (g, oa) in enumerate(zip(got, oaxes)):
