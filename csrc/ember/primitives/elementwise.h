@@ -5,6 +5,8 @@
 // ops/elementwise.cpp, a binding, rules (see CONTRIBUTING.md).
 #pragma once
 
+#include <optional>
+
 #include "ember/primitive.h"
 
 namespace ember {
@@ -38,6 +40,12 @@ class Unary final : public Primitive {
   using Primitive::Primitive;
   const char* name() const override { return Op::name; }
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+  std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
+                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
+  std::vector<array> jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
+                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
+  std::pair<std::vector<array>, std::vector<int>> vmap(const std::vector<array>& inputs,
+                                                       const std::vector<int>& axes) override;
   bool is_elementwise() const override { return true; }
   bool is_equivalent(const Primitive& o) const override { return dynamic_cast<const Unary*>(&o); }
 };
@@ -48,6 +56,12 @@ class Binary final : public Primitive {
   using Primitive::Primitive;
   const char* name() const override { return Op::name; }
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+  std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
+                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
+  std::vector<array> jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
+                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
+  std::pair<std::vector<array>, std::vector<int>> vmap(const std::vector<array>& inputs,
+                                                       const std::vector<int>& axes) override;
   bool is_elementwise() const override { return true; }
   bool is_equivalent(const Primitive& o) const override { return dynamic_cast<const Binary*>(&o); }
 };
@@ -58,18 +72,39 @@ class Select final : public Primitive {
   using Primitive::Primitive;
   const char* name() const override { return "Select"; }
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+  std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
+                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
+  std::vector<array> jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
+                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
+  std::pair<std::vector<array>, std::vector<int>> vmap(const std::vector<array>& inputs,
+                                                       const std::vector<int>& axes) override;
   bool is_elementwise() const override { return true; }
   bool is_equivalent(const Primitive& o) const override { return dynamic_cast<const Select*>(&o); }
 };
 
 // Conversion to the output's dtype (NumPy's casting: float -> int truncates).
+// vmap rebuilds the conversion and so needs the target dtype: a node built
+// without one (AsType(s)) has every rule but vmap.
 class AsType final : public Primitive {
  public:
-  using Primitive::Primitive;
+  explicit AsType(Stream s, std::optional<Dtype> dtype = {}) : Primitive(s), dtype_(dtype) {}
   const char* name() const override { return "AsType"; }
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+  std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
+                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
+  std::vector<array> jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
+                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
+  std::pair<std::vector<array>, std::vector<int>> vmap(const std::vector<array>& inputs,
+                                                       const std::vector<int>& axes) override;
   bool is_elementwise() const override { return true; }
-  bool is_equivalent(const Primitive& o) const override { return dynamic_cast<const AsType*>(&o); }
+  bool is_equivalent(const Primitive& o) const override {
+    auto p = dynamic_cast<const AsType*>(&o);
+    return p && dtype_ && p->dtype_ == dtype_;
+  }
+  std::optional<Dtype> dtype() const { return dtype_; }
+
+ private:
+  std::optional<Dtype> dtype_;
 };
 
 }  // namespace ember

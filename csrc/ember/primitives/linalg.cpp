@@ -1,0 +1,89 @@
+// Transform rules of Matmul (kernel in backend/cpu/matmul.cpp).
+//
+// The node's operands have equal batch shapes (the op broadcast them), so
+// the products below never broadcast and each cotangent already has its
+// operand's shape:
+//   jvp  ta @ b + a @ tb
+//   vjp  ct @ b^H, a^H @ ct    (conjugate transposes: MLX's convention for
+//                               complex cotangents, see elementwise.cpp)
+#include "ember/ops.h"
+#include "ember/primitives/linalg.h"
+
+namespace ember {
+
+namespace {
+
+array mT(const array& x, Stream s) { return swapaxes(x, -1, -2, s); }
+array mH(const array& x, Stream s) { return mT(conjugate(x, s), s); }
+
+// A Matmul node on operands with equal batch shapes, computing in their dtype.
+array matmul_node(const array& a, const array& b, Stream s) {
+  Shape out = a.shape();
+  out.back() = b.shape(-1);
+  return array(std::move(out), a.dtype(), std::make_shared<Matmul>(s), {a, b});
+}
+
+// x with dims [d, d + 1] merged into one / with dim d split in (n, m).
+array merge_dims(const array& x, int d, Stream s) {
+  Shape sh = x.shape();
+  sh[d] *= sh[d + 1];
+  sh.erase(sh.begin() + d + 1);
+  return reshape(x, sh, s);
+}
+array split_dim(const array& x, int d, int64_t n, int64_t m, Stream s) {
+  Shape sh = x.shape();
+  sh[d] = n;
+  sh.insert(sh.begin() + d + 1, m);
+  return reshape(x, sh, s);
+}
+
+}  // namespace
+
+std::vector<array> Matmul::vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
+                               const std::vector<int>& argnums, const std::vector<array>&) {
+  const array &a = primals[0], &b = primals[1], &ct = cotangents[0];
+  Stream s = stream();
+  std::vector<array> out;
+  for (int arg : argnums) out.push_back(arg == 0 ? matmul(ct, mH(b, s), s) : matmul(mH(a, s), ct, s));
+  return out;
+}
+
+std::vector<array> Matmul::jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
+                               const std::vector<int>& argnums, const std::vector<array>&) {
+  const array &a = primals[0], &b = primals[1];
+  Stream s = stream();
+  array out;
+  for (size_t i = 0; i < argnums.size(); ++i) {
+    array term = argnums[i] == 0 ? matmul(tangents[i], b, s) : matmul(a, tangents[i], s);
+    out = out.valid() ? add(out, term, s) : term;
+  }
+  return {out};
+}
+
+// Both batched: batch axes to the front, one batched product. Only a
+// batched: its batch folds into the rows, (..., B, M, K) -> (..., B*M, K),
+// one product with the unbatched b and the rows unfolded again; only b
+// batched: likewise into the columns, (..., K, B, N) -> (..., K, B*N). The
+// unbatched operand is never copied B times.
+std::pair<std::vector<array>, std::vector<int>> Matmul::vmap(const std::vector<array>& inputs,
+                                                             const std::vector<int>& axes) {
+  const array &a = inputs[0], &b = inputs[1];
+  int aa = axes[0], ab = axes[1];
+  Stream s = stream();
+  if (aa < 0 && ab < 0) return {{matmul_node(a, b, s)}, {-1}};
+  if (aa >= 0 && ab >= 0) {
+    return {{matmul_node(moveaxis(a, aa, 0, s), moveaxis(b, ab, 0, s), s)}, {0}};
+  }
+  if (aa >= 0) {
+    int d = a.ndim() - 3;  // where the batch goes: just before M
+    array x = moveaxis(a, aa, d, s);
+    array r = matmul_node(merge_dims(x, d, s), b, s);
+    return {{split_dim(r, d, x.shape(d), x.shape(d + 1), s)}, {d}};
+  }
+  int d = b.ndim() - 2;  // just before N
+  array y = moveaxis(b, ab, d, s);
+  array r = matmul_node(a, merge_dims(y, d, s), s);
+  return {{split_dim(r, d, y.shape(d), y.shape(d + 1), s)}, {d}};
+}
+
+}  // namespace ember
