@@ -16,11 +16,6 @@ namespace {
 
 using VmapResult = std::pair<std::vector<array>, std::vector<int>>;
 
-[[noreturn]] void missing(const char* prim, const char* what) {
-  throw std::invalid_argument(std::string("[vmap] Primitive ") + prim + " was built without its " + what +
-                              ", so it has no vmap rule.");
-}
-
 // The batch size: the extent of the first batched input's batch axis.
 int64_t batch_size(const std::vector<array>& inputs, const std::vector<int>& axes) {
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -141,10 +136,9 @@ std::vector<array> Reshape::jvp(const std::vector<array>&, const std::vector<arr
 }
 
 VmapResult Reshape::vmap(const std::vector<array>& inputs, const std::vector<int>& axes) {
-  if (!shape_) missing(name(), "output shape");
-  if (axes[0] < 0) return {{reshape(inputs[0], *shape_, stream())}, {-1}};
+  if (axes[0] < 0) return {{reshape(inputs[0], shape_, stream())}, {-1}};
   array x = batch_first(inputs[0], axes[0], 0, stream());
-  return {{reshape(x, prepend(x.shape()[0], *shape_), stream())}, {0}};
+  return {{reshape(x, prepend(x.shape()[0], shape_), stream())}, {0}};
 }
 
 // ---- Transpose --------------------------------------------------------------
@@ -182,14 +176,13 @@ std::vector<array> Broadcast::jvp(const std::vector<array>&, const std::vector<a
 }
 
 VmapResult Broadcast::vmap(const std::vector<array>& inputs, const std::vector<int>& axes) {
-  if (!shape_) missing(name(), "output shape");
-  if (axes[0] < 0) return {{broadcast_to(inputs[0], *shape_, stream())}, {-1}};
+  if (axes[0] < 0) return {{broadcast_to(inputs[0], shape_, stream())}, {-1}};
   array x = batch_first(inputs[0], axes[0], 0, stream());
   // (B, *in) -> (B, 1, ..., 1, *in): the input's dims right-aligned with shape_
-  Shape ex(1 + shape_->size() - (x.ndim() - 1), 1);
+  Shape ex(1 + shape_.size() - (x.ndim() - 1), 1);
   ex[0] = x.shape()[0];
   ex.insert(ex.end(), x.shape().begin() + 1, x.shape().end());
-  return {{broadcast_to(reshape(x, ex, stream()), prepend(x.shape()[0], *shape_), stream())}, {0}};
+  return {{broadcast_to(reshape(x, ex, stream()), prepend(x.shape()[0], shape_), stream())}, {0}};
 }
 
 // ---- Slice ------------------------------------------------------------------
@@ -243,11 +236,10 @@ std::vector<array> AsStrided::jvp(const std::vector<array>&, const std::vector<a
 // The batch becomes a leading dim whose stride is the per-item input size
 // (as_strided reads its input in row-major order, batch first here).
 VmapResult AsStrided::vmap(const std::vector<array>& inputs, const std::vector<int>& axes) {
-  if (!shape_) missing(name(), "output shape");
-  if (axes[0] < 0) return {{as_strided(inputs[0], *shape_, strides_, offset_, stream())}, {-1}};
+  if (axes[0] < 0) return {{as_strided(inputs[0], shape_, strides_, offset_, stream())}, {-1}};
   array x = batch_first(inputs[0], axes[0], 0, stream());
   int64_t per = x.shape()[0] ? x.size() / x.shape()[0] : 0;
-  return {{as_strided(x, prepend(x.shape()[0], *shape_), prepend(per, strides_), offset_, stream())}, {0}};
+  return {{as_strided(x, prepend(x.shape()[0], shape_), prepend(per, strides_), offset_, stream())}, {0}};
 }
 
 // ---- Contiguous -------------------------------------------------------------
@@ -281,14 +273,13 @@ std::vector<array> Full::jvp(const std::vector<array>&, const std::vector<array>
 }
 
 VmapResult Full::vmap(const std::vector<array>& inputs, const std::vector<int>& axes) {
-  if (!shape_) missing(name(), "output shape");
-  if (axes[0] < 0) return {{full(*shape_, inputs[0], dtype_, stream())}, {-1}};
+  if (axes[0] < 0) return {{full(shape_, inputs[0], dtype_, stream())}, {-1}};
   array v = batch_first(inputs[0], axes[0], 0, stream());
   // (B, *v) -> (B, 1, ..., 1, *v), right-aligned with shape_
-  Shape ex(1 + shape_->size() - (v.ndim() - 1), 1);
+  Shape ex(1 + shape_.size() - (v.ndim() - 1), 1);
   ex[0] = v.shape()[0];
   ex.insert(ex.end(), v.shape().begin() + 1, v.shape().end());
-  return {{full(prepend(v.shape()[0], *shape_), reshape(v, ex, stream()), dtype_, stream())}, {0}};
+  return {{full(prepend(v.shape()[0], shape_), reshape(v, ex, stream()), dtype_, stream())}, {0}};
 }
 
 // ---- Arange -----------------------------------------------------------------
@@ -305,7 +296,7 @@ std::vector<array> Arange::jvp(const std::vector<array>&, const std::vector<arra
 }
 
 VmapResult Arange::vmap(const std::vector<array>&, const std::vector<int>&) {
-  if (!n_) missing(name(), "length and dtype");
+  if (!n_) no_rule("vmap");
   auto prim = std::make_shared<Arange>(stream(), start_, step_, *n_, dtype_);
   return {{array(Shape{*n_}, dtype_, std::move(prim), {})}, {-1}};
 }
@@ -381,10 +372,9 @@ std::vector<array> Pad::jvp(const std::vector<array>& primals, const std::vector
 }
 
 VmapResult Pad::vmap(const std::vector<array>& inputs, const std::vector<int>& axes) {
-  if (!high_) missing(name(), "high padding");
   Stream s = stream();
   std::vector<std::pair<int64_t, int64_t>> w;
-  for (size_t i = 0; i < low_.size(); ++i) w.push_back({low_[i], (*high_)[i]});
+  for (size_t i = 0; i < low_.size(); ++i) w.push_back({low_[i], high_[i]});
   if (!any_batched(axes)) return {{pad(inputs[0], w, "constant", inputs[1], s)}, {-1}};
   int64_t n = batch_size(inputs, axes);
   array x = batch_first(inputs[0], axes[0], n, s);
@@ -404,15 +394,14 @@ VmapResult Pad::vmap(const std::vector<array>& inputs, const std::vector<int>& a
 
 // With the batch first, the dtype change resizes the item's last dim only.
 VmapResult View::vmap(const std::vector<array>& inputs, const std::vector<int>& axes) {
-  if (!dtype_) missing(name(), "output dtype");
   Stream s = stream();
-  if (axes[0] < 0) return {{view(inputs[0], *dtype_, s)}, {-1}};
+  if (axes[0] < 0) return {{view(inputs[0], dtype_, s)}, {-1}};
   array x = batch_first(inputs[0], axes[0], 0, s);
-  if (x.ndim() == 1 && x.itemsize() != size_of(*dtype_)) {
+  if (x.ndim() == 1 && x.itemsize() != size_of(dtype_)) {
     throw std::invalid_argument(std::string("[view] Cannot view a 0-d array of ") + dtype_name(x.dtype()) + " as " +
-                                dtype_name(*dtype_) + " (different itemsize).");
+                                dtype_name(dtype_) + " (different itemsize).");
   }
-  return {{view(x, *dtype_, s)}, {0}};
+  return {{view(x, dtype_, s)}, {0}};
 }
 
 }  // namespace ember

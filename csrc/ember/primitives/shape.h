@@ -3,8 +3,8 @@
 // Their vjp/jvp/vmap rules are in primitives/shape.cpp. A vmap rule sees
 // only the (batched) inputs, so a primitive whose output shape or dtype does
 // not follow from its inputs and parameters keeps it (Reshape, Broadcast,
-// AsStrided, Full, Arange, Pad, View); one built without it (the
-// constructors without those arguments) has no vmap rule.
+// AsStrided, Full, Arange, Pad, View). An Arange built without its length
+// and dtype has no vmap rule (it has no inputs, so vmap never needs one).
 #pragma once
 
 #include <optional>
@@ -27,14 +27,16 @@ namespace ember {
 
 class Reshape final : public Primitive {
  public:
-  explicit Reshape(Stream s) : Primitive(s) {}
   Reshape(Stream s, Shape shape) : Primitive(s), shape_(std::move(shape)) {}
   EMBER_SIMPLE_PRIM(Reshape)
   EMBER_RULES
-  bool is_equivalent(const Primitive& o) const override { return dynamic_cast<const Reshape*>(&o); }
+  bool is_equivalent(const Primitive& o) const override {
+    auto p = dynamic_cast<const Reshape*>(&o);
+    return p && p->shape_ == shape_;
+  }
 
  private:
-  std::optional<Shape> shape_;  // the output shape
+  Shape shape_;  // the output shape
 };
 
 class Transpose final : public Primitive {
@@ -52,15 +54,17 @@ class Transpose final : public Primitive {
 
 class Broadcast final : public Primitive {
  public:
-  explicit Broadcast(Stream s) : Primitive(s) {}
   Broadcast(Stream s, Shape shape) : Primitive(s), shape_(std::move(shape)) {}
   EMBER_SIMPLE_PRIM(Broadcast)
   EMBER_RULES
   bool is_view() const override { return true; }
-  bool is_equivalent(const Primitive& o) const override { return dynamic_cast<const Broadcast*>(&o); }
+  bool is_equivalent(const Primitive& o) const override {
+    auto p = dynamic_cast<const Broadcast*>(&o);
+    return p && p->shape_ == shape_;
+  }
 
  private:
-  std::optional<Shape> shape_;  // the output shape
+  Shape shape_;  // the output shape
 };
 
 class Slice final : public Primitive {
@@ -83,8 +87,6 @@ class AsStrided final : public Primitive {
  public:
   // Output element j reads element offset + sum_i j_i * strides[i] of the
   // input in row-major order (reads may overlap).
-  AsStrided(Stream s, Strides strides, int64_t offset)
-      : Primitive(s), strides_(std::move(strides)), offset_(offset) {}
   AsStrided(Stream s, Shape shape, Strides strides, int64_t offset)
       : Primitive(s), shape_(std::move(shape)), strides_(std::move(strides)), offset_(offset) {}
   EMBER_SIMPLE_PRIM(AsStrided)
@@ -93,7 +95,7 @@ class AsStrided final : public Primitive {
   bool is_equivalent(const Primitive& o) const override;
 
  private:
-  std::optional<Shape> shape_;  // the output shape
+  Shape shape_;  // the output shape
   Strides strides_;
   int64_t offset_;
 };
@@ -113,15 +115,17 @@ class Contiguous final : public Primitive {
 // Materializes input 0 broadcast to the output shape and dtype (full, zeros...).
 class Full final : public Primitive {
  public:
-  explicit Full(Stream s) : Primitive(s) {}
   Full(Stream s, Shape shape, Dtype dtype) : Primitive(s), shape_(std::move(shape)), dtype_(dtype) {}
   EMBER_SIMPLE_PRIM(Full)
   EMBER_RULES
-  bool is_equivalent(const Primitive& o) const override { return dynamic_cast<const Full*>(&o); }
+  bool is_equivalent(const Primitive& o) const override {
+    auto p = dynamic_cast<const Full*>(&o);
+    return p && p->shape_ == shape_ && p->dtype_ == dtype_;
+  }
 
  private:
-  std::optional<Shape> shape_;  // the output shape and dtype
-  Dtype dtype_ = Dtype::float32;
+  Shape shape_;  // the output shape and dtype
+  Dtype dtype_;
 };
 
 // start + i * step for i < n (no inputs).
@@ -156,31 +160,31 @@ class Concatenate final : public Primitive {
 // filled with input 1 (a scalar).
 class Pad final : public Primitive {
  public:
-  Pad(Stream s, Shape low) : Primitive(s), low_(std::move(low)) {}
   Pad(Stream s, Shape low, Shape high) : Primitive(s), low_(std::move(low)), high_(std::move(high)) {}
   EMBER_SIMPLE_PRIM(Pad)
   EMBER_RULES
   bool is_equivalent(const Primitive& o) const override;
 
  private:
-  Shape low_;
-  std::optional<Shape> high_;  // padding after the input, per dim
+  Shape low_, high_;  // padding before and after the input, per dim
 };
 
 // Reinterprets the (dense) bytes of input 0 as the output's dtype. Not
 // differentiable (MLX has no derivative either): vjp/jvp raise.
 class View final : public Primitive {
  public:
-  explicit View(Stream s) : Primitive(s) {}
   View(Stream s, Dtype dtype) : Primitive(s), dtype_(dtype) {}
   EMBER_SIMPLE_PRIM(View)
   std::pair<std::vector<array>, std::vector<int>> vmap(const std::vector<array>& inputs,
                                                        const std::vector<int>& axes) override;
   bool is_view() const override { return true; }
-  bool is_equivalent(const Primitive& o) const override { return dynamic_cast<const View*>(&o); }
+  bool is_equivalent(const Primitive& o) const override {
+    auto p = dynamic_cast<const View*>(&o);
+    return p && p->dtype_ == dtype_;
+  }
 
  private:
-  std::optional<Dtype> dtype_;  // the output dtype
+  Dtype dtype_;  // the output dtype
 };
 
 #undef EMBER_RULES
