@@ -497,7 +497,7 @@ def test_grad_jvp_vmap_of_a_million_op_chain():
     _, (t,) = mx.jvp(_chain, [x], [mx.array(3.0)])
     assert t.item() == 3.0
     v = mx.vmap(_chain)(mx.zeros(2))
-    assert abs(v[0].item() - 1.0) < 1e-3
+    assert v.shape == (2,) and abs(v[0].item() - 1.0) < 0.05  # float32 rounding of 10^6 adds
 
 
 def test_transforms_in_threads():

@@ -8,7 +8,8 @@
 // (ct * conj(d)) serve every op of a kind:
 //
 //   Kind::Smooth  d(x, y) / da(a, b, y), db(a, b, y); for a binary op a
-//                 partial may be std::nullopt, meaning 1 (add, subtract)
+//                 partial may be std::nullopt, meaning 1 (add, subtract),
+//                 or a boolean mask, meaning 1 where true (maximum, minimum)
 //   Kind::Zero    derivative zero almost everywhere (rounding, sign,
 //                 comparisons, logic, bits): zero tangents and cotangents
 //   Kind::Custom  not holomorphic on complex inputs (abs, sign, real, imag,
@@ -354,8 +355,13 @@ std::pair<std::vector<array>, std::vector<int>> Unary<Op>::vmap(const std::vecto
 // ---- Binary -------------------------------------------------------------------
 
 namespace {
-// t * d, or t alone where the partial is 1
-array times(const array& t, const Partial& d, Stream s) { return d ? multiply(t, *d, s) : t; }
+// t * d, or t alone where the partial is 1; a boolean partial (a mask) selects
+// t or 0 without converting the mask.
+array times(const array& t, const Partial& d, Stream s) {
+  if (!d) return t;
+  if (d->dtype() == Dtype::bool_) return where(*d, t, c(0, t), s);
+  return multiply(t, *d, s);
+}
 Partial conj(const Partial& d, Stream s) { return d ? Partial(conjugate(*d, s)) : std::nullopt; }
 }  // namespace
 

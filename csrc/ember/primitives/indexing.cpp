@@ -20,7 +20,8 @@
 //           its position (ties all get it).
 //   Prod    out = dst * P with P the product of the updates at a position:
 //           dst gets ct * conj(P); an update gets ct * conj(dst * product of
-//           the other updates there), computed without dividing by zero.
+//           the other updates there), computed without dividing by zero
+//           (MLX has no rule).
 #include "ember/primitives/indexing.h"
 
 #include <algorithm>
@@ -123,20 +124,26 @@ struct ScatterParts {
 
   // For kind Prod: P (dst's shape), the product of the updates at each
   // position, and E (the updates' shape), d out / d update: dst times the
-  // product of the other updates at that position. E avoids dividing by
-  // zero: with Z zero updates at a position and N the product of its
-  // nonzero ones, a zero update's others multiply to N when Z == 1 (else
-  // 0), a nonzero update's to N / u when Z == 0 (else 0).
+  // product of the other updates at that position. E never divides by
+  // zero. Per position, with N the product of the nonzero updates, Zp the
+  // product of the zero ones (0, or 1 when there are none), Z their number
+  // and Zs their sum (0): a nonzero update's others multiply to N / u * Zp,
+  // a zero update's to N times 1 (Z == 1), the other zero (Z == 2: Zs - u)
+  // or 0. Written so, E is exact and so are its own first derivatives (the
+  // second derivatives of the scatter) at any number of zeros.
   std::pair<array, array> prod_factors(const array& dst, const array& upd) const {
     array one = ones_like(dst, {}, s);
     array p = sct(one, upd, ScatterKind::Prod);
-    array zero = equal(upd, zeros_like(upd, {}, s), s);
-    array u_safe = where(zero, ones_like(upd, {}, s), upd, s);
+    array u0 = zeros_like(upd, {}, s), u1 = ones_like(upd, {}, s);
+    array zero = equal(upd, u0, s);
+    array u_safe = where(zero, u1, upd, s);
     array n_zero = gat(sct(zeros(dst.shape(), Dtype::int32, s), astype(zero, Dtype::int32, s), ScatterKind::Add));
     array nz_prod = gat(sct(one, u_safe, ScatterKind::Prod));
-    array z0 = zeros_like(upd, {}, s);
-    array others = where(zero, where(equal(n_zero, array(1, Dtype::int32), s), nz_prod, z0, s),
-                         where(equal(n_zero, array(0, Dtype::int32), s), divide(nz_prod, u_safe, s), z0, s), s);
+    array z_prod = gat(sct(one, where(zero, upd, u1, s), ScatterKind::Prod));
+    array z_sum = gat(sct(zeros_like(dst, {}, s), where(zero, upd, u0, s), ScatterKind::Add));
+    auto count_is = [&](int c) { return equal(n_zero, array(c, Dtype::int32), s); };
+    array other_zeros = where(count_is(1), u1, where(count_is(2), subtract(z_sum, upd, s), u0, s), s);
+    array others = where(zero, multiply(nz_prod, other_zeros, s), multiply(divide(nz_prod, u_safe, s), z_prod, s), s);
     return {p, multiply(gat(dst), others, s)};
   }
 };

@@ -55,7 +55,7 @@ array exclusive_products(const array& x, const std::vector<int>& axes, Stream s)
 // A NaN result came from the block's NaNs, which then share the derivative.
 array extremum_weights(const array& x, const array& y, const std::vector<int>& axes, Stream s) {
   array hit = logical_or(equal(x, y, s), isnan(x, s), s);
-  array w = astype(hit, x.dtype(), s);
+  array w = where(hit, array(1.0, x.dtype()), array(0.0, x.dtype()), s);
   return divide(w, sum(w, axes, true, s), s);
 }
 

@@ -227,7 +227,12 @@ std::vector<array> Scan::vjp(const std::vector<array>& primals, const std::vecto
       array regular = divide(cumsum(multiply(ct, conj_if_complex(y, s), s), axis_, opp, inclusive_, {}, s),
                              conj_if_complex(z.x_safe, s), s);
       array at_zero = cumsum(multiply(ct, conj_if_complex(z.y1, s), s), axis_, opp, inclusive_, {}, s);
-      return {where(z.zero_before, zero_as(x, s), where(z.first_zero, at_zero, regular, s), s)};
+      // after the first zero: 0, written as (first zero) * (the rest) for a
+      // nonzero x, so the second derivatives are exact with one zero too
+      array first = sum(where(z.first_zero, x, zero_as(x, s), s), Axes{axis_}, true, s);
+      array after = where(z.zero, zero_as(x, s),
+                          multiply(conj_if_complex(first, s), divide(at_zero, conj_if_complex(z.x_safe, s), s), s), s);
+      return {where(z.first_zero, at_zero, where(z.zero_before, after, regular, s), s)};
     }
     case Max:
     case Min: {
