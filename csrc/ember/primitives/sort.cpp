@@ -337,16 +337,29 @@ std::pair<std::vector<array>, std::vector<int>> SearchSorted::vmap(const std::ve
 
 // ---- Unique ----
 
+namespace {
+// Unique's index and counts outputs; recomputed when nobody holds them any
+// more (the transforms pass dead siblings as empty handles).
+std::pair<array, array> index_and_counts(const std::vector<array>& primals, const std::vector<array>& outputs,
+                                         int64_t size, Stream s) {
+  if (outputs[1].valid() && outputs[3].valid()) return {outputs[1], outputs[3]};
+  std::optional<array> fill;
+  if (primals.size() > 1) fill = primals[1];
+  auto r = unique(primals[0], size, true, false, true, fill, s);
+  return {r[1], r[2]};
+}
+}  // namespace
+
 std::vector<array> Unique::vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
                                const std::vector<int>& argnums, const std::vector<array>& outputs) {
   Stream s = stream();
   const array& x = primals[0];
   const array& ct = cotangents[0];
-  const array& index = outputs[1];
+  auto [index, counts] = index_and_counts(primals, outputs, size_, s);
   bool has_fill = primals.size() > 1;
   // real slots (count > 0) hold x[index]; padded ones the fill value, or
   // without one x[index] too (index then names the first unique value)
-  array real_slot = greater(outputs[3], array(0, Dtype::int32), s);
+  array real_slot = greater(counts, array(0, Dtype::int32), s);
   array ct_x = has_fill ? where(real_slot, ct, zero_as(ct, s), s) : ct;
   std::vector<array> res;
   for (int a : argnums) {
@@ -364,16 +377,19 @@ std::vector<array> Unique::jvp(const std::vector<array>& primals, const std::vec
                                const std::vector<int>& argnums, const std::vector<array>& outputs) {
   Stream s = stream();
   const array& x = primals[0];
-  const array& index = outputs[1];
+  auto [index, counts] = index_and_counts(primals, outputs, size_, s);
   std::optional<array> tx, tf;
   for (size_t i = 0; i < argnums.size(); ++i) (argnums[i] == 0 ? tx : tf) = tangents[i];
-  array tv = zero_as(outputs[0], s);
+  array tv = zeros({size_}, x.dtype(), s);
   if (tx && x.size() > 0) tv = gather(*tx, {index}, {0}, s);
   if (primals.size() > 1) {
-    array fill_t = tf ? broadcast_to(*tf, outputs[0].shape(), s) : zero_as(outputs[0], s);
-    tv = where(greater(outputs[3], array(0, Dtype::int32), s), tv, fill_t, s);
+    array fill_t = tf ? broadcast_to(*tf, {size_}, s) : zeros({size_}, x.dtype(), s);
+    tv = where(greater(counts, array(0, Dtype::int32), s), tv, fill_t, s);
   }
-  return {tv, zero_as(outputs[1], s), zero_as(outputs[2], s), zero_as(outputs[3], s)};
+  // the integer outputs' tangents are zeros (none for outputs nobody holds)
+  std::vector<array> res{tv};
+  for (size_t k = 1; k < 4; ++k) res.push_back(outputs[k].valid() ? zero_as(outputs[k], s) : array());
+  return res;
 }
 
 std::pair<std::vector<array>, std::vector<int>> Unique::vmap(const std::vector<array>& inputs,
