@@ -114,12 +114,13 @@ struct ScatterParts {
   // Whether each update survives to the output: with a repeated index only
   // the last write does. Found by scattering each update's own number and
   // reading back which number won.
-  array survives(const array& dst, const array& upd) const {
+  // (Done on an array of the window's shape, not dst's.)
+  array survives(const array& upd) const {
     if (idx.empty()) return ones_like(upd, Dtype::bool_, s);  // one write per position
     Dtype t = index_dtype(upd.size());
     array ids = reshape(arange(0.0, static_cast<double>(upd.size()), 1.0, t, s), upd.shape(), s);
-    array won = sct(full(dst.shape(), array(-1, t), t, s), ids, ScatterKind::Assign);
-    return equal(gat(won), ids, s);
+    array won = scatter(full(view.size, array(-1, t), t, s), idx, ids, axes, ScatterKind::Assign, s);
+    return equal(gather(won, idx, axes, s), ids, s);
   }
 
   // For kind Prod: P (dst's shape), the product of the updates at each
@@ -230,7 +231,7 @@ std::vector<array> Scatter::vjp(const std::vector<array>& primals, const std::ve
         if (is_dst) {
           res.push_back(p.sct(ct, zeros_like(upd, {}, s), ScatterKind::Assign));
         } else {
-          res.push_back(where(p.survives(dst, upd), p.gat(ct), zeros_like(upd, {}, s), s));
+          res.push_back(where(p.survives(upd), p.gat(ct), zeros_like(upd, {}, s), s));
         }
         break;
       case ScatterKind::Add:
