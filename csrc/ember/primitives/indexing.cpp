@@ -138,7 +138,7 @@ struct ScatterParts {
     array u0 = zeros_like(upd, {}, s), u1 = ones_like(upd, {}, s);
     array zero = equal(upd, u0, s);
     array u_safe = where(zero, u1, upd, s);
-    array n_zero = gat(sct(zeros(dst.shape(), Dtype::int32, s), astype(zero, Dtype::int32, s), ScatterKind::Add));
+    array n_zero = gat(sct(zeros(dst.shape(), Dtype::int32, s), where(zero, array(1, Dtype::int32), array(0, Dtype::int32), s), ScatterKind::Add));
     array nz_prod = gat(sct(one, u_safe, ScatterKind::Prod));
     array z_prod = gat(sct(one, where(zero, upd, u1, s), ScatterKind::Prod));
     array z_sum = gat(sct(zeros_like(dst, {}, s), where(zero, upd, u0, s), ScatterKind::Add));

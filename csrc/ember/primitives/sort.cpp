@@ -46,6 +46,12 @@ array conj_if_complex(const array& x, Stream s) { return is_complex(x.dtype()) ?
 
 array zero_as(const array& x, Stream s) { return zeros_like(x, {}, s); }
 
+// int32 1 where mask, else 0 (a select rather than a cast: the rules' own
+// graphs then vmap through the elementwise rules alone)
+array ones_where(const array& mask, Stream s) {
+  return where(mask, array(1, Dtype::int32), array(0, Dtype::int32), s);
+}
+
 Dtype index_dtype(int64_t n) { return n <= std::numeric_limits<int32_t>::max() ? Dtype::int32 : Dtype::int64; }
 
 // arange(n) laid along `axis` of an ndim-d array (size 1 elsewhere).
@@ -201,7 +207,7 @@ ProdZeros prod_zeros(const Scan& p, const array& x, Stream s) {
   int ax = p.axis();
   bool rev = p.reverse();
   array zero = equal(x, zero_as(x, s), s);
-  array zi = astype(zero, Dtype::int32, s);
+  array zi = ones_where(zero, s);
   array before = cumsum(zi, ax, rev, false, {}, s);  // zeros strictly before
   array none_before = equal(before, array(0, Dtype::int32), s);
   array first_zero = logical_and(zero, none_before, s);
@@ -268,7 +274,7 @@ std::vector<array> Scan::jvp(const std::vector<array>& primals, const std::vecto
       ProdZeros z = prod_zeros(*this, x, s);
       // zeros in S(j): none -> y * scan(t / x); exactly one (the first
       // zero) -> only its own term survives; more -> 0
-      array zs = cumsum(astype(z.zero, Dtype::int32, s), axis_, reverse_, inclusive_, {}, s);
+      array zs = cumsum(ones_where(z.zero, s), axis_, reverse_, inclusive_, {}, s);
       array none = multiply(y, cumsum(divide(t, z.x_safe, s), axis_, reverse_, inclusive_, {}, s), s);
       array one = multiply(z.y1, cumsum(where(z.first_zero, t, zero_as(t, s), s), axis_, reverse_, inclusive_, {}, s), s);
       return {where(equal(zs, array(0, Dtype::int32), s), none,
