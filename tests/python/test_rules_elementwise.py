@@ -661,6 +661,21 @@ def test_vmap_astype():
     check_vmap(lambda v: v.astype(mx.int32), [f32(np.random.default_rng(12), (3, 4)) * 3], in_axes=1)
 
 
+def test_vmap_of_rule_casts():
+    """The casts the rules themselves build (astype's cotangent, real's
+    cotangent) carry their dtype, so derivatives vmap."""
+    x = f32(np.random.default_rng(15), (3, 4))
+    u = mx.array(x[:, 0])  # unbatched: only the cotangent of its cast is batched
+    g = mx.vmap(mx.grad(lambda v, w: mx.sum(w.astype(mx.float16) * v), argnums=1),
+                in_axes=(1, None))(mx.array(x, dtype=mx.float16), u)
+    assert g.dtype == mx.float32 and g.shape == (4, 3)
+    np.testing.assert_allclose(npa(g), x.T, rtol=1e-3)
+    z = (x + 1j * x[::-1]).astype(np.complex64)
+    g = mx.vmap(mx.grad(lambda v: mx.sum(mx.real(v) ** 2)))(mx.array(z))
+    assert g.dtype == mx.complex64
+    np.testing.assert_allclose(npa(g), 2 * x, rtol=1e-6)
+
+
 @pytest.mark.parametrize("in_axis", [0, 1, -1])
 @pytest.mark.parametrize("name,kw", [
     ("sum", {}), ("sum", {"axis": 0}), ("prod", {"axis": (0, 1)}), ("max", {"axis": -1}),

@@ -40,6 +40,12 @@ enum class Kind { None, Smooth, Zero, Custom };
 // A constant of x's dtype (weakly typed, so it never promotes x).
 array c(double v, const array& x) { return array(v, x.dtype()); }
 
+// astype, as an AsType node that knows its dtype (so it can be vmapped).
+array cast(const array& x, Dtype t, Stream s) {
+  if (x.dtype() == t) return x;
+  return array(x.shape(), t, std::make_shared<AsType>(s, t), {x});
+}
+
 // ---- unary table ------------------------------------------------------------
 
 template <class Op>
@@ -134,7 +140,7 @@ template <>
 struct UnaryRule<op::Real> {
   static constexpr Kind kind = Kind::Custom;
   static array jvp(const array&, const array&, const array& t, Stream s) { return real(t, s); }
-  static array vjp(const array& x, const array&, const array& ct, Stream s) { return astype(ct, x.dtype(), s); }
+  static array vjp(const array& x, const array&, const array& ct, Stream s) { return cast(ct, x.dtype(), s); }
 };
 // Im z: dL/dIm z = ct, so the cotangent is i ct.
 template <>
@@ -142,7 +148,7 @@ struct UnaryRule<op::Imag> {
   static constexpr Kind kind = Kind::Custom;
   static array jvp(const array&, const array&, const array& t, Stream s) { return imag(t, s); }
   static array vjp(const array& x, const array&, const array& ct, Stream s) {
-    return multiply(astype(ct, x.dtype(), s), array(complex64_t(0, 1), x.dtype()), s);
+    return multiply(cast(ct, x.dtype(), s), array(complex64_t(0, 1), x.dtype()), s);
   }
 };
 template <>
@@ -477,7 +483,7 @@ std::vector<array> AsType::vjp(const std::vector<array>& primals, const std::vec
   const array &x = primals[0], &ct = cotangents[0];
   Stream s = stream();
   array g = is_complex(ct.dtype()) && !is_complex(x.dtype()) ? real(ct, s) : ct;
-  return {astype(g, x.dtype(), s)};
+  return {cast(g, x.dtype(), s)};
 }
 
 std::vector<array> AsType::jvp(const std::vector<array>&, const std::vector<array>& tangents,
@@ -486,13 +492,13 @@ std::vector<array> AsType::jvp(const std::vector<array>&, const std::vector<arra
   Stream s = stream();
   Dtype out = outputs[0].dtype();
   array g = is_complex(t.dtype()) && !is_complex(out) ? real(t, s) : t;
-  return {astype(g, out, s)};
+  return {cast(g, out, s)};
 }
 
 std::pair<std::vector<array>, std::vector<int>> AsType::vmap(const std::vector<array>& inputs,
                                                              const std::vector<int>& axes) {
   if (!dtype_) no_rule("vmap");
-  return {{astype(inputs[0], *dtype_, stream())}, {axes[0]}};
+  return {{cast(inputs[0], *dtype_, stream())}, {axes[0]}};
 }
 
 }  // namespace ember
