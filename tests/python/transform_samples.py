@@ -217,12 +217,11 @@ def _spread(fun):
 
 
 class GradcheckMx:
-    """``mx`` as gradcheck should see it, installed for this suite only
-    (monkeypatched over ``gradcheck.mx``): numpy float64 values become
-    float64 arrays (``mx.array`` follows MLX and makes them float32, which
-    would turn the float64 finite differences into float32 noise), and
-    jvp/vjp hand gradcheck's list-taking callables a list.  Both are
-    gradcheck.py bugs, reported; with them fixed this is a no-op."""
+    """``mx`` for a suite that monkeypatches it over ``gradcheck.mx``:
+    numpy float64 values become float64 arrays (``mx.array`` follows MLX
+    and makes them float32), and jvp/vjp hand list-taking gradcheck
+    callables a list.  gradcheck.py now does both itself, so this is a
+    no-op there; test_rules_elementwise.py still installs it."""
 
     def __getattr__(self, name):
         return getattr(mx, name)
