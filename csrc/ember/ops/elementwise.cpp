@@ -42,7 +42,7 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
 
 array astype(const array& a, Dtype dtype, const StreamOrDevice& s) {
   if (a.dtype() == dtype) return a;
-  return array(a.shape(), dtype, std::make_shared<AsType>(to_stream(s)), {a});
+  return array(a.shape(), dtype, std::make_shared<AsType>(to_stream(s), dtype), {a});
 }
 
 namespace {

@@ -34,7 +34,15 @@ void run_node(Node* n) {
       outs.emplace_back(std::move(s));
     }
   }
-  n->prim->eval_cpu(n->inputs, outs);
+  try {
+    n->prim->eval_cpu(n->inputs, outs);
+  } catch (...) {
+    // A failed kernel may have given its outputs storage already: take it
+    // back, so that the outputs still count as not computed (and a later
+    // evaluation raises again instead of reading garbage).
+    for (auto& o : outs) o.desc()->buf.reset();
+    throw;
+  }
   // A tracer keeps its graph for the transform that is tracing it.
   if (in_tracing()) {
     for (auto& o : outs)
