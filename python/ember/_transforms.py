@@ -472,6 +472,32 @@ def _prod(shape):
     return n
 
 
+def _spans(arrays):
+    """(start, stop) of each array's elements in their concatenation."""
+    out, start = [], 0
+    for a in arrays:
+        out.append((start, start + _prod(a.shape)))
+        start += _prod(a.shape)
+    return out
+
+
+def _map_basis(basis_of, results_like, apply):
+    """vmap of ``apply`` over the standard basis of the concatenated
+    ``basis_of`` arrays (each basis vector split and shaped like them): one
+    array per entry of ``results_like``'s counterpart, with the basis index
+    first."""
+    spans = _spans(basis_of)
+    total = spans[-1][1] if spans else 0
+    if total == 0:
+        return [_core.zeros((0,) + tuple(r.shape), r.dtype) for r in results_like]
+    basis = _core.eye(total, dtype=basis_of[0].dtype)
+
+    def one(vec):
+        return apply([vec[lo:hi].reshape(a.shape).astype(a.dtype) for a, (lo, hi) in zip(basis_of, spans)])
+
+    return vmap(one)(basis)
+
+
 def jacrev(fun: Callable, argnums: Union[int, Sequence[int]] = 0) -> Callable:
     """jacrev(fun: Callable, argnums: int | Sequence[int] = 0) -> Callable
 
@@ -483,23 +509,10 @@ def jacrev(fun: Callable, argnums: Union[int, Sequence[int]] = 0) -> Callable:
     def wrapper(*args):
         xs, flat, assemble = _jac_setup(fun, args, argnums, "jacrev")
         outs = flat(xs)
-        sizes = [_prod(o.shape) for o in outs]
-        total = sum(sizes)
-        basis = _core.eye(total, dtype=outs[0].dtype if outs else _core.float32)
-
-        def pull(row):
-            cts, start = [], 0
-            for o, n in zip(outs, sizes):
-                cts.append(row[start:start + n].reshape(o.shape).astype(o.dtype))
-                start += n
-            return _core._vjp(flat, xs, cts)[1]
-
-        rows = vmap(pull)(basis) if total else [_core.zeros((0,) + tuple(x.shape), x.dtype) for x in xs]
-        blocks, start = [], 0
-        for o, n in zip(outs, sizes):
-            blocks.append([r[start:start + n].reshape(tuple(o.shape) + tuple(x.shape)) for r, x in zip(rows, xs)])
-            start += n
-        return assemble(blocks)
+        # row i of the basis: the cotangent picking output element i
+        rows = _map_basis(outs, xs, lambda cts: _core._vjp(flat, xs, cts)[1])
+        return assemble([[r[lo:hi].reshape(tuple(o.shape) + tuple(x.shape)) for r, x in zip(rows, xs)]
+                         for o, (lo, hi) in zip(outs, _spans(outs))])
 
     return wrapper
 
@@ -514,25 +527,14 @@ def jacfwd(fun: Callable, argnums: Union[int, Sequence[int]] = 0) -> Callable:
     def wrapper(*args):
         xs, flat, assemble = _jac_setup(fun, args, argnums, "jacfwd")
         outs = flat(xs)
-        sizes = [_prod(x.shape) for x in xs]
-        total = sum(sizes)
-        basis = _core.eye(total, dtype=xs[0].dtype if xs else _core.float32)
-
-        def push(col):
-            ts, start = [], 0
-            for x, n in zip(xs, sizes):
-                ts.append(col[start:start + n].reshape(x.shape).astype(x.dtype))
-                start += n
-            return _core._jvp(flat, xs, ts)[1]
-
-        cols = vmap(push)(basis) if total else [_core.zeros((0,) + tuple(o.shape), o.dtype) for o in outs]
+        # column j of the basis: the tangent moving input element j
+        cols = _map_basis(xs, outs, lambda ts: _core._jvp(flat, xs, ts)[1])
         blocks = []
         for o, c in zip(outs, cols):
-            row, start = [], 0
-            for x, n in zip(xs, sizes):
-                part = _core.moveaxis(c[start:start + n], 0, -1) if o.ndim else c[start:start + n]
+            row = []
+            for x, (lo, hi) in zip(xs, _spans(xs)):
+                part = _core.moveaxis(c[lo:hi], 0, -1) if o.ndim else c[lo:hi]
                 row.append(part.reshape(tuple(o.shape) + tuple(x.shape)))
-                start += n
             blocks.append(row)
         return assemble(blocks)
 
