@@ -655,15 +655,16 @@ def test_vmap_where(axes):
     check_vmap(mx.where, [c, x, y], in_axes=axes)
 
 
-@pytest.mark.xfail(strict=True, reason="AsType::vmap needs the target dtype: ops/elementwise.cpp must "
-                                       "construct AsType(stream, dtype)")
-def test_vmap_astype():
-    check_vmap(lambda v: v.astype(mx.int32), [f32(np.random.default_rng(12), (3, 4)) * 3], in_axes=1)
+@pytest.mark.parametrize("dtype", ["int32", "float16", "complex64", "bool_"])
+def test_vmap_astype(dtype):
+    x = f32(np.random.default_rng(12), (3, 4)) * 3
+    check_vmap(lambda v: v.astype(getattr(mx, dtype)), [x], in_axes=1)
+    check_vmap(lambda v: mx.sqrt(mx.abs(v.astype(mx.int32))), [x], in_axes=-1)  # ints compute in float32
 
 
 def test_vmap_of_rule_casts():
-    """The casts the rules themselves build (astype's cotangent, real's
-    cotangent) carry their dtype, so derivatives vmap."""
+    """The casts the rules build (astype's cotangent, real's cotangent)
+    vmap too."""
     x = f32(np.random.default_rng(15), (3, 4))
     u = mx.array(x[:, 0])  # unbatched: only the cotangent of its cast is batched
     g = mx.vmap(mx.grad(lambda v, w: mx.sum(w.astype(mx.float16) * v), argnums=1),

@@ -40,7 +40,7 @@ enum class Kind { None, Smooth, Zero, Custom };
 // A constant of x's dtype (weakly typed, so it never promotes x).
 array c(double v, const array& x) { return array(v, x.dtype()); }
 
-// astype, as an AsType node that knows its dtype (so it can be vmapped).
+// astype's node, built directly (the rules' casts and vmap's rebuild).
 array cast(const array& x, Dtype t, Stream s) {
   if (x.dtype() == t) return x;
   return array(x.shape(), t, std::make_shared<AsType>(s, t), {x});
@@ -497,8 +497,7 @@ std::vector<array> AsType::jvp(const std::vector<array>&, const std::vector<arra
 
 std::pair<std::vector<array>, std::vector<int>> AsType::vmap(const std::vector<array>& inputs,
                                                              const std::vector<int>& axes) {
-  if (!dtype_) no_rule("vmap");
-  return {{cast(inputs[0], *dtype_, stream())}, {axes[0]}};
+  return {{cast(inputs[0], dtype_, stream())}, {axes[0]}};
 }
 
 }  // namespace ember

@@ -5,8 +5,6 @@
 // ops/elementwise.cpp, a binding, rules (see CONTRIBUTING.md).
 #pragma once
 
-#include <optional>
-
 #include "ember/primitive.h"
 
 namespace ember {
@@ -82,12 +80,10 @@ class Select final : public Primitive {
   bool is_equivalent(const Primitive& o) const override { return dynamic_cast<const Select*>(&o); }
 };
 
-// Conversion to the output's dtype (NumPy's casting: float -> int truncates).
-// vmap rebuilds the conversion and so needs the target dtype: a node built
-// without one (AsType(s)) has every rule but vmap.
+// Conversion to `dtype` (NumPy's casting: float -> int truncates).
 class AsType final : public Primitive {
  public:
-  explicit AsType(Stream s, std::optional<Dtype> dtype = {}) : Primitive(s), dtype_(dtype) {}
+  AsType(Stream s, Dtype dtype) : Primitive(s), dtype_(dtype) {}
   const char* name() const override { return "AsType"; }
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
   std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
@@ -99,12 +95,12 @@ class AsType final : public Primitive {
   bool is_elementwise() const override { return true; }
   bool is_equivalent(const Primitive& o) const override {
     auto p = dynamic_cast<const AsType*>(&o);
-    return p && dtype_ && p->dtype_ == dtype_;
+    return p && p->dtype_ == dtype_;
   }
-  std::optional<Dtype> dtype() const { return dtype_; }
+  Dtype dtype() const { return dtype_; }
 
  private:
-  std::optional<Dtype> dtype_;
+  Dtype dtype_;
 };
 
 }  // namespace ember
