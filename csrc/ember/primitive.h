@@ -31,6 +31,16 @@
 
 namespace ember {
 
+// Declares a primitive's three transform rules (defined beside the family's
+// other rules in primitives/<family>.cpp).
+#define EMBER_TRANSFORM_RULES                                                                              \
+  std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,          \
+                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;     \
+  std::vector<array> jvp(const std::vector<array>& primals, const std::vector<array>& tangents,            \
+                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;     \
+  std::pair<std::vector<array>, std::vector<int>> vmap(const std::vector<array>& inputs,                   \
+                                                       const std::vector<int>& axes) override;
+
 class Primitive {
  public:
   explicit Primitive(Stream s) : stream_(s) {}

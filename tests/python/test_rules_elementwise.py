@@ -25,15 +25,9 @@ import zlib
 import numpy as np
 import pytest
 
-import gradcheck
 from conftest import mx
 from gradcheck import check_grads, check_vmap
-from transform_samples import GradcheckMx, as_mx
-
-
-@pytest.fixture(autouse=True)
-def _gradcheck_mx(monkeypatch):
-    monkeypatch.setattr(gradcheck, "mx", GradcheckMx())
+from transform_samples import as_mx
 
 
 def rng_for(*key):

@@ -13,43 +13,10 @@ logcumsumexp, dtypes and shapes of cotangents, complex conventions.
 import numpy as np
 import pytest
 
-import gradcheck
 from conftest import mx
 from gradcheck import check_grads, check_vmap
 
 pytestmark = pytest.mark.ember_only
-
-
-class _GradcheckMx:
-    """gradcheck calls ``mx.array`` on float64 numpy values (MLX makes
-    those float32) and hands jvp/vjp callables that take one list: keep
-    float64 and spread the list here."""
-
-    def __getattr__(self, name):
-        return getattr(mx, name)
-
-    @staticmethod
-    def array(x, dtype=None):
-        if dtype is None and isinstance(x, np.ndarray) and x.dtype == np.float64:
-            return mx.array(x, dtype=mx.float64)
-        return mx.array(x) if dtype is None else mx.array(x, dtype)
-
-    @staticmethod
-    def _spread(fun):
-        q = getattr(fun, "__qualname__", "")
-        takes_list = q.startswith("_caller.") or q.startswith("check_grads.<locals>.<lambda>")
-        return (lambda *xs: fun(list(xs))) if takes_list else fun
-
-    def jvp(self, fun, primals, tangents):
-        return mx.jvp(self._spread(fun), primals, tangents)
-
-    def vjp(self, fun, primals, cotangents):
-        return mx.vjp(self._spread(fun), primals, cotangents)
-
-
-@pytest.fixture(autouse=True)
-def _float64_gradcheck(monkeypatch):
-    monkeypatch.setattr(gradcheck, "mx", _GradcheckMx())
 
 
 RNG = np.random.default_rng(1234)

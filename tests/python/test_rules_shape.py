@@ -16,17 +16,10 @@ Concatenate, Pad, View) and of the ops composed from them.
 import numpy as np
 import pytest
 
-import gradcheck
 from conftest import dtype_name, make_values, mx, mx_dtype, round_to
 from gradcheck import check_grads, check_vmap
 from op_table import OPS, Fixed
-from transform_samples import GradcheckMx, as_mx
-
-
-@pytest.fixture(autouse=True)
-def _gradcheck_mx(monkeypatch):
-    # float64 numpy values as float64 arrays in gradcheck (see GradcheckMx)
-    monkeypatch.setattr(gradcheck, "mx", GradcheckMx())
+from transform_samples import as_mx
 
 
 FAMILIES = ("shape", "creation", "cast")

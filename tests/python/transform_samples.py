@@ -9,17 +9,15 @@ arrays of a pinned dtype such as index arrays and masks) with static ones
 ``check_vmap``, ``mx.vmap`` and ``mx.grad`` need.
 
 Also here: sample selection (a few per op), value separation for ops with
-kinks, batching three draws of a sample along an axis, a strided relayout
-inside the graph, and the scoped gradcheck adapter (see ``GradcheckMx``).
+kinks, batching three draws of a sample along an axis and a strided relayout
+inside the graph.
 """
 
-import inspect
 import zlib
 from dataclasses import dataclass
 
 import numpy as np
 
-import gradcheck
 from conftest import mx, round_to
 from op_table import Fixed
 
@@ -193,49 +191,3 @@ def relayout(a):
     if a.ndim == 1:
         return mx.contiguous(a[::-1])[::-1]
     return a
-
-
-# --------------------------------------------------------------------------
-# gradcheck adapter
-# --------------------------------------------------------------------------
-
-def _takes_one_list(fun):
-    """gradcheck's internal callables take one list of arrays (``call(xs)``,
-    ``lambda ys: ...``), while mx.jvp/mx.vjp call ``fun(*primals)`` like
-    MLX's."""
-    if getattr(fun, "__module__", None) != gradcheck.__name__:
-        return False
-    try:
-        params = list(inspect.signature(fun).parameters.values())
-    except (TypeError, ValueError):
-        return False
-    return len(params) == 1 and params[0].kind == params[0].POSITIONAL_OR_KEYWORD
-
-
-def _spread(fun):
-    return (lambda *xs: fun(list(xs))) if _takes_one_list(fun) else fun
-
-
-class GradcheckMx:
-    """``mx`` for a suite that monkeypatches it over ``gradcheck.mx``:
-    numpy float64 values become float64 arrays (``mx.array`` follows MLX
-    and makes them float32), and jvp/vjp hand list-taking gradcheck
-    callables a list.  gradcheck.py now does both itself, so this is a
-    no-op there; test_rules_elementwise.py still installs it."""
-
-    def __getattr__(self, name):
-        return getattr(mx, name)
-
-    @staticmethod
-    def array(x, dtype=None):
-        if dtype is None and isinstance(x, (np.ndarray, np.generic)):
-            return as_mx(x)
-        return mx.array(x) if dtype is None else mx.array(x, dtype)
-
-    @staticmethod
-    def jvp(fun, primals, tangents):
-        return mx.jvp(_spread(fun), primals, tangents)
-
-    @staticmethod
-    def vjp(fun, primals, cotangents):
-        return mx.vjp(_spread(fun), primals, cotangents)

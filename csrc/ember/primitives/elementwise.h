@@ -38,12 +38,7 @@ class Unary final : public Primitive {
   using Primitive::Primitive;
   const char* name() const override { return Op::name; }
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
-  std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
-                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
-  std::vector<array> jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
-                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
-  std::pair<std::vector<array>, std::vector<int>> vmap(const std::vector<array>& inputs,
-                                                       const std::vector<int>& axes) override;
+  EMBER_TRANSFORM_RULES
   bool is_elementwise() const override { return true; }
   bool is_equivalent(const Primitive& o) const override { return dynamic_cast<const Unary*>(&o); }
 };
@@ -54,12 +49,7 @@ class Binary final : public Primitive {
   using Primitive::Primitive;
   const char* name() const override { return Op::name; }
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
-  std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
-                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
-  std::vector<array> jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
-                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
-  std::pair<std::vector<array>, std::vector<int>> vmap(const std::vector<array>& inputs,
-                                                       const std::vector<int>& axes) override;
+  EMBER_TRANSFORM_RULES
   bool is_elementwise() const override { return true; }
   bool is_equivalent(const Primitive& o) const override { return dynamic_cast<const Binary*>(&o); }
 };
@@ -70,12 +60,7 @@ class Select final : public Primitive {
   using Primitive::Primitive;
   const char* name() const override { return "Select"; }
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
-  std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
-                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
-  std::vector<array> jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
-                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
-  std::pair<std::vector<array>, std::vector<int>> vmap(const std::vector<array>& inputs,
-                                                       const std::vector<int>& axes) override;
+  EMBER_TRANSFORM_RULES
   bool is_elementwise() const override { return true; }
   bool is_equivalent(const Primitive& o) const override { return dynamic_cast<const Select*>(&o); }
 };
@@ -86,12 +71,7 @@ class AsType final : public Primitive {
   AsType(Stream s, Dtype dtype) : Primitive(s), dtype_(dtype) {}
   const char* name() const override { return "AsType"; }
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
-  std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
-                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
-  std::vector<array> jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
-                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
-  std::pair<std::vector<array>, std::vector<int>> vmap(const std::vector<array>& inputs,
-                                                       const std::vector<int>& axes) override;
+  EMBER_TRANSFORM_RULES
   bool is_elementwise() const override { return true; }
   bool is_equivalent(const Primitive& o) const override {
     auto p = dynamic_cast<const AsType*>(&o);

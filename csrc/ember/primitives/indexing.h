@@ -19,12 +19,7 @@ class Gather final : public Primitive {
   const char* name() const override { return "Gather"; }
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
   bool is_equivalent(const Primitive& o) const override;
-  std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
-                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
-  std::vector<array> jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
-                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
-  std::pair<std::vector<array>, std::vector<int>> vmap(const std::vector<array>& inputs,
-                                                       const std::vector<int>& axes) override;
+  EMBER_TRANSFORM_RULES
   const std::vector<int>& axes() const { return axes_; }
 
  private:
@@ -43,12 +38,7 @@ class Scatter final : public Primitive {
   const char* name() const override;
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
   bool is_equivalent(const Primitive& o) const override;
-  std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
-                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
-  std::vector<array> jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
-                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
-  std::pair<std::vector<array>, std::vector<int>> vmap(const std::vector<array>& inputs,
-                                                       const std::vector<int>& axes) override;
+  EMBER_TRANSFORM_RULES
   const IndexView& view() const { return view_; }
   const std::vector<int>& axes() const { return axes_; }
   ScatterKind kind() const { return kind_; }

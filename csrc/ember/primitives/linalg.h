@@ -12,12 +12,7 @@ class Matmul final : public Primitive {
   using Primitive::Primitive;
   const char* name() const override { return "Matmul"; }
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
-  std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
-                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
-  std::vector<array> jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
-                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
-  std::pair<std::vector<array>, std::vector<int>> vmap(const std::vector<array>& inputs,
-                                                       const std::vector<int>& axes) override;
+  EMBER_TRANSFORM_RULES
   bool is_equivalent(const Primitive& o) const override { return dynamic_cast<const Matmul*>(&o); }
 };
 

@@ -14,12 +14,7 @@ class Reduce final : public Primitive {
   Reduce(Stream s, Kind k, std::vector<int> axes) : Primitive(s), kind_(k), axes_(std::move(axes)) {}
   const char* name() const override;
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
-  std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
-                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
-  std::vector<array> jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
-                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
-  std::pair<std::vector<array>, std::vector<int>> vmap(const std::vector<array>& inputs,
-                                                       const std::vector<int>& axes) override;
+  EMBER_TRANSFORM_RULES
   bool is_equivalent(const Primitive& o) const override;
   Kind kind() const { return kind_; }
   const std::vector<int>& axes() const { return axes_; }
@@ -35,12 +30,7 @@ class ArgReduce final : public Primitive {
   ArgReduce(Stream s, Kind k, int axis) : Primitive(s), kind_(k), axis_(axis) {}
   const char* name() const override { return kind_ == ArgMax ? "ArgMax" : "ArgMin"; }
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
-  std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
-                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
-  std::vector<array> jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
-                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
-  std::pair<std::vector<array>, std::vector<int>> vmap(const std::vector<array>& inputs,
-                                                       const std::vector<int>& axes) override;
+  EMBER_TRANSFORM_RULES
   bool is_equivalent(const Primitive& o) const override;
 
  private:
@@ -54,12 +44,7 @@ class Softmax final : public Primitive {
   Softmax(Stream s, bool precise) : Primitive(s), precise_(precise) {}
   const char* name() const override { return "Softmax"; }
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
-  std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
-                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
-  std::vector<array> jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
-                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
-  std::pair<std::vector<array>, std::vector<int>> vmap(const std::vector<array>& inputs,
-                                                       const std::vector<int>& axes) override;
+  EMBER_TRANSFORM_RULES
   bool is_equivalent(const Primitive& o) const override;
 
  private:

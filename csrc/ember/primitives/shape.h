@@ -17,19 +17,11 @@ namespace ember {
   const char* name() const override { return #NAME; }                                            \
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
 
-#define EMBER_RULES                                                                                           \
-  std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,             \
-                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;        \
-  std::vector<array> jvp(const std::vector<array>& primals, const std::vector<array>& tangents,               \
-                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;        \
-  std::pair<std::vector<array>, std::vector<int>> vmap(const std::vector<array>& inputs,                      \
-                                                       const std::vector<int>& axes) override;
-
 class Reshape final : public Primitive {
  public:
   Reshape(Stream s, Shape shape) : Primitive(s), shape_(std::move(shape)) {}
   EMBER_SIMPLE_PRIM(Reshape)
-  EMBER_RULES
+  EMBER_TRANSFORM_RULES
   bool is_equivalent(const Primitive& o) const override {
     auto p = dynamic_cast<const Reshape*>(&o);
     return p && p->shape_ == shape_;
@@ -43,7 +35,7 @@ class Transpose final : public Primitive {
  public:
   Transpose(Stream s, std::vector<int> axes) : Primitive(s), axes_(std::move(axes)) {}
   EMBER_SIMPLE_PRIM(Transpose)
-  EMBER_RULES
+  EMBER_TRANSFORM_RULES
   bool is_view() const override { return true; }
   bool is_equivalent(const Primitive& o) const override;
   const std::vector<int>& axes() const { return axes_; }
@@ -56,7 +48,7 @@ class Broadcast final : public Primitive {
  public:
   Broadcast(Stream s, Shape shape) : Primitive(s), shape_(std::move(shape)) {}
   EMBER_SIMPLE_PRIM(Broadcast)
-  EMBER_RULES
+  EMBER_TRANSFORM_RULES
   bool is_view() const override { return true; }
   bool is_equivalent(const Primitive& o) const override {
     auto p = dynamic_cast<const Broadcast*>(&o);
@@ -72,7 +64,7 @@ class Slice final : public Primitive {
   Slice(Stream s, Shape start, Shape stop, Shape step)
       : Primitive(s), start_(std::move(start)), stop_(std::move(stop)), step_(std::move(step)) {}
   EMBER_SIMPLE_PRIM(Slice)
-  EMBER_RULES
+  EMBER_TRANSFORM_RULES
   bool is_view() const override { return true; }
   bool is_equivalent(const Primitive& o) const override;
   const Shape& start() const { return start_; }
@@ -90,7 +82,7 @@ class AsStrided final : public Primitive {
   AsStrided(Stream s, Shape shape, Strides strides, int64_t offset)
       : Primitive(s), shape_(std::move(shape)), strides_(std::move(strides)), offset_(offset) {}
   EMBER_SIMPLE_PRIM(AsStrided)
-  EMBER_RULES
+  EMBER_TRANSFORM_RULES
   bool is_view() const override { return true; }
   bool is_equivalent(const Primitive& o) const override;
 
@@ -105,7 +97,7 @@ class Contiguous final : public Primitive {
  public:
   Contiguous(Stream s, bool allow_col_major) : Primitive(s), allow_col_(allow_col_major) {}
   EMBER_SIMPLE_PRIM(Contiguous)
-  EMBER_RULES
+  EMBER_TRANSFORM_RULES
   bool is_equivalent(const Primitive& o) const override;
 
  private:
@@ -117,7 +109,7 @@ class Full final : public Primitive {
  public:
   Full(Stream s, Shape shape, Dtype dtype) : Primitive(s), shape_(std::move(shape)), dtype_(dtype) {}
   EMBER_SIMPLE_PRIM(Full)
-  EMBER_RULES
+  EMBER_TRANSFORM_RULES
   bool is_equivalent(const Primitive& o) const override {
     auto p = dynamic_cast<const Full*>(&o);
     return p && p->shape_ == shape_ && p->dtype_ == dtype_;
@@ -135,7 +127,7 @@ class Arange final : public Primitive {
   Arange(Stream s, double start, double step, int64_t n, Dtype dtype)
       : Primitive(s), start_(start), step_(step), n_(n), dtype_(dtype) {}
   EMBER_SIMPLE_PRIM(Arange)
-  EMBER_RULES
+  EMBER_TRANSFORM_RULES
   bool is_equivalent(const Primitive& o) const override;
 
  private:
@@ -148,7 +140,7 @@ class Concatenate final : public Primitive {
  public:
   Concatenate(Stream s, int axis) : Primitive(s), axis_(axis) {}
   EMBER_SIMPLE_PRIM(Concatenate)
-  EMBER_RULES
+  EMBER_TRANSFORM_RULES
   bool is_equivalent(const Primitive& o) const override;
   int axis() const { return axis_; }
 
@@ -162,7 +154,7 @@ class Pad final : public Primitive {
  public:
   Pad(Stream s, Shape low, Shape high) : Primitive(s), low_(std::move(low)), high_(std::move(high)) {}
   EMBER_SIMPLE_PRIM(Pad)
-  EMBER_RULES
+  EMBER_TRANSFORM_RULES
   bool is_equivalent(const Primitive& o) const override;
 
  private:
@@ -186,7 +178,5 @@ class View final : public Primitive {
  private:
   Dtype dtype_;  // the output dtype
 };
-
-#undef EMBER_RULES
 
 }  // namespace ember

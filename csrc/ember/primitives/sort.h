@@ -23,12 +23,7 @@ class Sorting final : public Primitive {
   const char* name() const override;  // "Sort", "ArgSort", ...
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
   bool is_equivalent(const Primitive& o) const override;
-  std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
-                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
-  std::vector<array> jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
-                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
-  std::pair<std::vector<array>, std::vector<int>> vmap(const std::vector<array>& inputs,
-                                                       const std::vector<int>& axes) override;
+  EMBER_TRANSFORM_RULES
   Kind kind() const { return kind_; }
   int axis() const { return axis_; }
   int64_t param() const { return param_; }
@@ -50,12 +45,7 @@ class Scan final : public Primitive {
   const char* name() const override;
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
   bool is_equivalent(const Primitive& o) const override;
-  std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
-                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
-  std::vector<array> jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
-                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
-  std::pair<std::vector<array>, std::vector<int>> vmap(const std::vector<array>& inputs,
-                                                       const std::vector<int>& axes) override;
+  EMBER_TRANSFORM_RULES
   Kind kind() const { return kind_; }
   int axis() const { return axis_; }
   bool reverse() const { return reverse_; }
@@ -93,12 +83,7 @@ class Unique final : public Primitive {
   const char* name() const override { return "Unique"; }
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
   bool is_equivalent(const Primitive& o) const override;
-  std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
-                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
-  std::vector<array> jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
-                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
-  std::pair<std::vector<array>, std::vector<int>> vmap(const std::vector<array>& inputs,
-                                                       const std::vector<int>& axes) override;
+  EMBER_TRANSFORM_RULES
 
  private:
   int64_t size_;

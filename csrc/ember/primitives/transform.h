@@ -17,12 +17,7 @@ class Identity final : public Primitive {
   using Primitive::Primitive;
   const char* name() const override { return "Identity"; }
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
-  std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
-                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
-  std::vector<array> jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
-                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
-  std::pair<std::vector<array>, std::vector<int>> vmap(const std::vector<array>& inputs,
-                                                       const std::vector<int>& axes) override;
+  EMBER_TRANSFORM_RULES
   bool is_view() const override { return true; }
   bool is_equivalent(const Primitive& o) const override { return dynamic_cast<const Identity*>(&o); }
 };
@@ -47,12 +42,7 @@ class Depends final : public Primitive {
   Depends(Stream s, int n) : Primitive(s), n_(n) {}
   const char* name() const override { return "Depends"; }
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
-  std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
-                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
-  std::vector<array> jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
-                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
-  std::pair<std::vector<array>, std::vector<int>> vmap(const std::vector<array>& inputs,
-                                                       const std::vector<int>& axes) override;
+  EMBER_TRANSFORM_RULES
 
  private:
   int n_;
@@ -91,12 +81,7 @@ class CustomTransforms final : public Primitive {
         vmap_(std::move(vmap_fun)) {}
   const char* name() const override { return "CustomTransforms"; }
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
-  std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
-                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
-  std::vector<array> jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
-                         const std::vector<int>& argnums, const std::vector<array>& outputs) override;
-  std::pair<std::vector<array>, std::vector<int>> vmap(const std::vector<array>& inputs,
-                                                       const std::vector<int>& axes) override;
+  EMBER_TRANSFORM_RULES
 
  private:
   int n_;
