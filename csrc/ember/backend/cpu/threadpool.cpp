@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <mutex>
@@ -32,10 +33,13 @@ class Pool {
       next_.store(0);
       done_.store(0);
       ++generation_;
+      published_.store(generation_, std::memory_order_release);
     }
     cv_.notify_all();
     work();
-    // Wait for the workers to finish the chunks they took.
+    // Wait for the workers to finish the chunks they took: briefly by
+    // watching (they are usually about done), then asleep.
+    spin_until([&] { return done_.load(std::memory_order_acquire) == total_ && active_.load() == 0; });
     std::unique_lock<std::mutex> l(mu_);
     done_cv_.wait(l, [&] { return done_.load() == total_ && active_ == 0; });
     job_ = nullptr;
@@ -59,8 +63,12 @@ class Pool {
   }
   void loop() {
     uint64_t seen = 0;
-    std::unique_lock<std::mutex> l(mu_);
     while (true) {
+      // Parallel ops tend to come in runs: watch for the next job for a few
+      // microseconds before sleeping, so it starts without a futex wake-up
+      // (which costs more than a small job's whole share of the work).
+      spin_for_job(seen);
+      std::unique_lock<std::mutex> l(mu_);
       cv_.wait(l, [&] { return stop_ || generation_ != seen; });
       if (stop_) return;
       seen = generation_;
@@ -73,6 +81,23 @@ class Pool {
     }
   }
 
+  void spin_for_job(uint64_t seen) const {
+    spin_until([&] { return published_.load(std::memory_order_acquire) != seen; });
+  }
+
+  // Polls ready() for up to kSpinMicros; the caller then blocks as usual.
+  template <class F>
+  static void spin_until(F ready) {
+    auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinMicros);
+    for (int i = 0;; ++i) {
+      if (ready()) return;
+      if ((i & 63) == 63 && std::chrono::steady_clock::now() > until) return;
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    }
+  }
+
   int nthreads_;
   std::vector<std::thread> workers_;
   std::mutex mu_, job_mu_;
@@ -81,7 +106,9 @@ class Pool {
   int64_t total_ = 0;
   std::atomic<int64_t> next_{0}, done_{0};
   uint64_t generation_ = 0;
-  int active_ = 0;  // workers inside work(); run() returns only at zero
+  std::atomic<uint64_t> published_{0};  // generation_, readable without mu_
+  static constexpr int kSpinMicros = 30;
+  std::atomic<int> active_{0};  // workers inside work(); run() returns only at zero
   bool stop_ = false;
 };
 
