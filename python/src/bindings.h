@@ -46,6 +46,7 @@ void init_ops(py::module_& m);
 void init_indexing(py::module_& m);  // after init_array: adds indexing to the array class
 void init_ops_contract(py::module_& m);
 void init_ops_sort(py::module_& m);
+void init_ops_conv(py::module_& m);
 void init_device(py::module_& m);
 void init_transforms(py::module_& m);
 
