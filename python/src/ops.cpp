@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "bindings.h"
+#include "ember/ops/products.h"
 
 namespace ember::py_bind {
 
@@ -127,6 +128,41 @@ void init_ops(py::module_& m) {
   m.def("matmul", [](py::handle a, py::handle b, py::handle s) {
         return matmul(to_array(a), to_array(b), to_stream_arg(s));
       }, "a"_a, "b"_a, py::pos_only(), py::kw_only(), kStream);
+  m.def(
+      "addmm",
+      [](py::handle c, py::handle a, py::handle b, float alpha, float beta, py::handle s) {
+        return addmm(to_array(c), to_array(a), to_array(b), alpha, beta, to_stream_arg(s));
+      },
+      "c"_a, "a"_a, "b"_a, py::pos_only(), "alpha"_a = 1.0f, "beta"_a = 1.0f, py::kw_only(), kStream,
+      "addmm(c: array, a: array, b: array, /, alpha: float = 1.0, beta: float = 1.0, *, stream: StreamOrDevice = "
+      "None) -> array\n\n"
+      "alpha * (a @ b) + beta * c, with c broadcast to the product (real floating types). With beta == 0, c is "
+      "not read.");
+  m.def(
+      "gather_mm",
+      [](py::handle a, py::handle b, py::handle lhs, py::handle rhs, bool sorted_indices, py::handle s) {
+        std::optional<array> li, ri;
+        if (!lhs.is_none()) li = to_array(lhs);
+        if (!rhs.is_none()) ri = to_array(rhs);
+        return gather_mm(to_array(a), to_array(b), li, ri, sorted_indices, to_stream_arg(s));
+      },
+      "a"_a, "b"_a, py::pos_only(), "lhs_indices"_a = py::none(), "rhs_indices"_a = py::none(), py::kw_only(),
+      "sorted_indices"_a = false, kStream,
+      "gather_mm(a: array, b: array, /, lhs_indices: array | None = None, rhs_indices: array | None = None, *, "
+      "sorted_indices: bool = False, stream: StreamOrDevice = None) -> array\n\n"
+      "Matrix products of gathered matrices: out[i...] = A[lhs_indices[i...]] @ B[rhs_indices[i...]], where A "
+      "and B are a's and b's matrices over their flattened batch dimensions. The index arrays broadcast "
+      "together; a missing one indexes its operand's own batch. Out-of-range indices raise IndexError when "
+      "evaluated.");
+  m.def(
+      "segmented_mm",
+      [](py::handle a, py::handle b, py::handle segments, py::handle s) {
+        return segmented_mm(to_array(a), to_array(b), to_array(segments), to_stream_arg(s));
+      },
+      "a"_a, "b"_a, py::pos_only(), "segments"_a, py::kw_only(), kStream,
+      "segmented_mm(a: array, b: array, /, segments: array, *, stream: StreamOrDevice = None) -> array\n\n"
+      "For each [start, end) pair in segments (shape (..., 2)), the product a[:, start:end] @ b[start:end, :]; "
+      "the result has shape segments.shape[:-1] + (M, N).");
   m.def("divmod", [](py::handle a, py::handle b, py::handle s) {
         auto [x, y] = to_arrays(a, b);
         return divmod(x, y, to_stream_arg(s));

@@ -81,3 +81,104 @@ def test_sizes_around_the_threading_switch(n):
     check(a, b, as_mx(a), as_mx(b), "float32")
     a3, b3 = rand(rng, (5, n, n), "float64"), rand(rng, (5, n, n), "float64")
     check(a3, b3, as_mx(a3), as_mx(b3), "float64")
+
+
+# --------------------------------------------------------------------------
+# addmm, gather_mm, segmented_mm
+# --------------------------------------------------------------------------
+
+import gradcheck  # noqa: E402
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("alpha, beta", [(1.0, 1.0), (2.0, 0.5), (-1.5, 0.0)])
+@pytest.mark.parametrize("c_shape", [(4, 5), (5,), (1, 5), ()])
+def test_addmm(dtype, alpha, beta, c_shape):
+    rng = np.random.default_rng(3)
+    a, b, c = rand(rng, (4, 3), dtype), rand(rng, (3, 5), dtype), rand(rng, c_shape, dtype)
+    got = to_numpy(mx.addmm(as_mx(c), as_mx(a), as_mx(b), alpha=alpha, beta=beta))
+    want = alpha * (a @ b) + (beta * c if beta else 0)
+    np.testing.assert_allclose(got, want, rtol=TOL[dtype], atol=TOL[dtype] * 10)
+    assert got.dtype == np.dtype(dtype)
+
+
+def test_addmm_rules_and_errors():
+    c = np.array([np.nan, 1.0], np.float32)
+    out = to_numpy(mx.addmm(mx.array(c), mx.ones((2, 3)), mx.ones((3, 2)), beta=0.0))
+    assert np.all(out == 3.0)  # beta == 0: c is not read
+    assert mx.addmm(mx.ones((2, 2), dtype=mx.float16), mx.ones((2, 3)), mx.ones((3, 2))).dtype == mx.float32
+    with pytest.raises(ValueError, match=r"\[addmm\].*real floating"):
+        mx.addmm(mx.ones((2, 2), dtype=mx.int32), mx.ones((2, 3), dtype=mx.int32), mx.ones((3, 2), dtype=mx.int32))
+    with pytest.raises(ValueError, match=r"\[addmm\].*\(3,3\)"):
+        mx.addmm(mx.ones((3, 3)), mx.ones((2, 3)), mx.ones((3, 2)))
+    rng = np.random.default_rng(4)
+    gradcheck.check_grads(lambda c, a, b: mx.addmm(c, a, b, alpha=0.7, beta=1.3),
+                          [rng.standard_normal((2, 4)), rng.standard_normal((2, 3)), rng.standard_normal((3, 4))])
+    gradcheck.check_vmap(lambda c, a, b: mx.addmm(c, a, b, alpha=2.0, beta=0.5),
+                         [rng.standard_normal((3, 2, 4)), rng.standard_normal((2, 3)), rng.standard_normal((3, 3, 4))],
+                         in_axes=(0, None, 0))
+
+
+def np_gather_mm(a, b, li, ri):
+    A = a.reshape((-1,) + a.shape[-2:])
+    B = b.reshape((-1,) + b.shape[-2:])
+    li = np.arange(A.shape[0]).reshape(a.shape[:-2]) if li is None else li
+    ri = np.arange(B.shape[0]).reshape(b.shape[:-2]) if ri is None else ri
+    li, ri = np.broadcast_arrays(li, ri)
+    return A[li] @ B[ri]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_gather_mm(dtype):
+    rng = np.random.default_rng(5)
+    a, b = rand(rng, (2, 3, 4, 5), dtype), rand(rng, (4, 5, 2), dtype)
+    li = np.array([[5, 0, 2], [1, 1, 3]], np.int32)
+    ri = np.array([3, 0, 1], np.uint32)
+    for l_, r_ in [(li, ri), (None, None), (li[0], None)]:
+        if l_ is None and r_ is None:
+            bb = rand(rng, (2, 3, 5, 2), dtype)
+            want, got = np_gather_mm(a, bb, None, None), mx.gather_mm(as_mx(a), as_mx(bb))
+        else:
+            rr = r_ if r_ is not None else np.array([0, 1, 2])
+            want = np_gather_mm(a, b, l_, rr)
+            got = mx.gather_mm(as_mx(a), as_mx(b), mx.array(l_), None if r_ is None else mx.array(r_)) \
+                if r_ is not None else mx.gather_mm(as_mx(a), as_mx(b)[:3], mx.array(l_), None)
+        np.testing.assert_allclose(to_numpy(got), want, rtol=TOL[dtype], atol=TOL[dtype] * 10)
+    # 1-D operands lose their dim, as in matmul
+    assert mx.gather_mm(mx.ones((4,)), mx.ones((2, 4, 5)), None, mx.array([1])).shape == (1, 5)
+
+
+def test_gather_mm_errors_and_rules():
+    a, b = mx.ones((2, 3, 4)), mx.ones((2, 4, 5))
+    with pytest.raises(IndexError):
+        mx.eval(mx.gather_mm(a, b, mx.array([5]), None))
+    with pytest.raises(ValueError, match=r"\[gather_mm\]"):
+        mx.gather_mm(a, mx.ones((2, 3, 5)))
+    with pytest.raises(ValueError, match=r"\[gather_mm\].*integers"):
+        mx.gather_mm(a, b, mx.array([0.0]), None)
+    rng = np.random.default_rng(6)
+    li, ri = mx.array([1, 0, 1]), mx.array([0, 0, 1])
+    gradcheck.check_grads(lambda x, y: mx.gather_mm(x, y, li, ri),
+                          [rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 4, 2))])
+    gradcheck.check_vmap(lambda x, y: mx.gather_mm(x, y, li, ri),
+                         [rng.standard_normal((3, 2, 3, 4)), rng.standard_normal((2, 4, 2))], in_axes=(0, None))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_segmented_mm(dtype):
+    rng = np.random.default_rng(8)
+    a, b = rand(rng, (3, 7), dtype), rand(rng, (7, 2), dtype)
+    segs = np.array([[[0, 2], [2, 7]], [[4, 4], [5, 3]], [[0, 7], [6, 7]]], np.int32)
+    got = to_numpy(mx.segmented_mm(as_mx(a), as_mx(b), mx.array(segs)))
+    want = np.stack([np.stack([a[:, s:e] @ b[s:e] if e > s else np.zeros((3, 2), dtype) for s, e in row])
+                     for row in segs])
+    np.testing.assert_allclose(got, want, rtol=TOL[dtype], atol=TOL[dtype] * 10)
+    with pytest.raises(ValueError, match=r"\[segmented_mm\].*Batched"):
+        mx.segmented_mm(mx.ones((2, 3, 7)), as_mx(b), mx.array(segs))
+    with pytest.raises(ValueError, match=r"\[segmented_mm\].*integers"):
+        mx.segmented_mm(as_mx(a), as_mx(b), mx.array([[0.0, 2.0]]))
+    with pytest.raises(ValueError, match=r"\[segmented_mm\].*\(\.\.\., 2\)"):
+        mx.segmented_mm(as_mx(a), as_mx(b), mx.array([[0, 2, 3]]))
+    s_mx = mx.array(segs[0])
+    gradcheck.check_grads(lambda x, y: mx.segmented_mm(x, y, s_mx),
+                          [rng.standard_normal((3, 7)), rng.standard_normal((7, 2))])

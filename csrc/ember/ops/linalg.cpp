@@ -1,6 +1,10 @@
 // Matrix products: NumPy's matmul rules (1-D operands promoted and the added
 // dim removed; batch dims broadcast).
+#include <initializer_list>
+#include <string>
+
 #include "ember/ops/common.h"
+#include "ember/ops/products.h"
 #include "ember/primitives/linalg.h"
 
 namespace ember {
@@ -38,6 +42,109 @@ array matmul(const array& a_in, const array& b_in, const StreamOrDevice& s) {
     r = reshape(r, final_shape, s);
   }
   return astype(r, t, s);
+}
+
+namespace {
+
+Dtype real_floating_result(const char* op, std::initializer_list<Dtype> ts) {
+  Dtype t = *ts.begin();
+  std::string names;
+  for (Dtype d : ts) {
+    t = promote_types(t, d);
+    names += std::string(names.empty() ? "" : ", ") + dtype_name(d);
+  }
+  if (!is_floating(t)) {
+    fail(op, "Only real floating point types are supported; got ", names, ", which promote to ", dtype_name(t),
+         ".");
+  }
+  return t;
+}
+
+int64_t prod(const Shape& s) {
+  int64_t n = 1;
+  for (auto d : s) n *= d;
+  return n;
+}
+
+}  // namespace
+
+array addmm(const array& c, const array& a, const array& b, float alpha, float beta, const StreamOrDevice& s) {
+  Dtype t = real_floating_result("addmm", {c.dtype(), a.dtype(), b.dtype()});
+  array ab = matmul(astype(a, t, s), astype(b, t, s), s);
+  if (broadcast_shapes(c.shape(), ab.shape(), "addmm") != ab.shape()) {
+    fail("addmm", "The addend of shape ", shape_str(c.shape()), " does not broadcast to the product's shape ",
+         shape_str(ab.shape()), ".");
+  }
+  if (alpha != 1.0f) ab = multiply(ab, array(alpha, t), s);
+  if (beta == 0.0f) return ab;  // as BLAS: c is not read (its NaNs do not leak)
+  array cc = astype(c, t, s);
+  if (beta != 1.0f) cc = multiply(cc, array(beta, t), s);
+  return add(ab, cc, s);
+}
+
+array gather_mm(const array& a_in, const array& b_in, const std::optional<array>& lhs_indices,
+                const std::optional<array>& rhs_indices, bool sorted_indices, const StreamOrDevice& s) {
+  if (a_in.ndim() == 0 || b_in.ndim() == 0) {
+    fail("gather_mm", "Inputs must have at least one dimension (shapes ", shape_str(a_in.shape()), " and ",
+         shape_str(b_in.shape()), ").");
+  }
+  array a = a_in.ndim() == 1 ? reshape(a_in, {1, a_in.shape()[0]}, s) : a_in;
+  array b = b_in.ndim() == 1 ? reshape(b_in, {b_in.shape()[0], 1}, s) : b_in;
+  if (a.shape(-1) != b.shape(-2)) {
+    fail("gather_mm", "Last dimension of first input with shape ", shape_str(a_in.shape()),
+         " must match second to last dimension of second input with shape ", shape_str(b_in.shape()), ".");
+  }
+  Dtype t = real_floating_result("gather_mm", {a.dtype(), b.dtype()});
+  Shape ba(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
+  const int64_t M = a.shape(-2), K = a.shape(-1), N = b.shape(-1);
+  auto indices = [&](const std::optional<array>& given, const Shape& batch, const char* which) {
+    if (!given) return reshape(arange(0, static_cast<double>(prod(batch)), 1, Dtype::uint32, s), batch, s);
+    if (!is_integral(given->dtype())) {
+      fail("gather_mm", "The ", which, " indices must be integers; got ", dtype_name(given->dtype()), ".");
+    }
+    return *given;
+  };
+  array li = indices(lhs_indices, ba, "lhs"), ri = indices(rhs_indices, bb, "rhs");
+  Shape I = broadcast_shapes(li.shape(), ri.shape(), "gather_mm");
+  array ga = gather(reshape(astype(a, t, s), {prod(ba), M, K}, s), {broadcast_to(li, I, s)}, {0}, s);
+  array gb = gather(reshape(astype(b, t, s), {prod(bb), K, N}, s), {broadcast_to(ri, I, s)}, {0}, s);
+  array out = matmul(ga, gb, s);  // I ++ (M, N)
+  Shape final_shape = I;
+  if (a_in.ndim() > 1) final_shape.push_back(M);
+  if (b_in.ndim() > 1) final_shape.push_back(N);
+  return final_shape == out.shape() ? out : reshape(out, final_shape, s);
+}
+
+array segmented_mm(const array& a, const array& b, const array& segments, const StreamOrDevice& s) {
+  if (a.ndim() != 2 || b.ndim() != 2) {
+    fail("segmented_mm", "Batched matmul is not supported: a and b must be matrices (shapes ", shape_str(a.shape()),
+         " and ", shape_str(b.shape()), ").");
+  }
+  if (a.shape(1) != b.shape(0)) {
+    fail("segmented_mm", "Last dimension of first input with shape ", shape_str(a.shape()),
+         " must match first dimension of second input with shape ", shape_str(b.shape()), ".");
+  }
+  if (!is_integral(segments.dtype())) {
+    fail("segmented_mm", "Segments must be integers; got ", dtype_name(segments.dtype()), ".");
+  }
+  if (segments.ndim() == 0 || segments.shape(-1) != 2) {
+    fail("segmented_mm", "Segments must have shape (..., 2) of [start, end) pairs; got ", shape_str(segments.shape()),
+         ".");
+  }
+  Dtype t = real_floating_result("segmented_mm", {a.dtype(), b.dtype()});
+  const int64_t K = a.shape(1);
+  int nd = segments.ndim();
+  Shape lo_start(nd, 0), hi_start(nd, 0), stop = segments.shape(), step(nd, 1);
+  stop[nd - 1] = 1;
+  hi_start[nd - 1] = 1;
+  Shape hi_stop = segments.shape();
+  array lo = slice(segments, lo_start, stop, step, s), hi = slice(segments, hi_start, hi_stop, step, s);
+  array ks = arange(0, static_cast<double>(K), 1, Dtype::int64, s);
+  // (..., K): whether column k of a (row k of b) lies in the segment
+  array in_seg = logical_and(greater_equal(ks, astype(lo, Dtype::int64, s), s),
+                             less(ks, astype(hi, Dtype::int64, s), s), s);
+  array mask = expand_dims(astype(in_seg, t, s), {-2}, s);  // (..., 1, K)
+  return matmul(multiply(astype(a, t, s), mask, s), astype(b, t, s), s);
 }
 
 }  // namespace ember

@@ -1,0 +1,22 @@
+// Matrix products beyond matmul (declared in ops.h): addmm, gather_mm and
+// segmented_mm. Same conventions as ops.h; implemented in ops/linalg.cpp.
+#pragma once
+
+#include "ember/ops.h"
+
+namespace ember {
+
+#define EMBER_S const StreamOrDevice& s = {}
+
+// alpha * (a @ b) + beta * c (c broadcast to the product; beta == 0: c unread)
+array addmm(const array& c, const array& a, const array& b, float alpha = 1.0f, float beta = 1.0f, EMBER_S);
+// out[i...] = A[lhs[i...]] @ B[rhs[i...]] with A, B the matrices of a and b
+// over their flattened batch dims (default indices: each one's own batch)
+array gather_mm(const array& a, const array& b, const std::optional<array>& lhs_indices = {},
+                const std::optional<array>& rhs_indices = {}, bool sorted_indices = false, EMBER_S);
+// out[j...] = a[:, s:e] @ b[s:e, :] for each [s, e) pair segments[j..., :]
+array segmented_mm(const array& a, const array& b, const array& segments, EMBER_S);
+
+#undef EMBER_S
+
+}  // namespace ember
