@@ -1,0 +1,430 @@
+// FFT kernel (the FFT primitive of primitives/fft.h).
+//
+// Every row along the axis is gathered (with its stride) into split
+// real/imaginary float32 buffers and transformed there:
+//
+//   * lengths whose prime factors are all <= kMaxRadix: an iterative Stockham
+//     (autosort, decimation in frequency) mixed-radix FFT -- radix 4, 2 and 3
+//     butterflies written out, any other small prime through a direct
+//     r-point DFT. Stage j splits the current length L = r*m: for every
+//     p < m and every one of the s interleaved sub-sequences q,
+//       y[q + s(r p + k)] = w_L^(p k) * sum_j x[q + s(p + j m)] w_r^(j k),
+//     then s *= r, L = m. The result comes out in natural order, and the
+//     inner loop runs over whichever of p or q is longer (contiguous in q);
+//   * other lengths: Bluestein's chirp-z algorithm, the DFT as a circular
+//     convolution of length M >= 2n - 1 (the smallest 2^a 3^b 5^c) computed
+//     with the mixed-radix plan; the chirp exp(-i pi k^2 / n) is evaluated
+//     in double with k^2 reduced mod 2n.
+//
+// Twiddles are computed in double and rounded once; plans (stages,
+// twiddles, chirp and the transformed chirp filter) are cached by length.
+// Inverse transforms conjugate on the way in and out. R2C transforms the
+// real row as a complex one; C2R rebuilds the full Hermitian spectrum.
+// Rows are spread over the thread pool when there are enough of them;
+// otherwise each stage of a long transform is split across the threads.
+#include <cmath>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "ember/backend/cpu/threadpool.h"
+#include "ember/primitives/fft.h"
+
+namespace ember {
+
+namespace cpu {
+namespace {
+
+constexpr int kMaxRadix = 32;
+constexpr double kPi = 3.14159265358979323846;
+constexpr int64_t kParMin = int64_t(1) << 14;  // split one transform across threads from here
+
+struct Stage {
+  int r;
+  int64_t m, s;                 // sub-length after this stage, interleave before it
+  std::vector<float> twr, twi;  // w_L^(p k) at (k - 1) * m + p
+  std::vector<float> wr, wi;    // w_r^j
+};
+
+struct Plan {
+  int64_t n = 0;
+  std::vector<Stage> stages;
+  // Bluestein
+  bool bluestein = false;
+  int64_t M = 0;
+  std::shared_ptr<const Plan> sub;
+  std::vector<float> cr, ci;  // chirp exp(-i pi k^2 / n), k < n
+  std::vector<float> Br, Bi;  // FFT_M of the conjugate chirp filter, / M
+};
+
+std::vector<int> factor(int64_t n) {
+  std::vector<int> f;
+  while (n % 4 == 0) f.push_back(4), n /= 4;
+  while (n % 2 == 0) f.push_back(2), n /= 2;
+  for (int p = 3; p <= kMaxRadix && n > 1; p += 2)
+    while (n % p == 0) f.push_back(p), n /= p;
+  if (n > 1) return {};  // a prime factor too large for a direct butterfly
+  return f;
+}
+
+bool smooth(int64_t n) {
+  for (int p : {2, 3, 5})
+    while (n % p == 0) n /= p;
+  return n == 1;
+}
+
+// Parallel (or not) loop over [0, n).
+template <class F>
+void pfor(int64_t n, bool par, int64_t grain, const F& f) {
+  if (par && n >= 2 * grain) {
+    parallel_for(n, grain, [&](int64_t b, int64_t e) { f(b, e); });
+  } else {
+    f(0, n);
+  }
+}
+
+// ---- butterflies: a = inputs (r values), writes b = DFT_r(a)
+template <int R>
+inline void butterfly(const float* ar, const float* ai, float* br, float* bi, const Stage& st) {
+  if constexpr (R == 2) {
+    br[0] = ar[0] + ar[1], bi[0] = ai[0] + ai[1];
+    br[1] = ar[0] - ar[1], bi[1] = ai[0] - ai[1];
+  } else if constexpr (R == 4) {
+    float t0r = ar[0] + ar[2], t0i = ai[0] + ai[2], t1r = ar[0] - ar[2], t1i = ai[0] - ai[2];
+    float t2r = ar[1] + ar[3], t2i = ai[1] + ai[3], t3r = ar[1] - ar[3], t3i = ai[1] - ai[3];
+    br[0] = t0r + t2r, bi[0] = t0i + t2i;
+    br[2] = t0r - t2r, bi[2] = t0i - t2i;
+    br[1] = t1r + t3i, bi[1] = t1i - t3r;
+    br[3] = t1r - t3i, bi[3] = t1i + t3r;
+  } else if constexpr (R == 3) {
+    constexpr float h = 0.86602540378443864676f;
+    float sr = ar[1] + ar[2], si = ai[1] + ai[2], dr = ar[1] - ar[2], di = ai[1] - ai[2];
+    float mr = ar[0] - 0.5f * sr, mi = ai[0] - 0.5f * si;
+    br[0] = ar[0] + sr, bi[0] = ai[0] + si;
+    br[1] = mr + h * di, bi[1] = mi - h * dr;
+    br[2] = mr - h * di, bi[2] = mi + h * dr;
+  } else {
+    const int r = st.r;
+    for (int k = 0; k < r; ++k) {
+      float sr = 0, si = 0;
+      int jk = 0;
+      for (int j = 0; j < r; ++j) {
+        float wr = st.wr[jk], wi = st.wi[jk];
+        sr += ar[j] * wr - ai[j] * wi;
+        si += ar[j] * wi + ai[j] * wr;
+        jk += k;
+        if (jk >= r) jk -= r;
+      }
+      br[k] = sr, bi[k] = si;
+    }
+  }
+}
+
+template <int R>
+void run_stage(const Stage& st, const float* __restrict xr, const float* __restrict xi, float* __restrict yr,
+               float* __restrict yi, int64_t p0, int64_t p1, int64_t q0, int64_t q1) {
+  const int r = R ? R : st.r;
+  const int64_t m = st.m, s = st.s;
+  const float* twr = st.twr.data();
+  const float* twi = st.twi.data();
+  float ar[kMaxRadix], ai[kMaxRadix], br[kMaxRadix], bi[kMaxRadix];
+  auto one = [&](int64_t p, int64_t q) {
+    for (int j = 0; j < r; ++j) {
+      ar[j] = xr[q + s * (p + j * m)];
+      ai[j] = xi[q + s * (p + j * m)];
+    }
+    butterfly<R>(ar, ai, br, bi, st);
+    const int64_t o = q + s * r * p;
+    yr[o] = br[0], yi[o] = bi[0];
+    for (int k = 1; k < r; ++k) {
+      float wr = twr[(k - 1) * m + p], wi = twi[(k - 1) * m + p];
+      yr[o + s * k] = br[k] * wr - bi[k] * wi;
+      yi[o + s * k] = br[k] * wi + bi[k] * wr;
+    }
+  };
+  if (s >= 8) {
+    for (int64_t p = p0; p < p1; ++p)
+#pragma GCC ivdep
+      for (int64_t q = q0; q < q1; ++q) one(p, q);
+  } else {
+    for (int64_t q = q0; q < q1; ++q)
+#pragma GCC ivdep
+      for (int64_t p = p0; p < p1; ++p) one(p, q);
+  }
+}
+
+void stage(const Stage& st, const float* xr, const float* xi, float* yr, float* yi, bool par) {
+  auto go = [&](int64_t p0, int64_t p1, int64_t q0, int64_t q1) {
+    switch (st.r) {
+      case 2: run_stage<2>(st, xr, xi, yr, yi, p0, p1, q0, q1); break;
+      case 3: run_stage<3>(st, xr, xi, yr, yi, p0, p1, q0, q1); break;
+      case 4: run_stage<4>(st, xr, xi, yr, yi, p0, p1, q0, q1); break;
+      default: run_stage<0>(st, xr, xi, yr, yi, p0, p1, q0, q1); break;
+    }
+  };
+  const int64_t m = st.m, s = st.s;
+  if (!par || m * s * st.r < kParMin) {
+    go(0, m, 0, s);
+  } else if (m >= s) {
+    parallel_for(m, std::max<int64_t>(1, 4096 / s), [&](int64_t b, int64_t e) { go(b, e, 0, s); });
+  } else {
+    parallel_for(s, std::max<int64_t>(8, 4096 / m), [&](int64_t b, int64_t e) { go(0, m, b, e); });
+  }
+}
+
+// Forward DFT of (ar, ai) using (br, bi) as scratch; returns the buffer pair
+// holding the result (0: a, 1: b).
+int run_plain(const Plan& P, float* ar, float* ai, float* br, float* bi, bool par) {
+  int cur = 0;
+  for (const Stage& st : P.stages) {
+    if (cur == 0) stage(st, ar, ai, br, bi, par);
+    else stage(st, br, bi, ar, ai, par);
+    cur ^= 1;
+  }
+  return cur;
+}
+
+std::shared_ptr<const Plan> get_plan(int64_t n);
+
+std::shared_ptr<const Plan> make_plan(int64_t n) {
+  auto P = std::make_shared<Plan>();
+  P->n = n;
+  std::vector<int> f = factor(n);
+  if (n == 1 || !f.empty()) {
+    int64_t L = n, s = 1;
+    for (int r : f) {
+      Stage st;
+      st.r = r;
+      st.m = L / r;
+      st.s = s;
+      st.twr.resize((r - 1) * st.m);
+      st.twi.resize((r - 1) * st.m);
+      for (int k = 1; k < r; ++k)
+        for (int64_t p = 0; p < st.m; ++p) {
+          // angle of w_L^(p k), with p k reduced mod L
+          double a = -2.0 * kPi * static_cast<double>((p * k) % L) / static_cast<double>(L);
+          st.twr[(k - 1) * st.m + p] = static_cast<float>(std::cos(a));
+          st.twi[(k - 1) * st.m + p] = static_cast<float>(std::sin(a));
+        }
+      st.wr.resize(r);
+      st.wi.resize(r);
+      for (int j = 0; j < r; ++j) {
+        double a = -2.0 * kPi * j / r;
+        st.wr[j] = static_cast<float>(std::cos(a));
+        st.wi[j] = static_cast<float>(std::sin(a));
+      }
+      P->stages.push_back(std::move(st));
+      L /= r;
+      s *= r;
+    }
+    return P;
+  }
+  // Bluestein
+  P->bluestein = true;
+  int64_t M = 2 * n - 1;
+  while (!smooth(M)) ++M;
+  P->M = M;
+  P->sub = get_plan(M);
+  P->cr.resize(n);
+  P->ci.resize(n);
+  const unsigned __int128 two_n = 2 * static_cast<unsigned __int128>(n);
+  for (int64_t k = 0; k < n; ++k) {
+    auto k2 = static_cast<int64_t>((static_cast<unsigned __int128>(k) * k) % two_n);
+    double a = -kPi * static_cast<double>(k2) / static_cast<double>(n);
+    P->cr[k] = static_cast<float>(std::cos(a));
+    P->ci[k] = static_cast<float>(std::sin(a));
+  }
+  std::vector<float> ar(M, 0.f), ai(M, 0.f), br(M), bi(M);
+  // b_k = conj(c_k) for |k| < n, circularly
+  for (int64_t k = 0; k < n; ++k) {
+    ar[k] = P->cr[k], ai[k] = -P->ci[k];
+    if (k > 0) ar[M - k] = P->cr[k], ai[M - k] = -P->ci[k];
+  }
+  int w = run_plain(*P->sub, ar.data(), ai.data(), br.data(), bi.data(), false);
+  std::vector<float>& rr = w ? br : ar;
+  std::vector<float>& ri = w ? bi : ai;
+  P->Br.resize(M);
+  P->Bi.resize(M);
+  const float inv = static_cast<float>(1.0 / static_cast<double>(M));
+  for (int64_t k = 0; k < M; ++k) P->Br[k] = rr[k] * inv, P->Bi[k] = ri[k] * inv;
+  return P;
+}
+
+std::shared_ptr<const Plan> get_plan(int64_t n) {
+  static std::mutex mu;
+  static std::map<int64_t, std::shared_ptr<const Plan>> cache;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache.find(n);
+    if (it != cache.end()) return it->second;
+  }
+  auto P = make_plan(n);  // built outside the lock (Bluestein asks for its sub-plan)
+  std::lock_guard<std::mutex> lock(mu);
+  if (cache.size() > 256) cache.clear();
+  return cache.emplace(n, P).first->second;
+}
+
+// Scratch: a (n) and b (n) pairs, plus 2 M pairs for Bluestein.
+struct Scratch {
+  std::vector<float> buf;
+  float* get(size_t n) {
+    if (buf.size() < n) buf.resize(n);
+    return buf.data();
+  }
+};
+
+// Forward DFT of the row in (ar, ai) (length n); the result is written back
+// into (ar, ai). `work` has room for 2 * max(n, M) * 2 floats.
+void transform(const Plan& P, float* ar, float* ai, float* work, bool par) {
+  const int64_t n = P.n;
+  if (!P.bluestein) {
+    float* br = work;
+    float* bi = work + n;
+    if (run_plain(P, ar, ai, br, bi, par)) {
+      pfor(n, par, kParMin, [&](int64_t b, int64_t e) {
+        std::copy(br + b, br + e, ar + b);
+        std::copy(bi + b, bi + e, ai + b);
+      });
+    }
+    return;
+  }
+  const int64_t M = P.M;
+  float* ur = work;
+  float* ui = work + M;
+  float* vr = work + 2 * M;
+  float* vi = work + 3 * M;
+  const float *cr = P.cr.data(), *ci = P.ci.data(), *Br = P.Br.data(), *Bi = P.Bi.data();
+  pfor(M, par, kParMin, [&](int64_t b, int64_t e) {
+    for (int64_t k = b; k < e; ++k) {
+      if (k < n) {
+        ur[k] = ar[k] * cr[k] - ai[k] * ci[k];
+        ui[k] = ar[k] * ci[k] + ai[k] * cr[k];
+      } else {
+        ur[k] = 0.f, ui[k] = 0.f;
+      }
+    }
+  });
+  int w = run_plain(*P.sub, ur, ui, vr, vi, par);
+  float* xr = w ? vr : ur;
+  float* xi = w ? vi : ui;
+  // conj(X * B): the inverse transform as a forward one of the conjugate
+  pfor(M, par, kParMin, [&](int64_t b, int64_t e) {
+    for (int64_t k = b; k < e; ++k) {
+      float re = xr[k] * Br[k] - xi[k] * Bi[k];
+      float im = xr[k] * Bi[k] + xi[k] * Br[k];
+      xr[k] = re, xi[k] = -im;
+    }
+  });
+  float* yr = w ? ur : vr;
+  float* yi = w ? ui : vi;
+  int w2 = run_plain(*P.sub, xr, xi, yr, yi, par);
+  float* zr = w2 ? yr : xr;
+  float* zi = w2 ? yi : xi;
+  pfor(n, par, kParMin, [&](int64_t b, int64_t e) {
+    for (int64_t k = b; k < e; ++k) {
+      float re = zr[k], im = -zi[k];
+      ar[k] = re * cr[k] - im * ci[k];
+      ai[k] = re * ci[k] + im * cr[k];
+    }
+  });
+}
+
+}  // namespace
+}  // namespace cpu
+
+bool FFT::is_equivalent(const Primitive& o) const {
+  auto* p = dynamic_cast<const FFT*>(&o);
+  return p && p->kind_ == kind_ && p->axis_ == axis_ && p->inverse_ == inverse_ && p->n_ == n_ &&
+         p->scale_ == scale_;
+}
+
+void FFT::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  const array& in = inputs[0];
+  array& out = outputs[0];
+  out.alloc();
+  if (out.size() == 0) return;
+  const int ax = axis_;
+  const int nd = in.ndim();
+  const int64_t n = n_;
+  const int64_t Lin = in.shape(ax), Lout = out.shape(ax);
+  const int64_t is = in.strides()[ax];
+  const Strides ostr = row_strides(out.shape());
+  const int64_t os = ostr[ax];
+  const int64_t rows = out.size() / Lout;
+  // the other dims, for row offsets
+  std::vector<int64_t> dsize, din, dout;
+  for (int d = 0; d < nd; ++d)
+    if (d != ax) dsize.push_back(in.shape(d)), din.push_back(in.strides()[d]), dout.push_back(ostr[d]);
+  auto offsets = [&](int64_t row, int64_t& io, int64_t& oo) {
+    io = 0, oo = 0;
+    for (int d = static_cast<int>(dsize.size()) - 1; d >= 0; --d) {
+      int64_t i = row % dsize[d];
+      row /= dsize[d];
+      io += i * din[d], oo += i * dout[d];
+    }
+  };
+  auto P = cpu::get_plan(n);
+  const int64_t work_len = 4 * std::max<int64_t>(n, P->bluestein ? P->M : 0);
+  const float scale = static_cast<float>(scale_);
+  const float sg = inverse_ ? -1.f : 1.f;  // conjugation of input and output
+  const Kind kind = kind_;
+  const float* fin = kind == R2C ? in.data<float>() : reinterpret_cast<const float*>(in.data<complex64_t>());
+  float* fout = kind == C2R ? out.data<float>() : reinterpret_cast<float*>(out.data<complex64_t>());
+
+  auto do_row = [&](int64_t row, float* mem, bool par) {
+    int64_t io, oo;
+    offsets(row, io, oo);
+    float* ar = mem;
+    float* ai = mem + n;
+    float* work = mem + 2 * n;
+    cpu::pfor(n, par, cpu::kParMin, [&](int64_t b, int64_t e) {
+      if (kind == R2C) {
+        for (int64_t t = b; t < e; ++t) ar[t] = fin[io + t * is], ai[t] = 0.f;
+      } else if (kind == C2C) {
+        for (int64_t t = b; t < e; ++t) {
+          const float* p = fin + 2 * (io + t * is);
+          ar[t] = p[0], ai[t] = sg * p[1];
+        }
+      } else {  // C2R: Hermitian extension of the Lin = n/2+1 given bins, conjugated
+        for (int64_t t = b; t < e; ++t) {
+          if (t < Lin) {
+            const float* p = fin + 2 * (io + t * is);
+            ar[t] = p[0], ai[t] = -p[1];
+          } else {
+            const float* p = fin + 2 * (io + (n - t) * is);
+            ar[t] = p[0], ai[t] = p[1];
+          }
+        }
+      }
+    });
+    cpu::transform(*P, ar, ai, work, par);
+    cpu::pfor(Lout, par, cpu::kParMin, [&](int64_t b, int64_t e) {
+      if (kind == C2R) {
+        for (int64_t t = b; t < e; ++t) fout[oo + t * os] = ar[t] * scale;
+      } else {
+        for (int64_t t = b; t < e; ++t) {
+          float* p = fout + 2 * (oo + t * os);
+          p[0] = ar[t] * scale, p[1] = sg * ai[t] * scale;
+        }
+      }
+    });
+  };
+
+  const size_t mem_len = static_cast<size_t>(2 * n + work_len);
+  const int nt = cpu::num_threads();
+  if (rows >= 2 * nt || n < cpu::kParMin) {
+    // rows spread over the threads
+    const int64_t grain = std::max<int64_t>(1, cpu::kParMin / std::max<int64_t>(n, 1));
+    cpu::parallel_for(rows, grain, [&](int64_t b, int64_t e) {
+      thread_local cpu::Scratch sc;
+      float* mem = sc.get(mem_len);
+      for (int64_t r = b; r < e; ++r) do_row(r, mem, false);
+    });
+  } else {
+    std::vector<float> mem(mem_len);
+    for (int64_t r = 0; r < rows; ++r) do_row(r, mem.data(), true);
+  }
+}
+
+}  // namespace ember

@@ -1,0 +1,209 @@
+// Discrete Fourier transform ops (ops/fft.h): argument checks, dtype rules,
+// cropping / zero-padding, and one FFT node per transformed axis.
+#include "ember/ops/fft.h"
+
+#include <cmath>
+
+#include "ember/ops/common.h"
+#include "ember/ops/contract.h"
+#include "ember/primitives/fft.h"
+
+namespace ember::fft {
+
+using ember::detail::fail;
+
+namespace detail {
+
+array transform(const array& x, int kind, int axis, bool inverse, int64_t n, double scale, const StreamOrDevice& s) {
+  const char* op = "fft";
+  if (axis < 0 || axis >= x.ndim()) fail(op, "Invalid axis ", axis, " for shape ", shape_str(x.shape()), ".");
+  const int64_t half = n / 2 + 1;
+  Shape shape = x.shape();
+  if (kind == FFT::R2C) {
+    if (x.dtype() != Dtype::float32 || x.shape(axis) != n) fail(op, "R2C needs float32 of length ", n, ".");
+    shape[axis] = half;
+  } else if (kind == FFT::C2R) {
+    if (x.dtype() != Dtype::complex64 || x.shape(axis) != half) fail(op, "C2R needs complex64 of length ", half, ".");
+    shape[axis] = n;
+  } else if (x.dtype() != Dtype::complex64 || x.shape(axis) != n) {
+    fail(op, "C2C needs complex64 of length ", n, ".");
+  }
+  return array(shape, kind == FFT::C2R ? Dtype::float32 : Dtype::complex64,
+               std::make_shared<FFT>(to_stream(s), static_cast<FFT::Kind>(kind), axis, inverse, n, scale), {x});
+}
+
+array resize_axis(const array& x, int axis, int64_t len, const StreamOrDevice& s) {
+  const int64_t cur = x.shape(axis);
+  if (len == cur) return x;
+  if (len < cur) {
+    Shape start(x.ndim(), 0), stop = x.shape(), step(x.ndim(), 1);
+    stop[axis] = len;
+    return slice(x, start, stop, step, s);
+  }
+  std::vector<std::pair<int64_t, int64_t>> w(x.ndim(), {0, 0});
+  w[axis].second = len - cur;
+  return pad(x, w, "constant", array(0.0, x.dtype()), s);
+}
+
+}  // namespace detail
+
+namespace {
+
+enum Mode { kC2C, kR2C, kC2R };
+
+double norm_scale(const char* op, const std::string& norm, bool inverse, int64_t n) {
+  if (norm == "backward") return inverse ? 1.0 / static_cast<double>(n) : 1.0;
+  if (norm == "ortho") return 1.0 / std::sqrt(static_cast<double>(n));
+  if (norm == "forward") return inverse ? 1.0 : 1.0 / static_cast<double>(n);
+  fail(op, "Invalid norm '", norm, "'. Expected one of {'backward', 'ortho', 'forward'}.");
+}
+
+array general(const char* op, const array& a, const std::optional<Shape>& sz, const std::vector<int>& axes_in,
+              bool inverse, Mode mode, const std::string& norm, const StreamOrDevice& s) {
+  norm_scale(op, norm, inverse, 1);  // validates norm
+  const int nd = a.ndim();
+  std::vector<int> axes;
+  for (int ax : axes_in) {
+    if (ax < -nd || ax >= nd) {
+      ember::detail::fail_index(op, "Axis ", ax, " is out of bounds for array of shape ", shape_str(a.shape()), ".");
+    }
+    axes.push_back(ax < 0 ? ax + nd : ax);
+  }
+  for (size_t i = 0; i < axes.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (axes[i] == axes[j]) fail(op, "Duplicated axis ", axes_in[i], " in the axes of shape ", shape_str(a.shape()), ".");
+  if (sz && sz->size() != axes.size()) {
+    fail(op, "Shape and axes have different sizes (", sz->size(), " and ", axes.size(), ").");
+  }
+  if (axes.empty()) return a;
+  const int k = static_cast<int>(axes.size());
+  Shape n(k);
+  for (int i = 0; i < k; ++i) {
+    if (sz) {
+      n[i] = (*sz)[i];
+    } else if (mode == kC2R && i == k - 1) {
+      n[i] = 2 * (a.shape(axes[i]) - 1);
+    } else {
+      n[i] = a.shape(axes[i]);
+    }
+    if (n[i] <= 0) {
+      fail(op, "Invalid FFT output size ", n[i], " requested for axis ", axes_in[i], " of input shape ",
+           shape_str(a.shape()), ".");
+    }
+  }
+  const int last = axes[k - 1];
+  if (mode == kC2C) {
+    array x = a.dtype() == Dtype::complex64 ? a : astype(a, Dtype::complex64, s);
+    for (int i = k - 1; i >= 0; --i) {
+      x = detail::resize_axis(x, axes[i], n[i], s);
+      x = detail::transform(x, FFT::C2C, axes[i], inverse, n[i], norm_scale(op, norm, inverse, n[i]), s);
+    }
+    return x;
+  }
+  if (mode == kR2C) {
+    array x = is_complex(a.dtype()) ? real(a, s) : a;
+    if (x.dtype() != Dtype::float32) x = astype(x, Dtype::float32, s);
+    x = detail::resize_axis(x, last, n[k - 1], s);
+    x = detail::transform(x, FFT::R2C, last, false, n[k - 1], norm_scale(op, norm, false, n[k - 1]), s);
+    for (int i = k - 2; i >= 0; --i) {
+      x = detail::resize_axis(x, axes[i], n[i], s);
+      x = detail::transform(x, FFT::C2C, axes[i], false, n[i], norm_scale(op, norm, false, n[i]), s);
+    }
+    return x;
+  }
+  array x = a.dtype() == Dtype::complex64 ? a : astype(a, Dtype::complex64, s);
+  for (int i = 0; i < k - 1; ++i) {
+    x = detail::resize_axis(x, axes[i], n[i], s);
+    x = detail::transform(x, FFT::C2C, axes[i], true, n[i], norm_scale(op, norm, true, n[i]), s);
+  }
+  x = detail::resize_axis(x, last, n[k - 1] / 2 + 1, s);
+  return detail::transform(x, FFT::C2R, last, true, n[k - 1], norm_scale(op, norm, true, n[k - 1]), s);
+}
+
+std::vector<int> all_axes(int nd) {
+  std::vector<int> v(nd);
+  for (int i = 0; i < nd; ++i) v[i] = i;
+  return v;
+}
+
+array nd_op(const char* op, const array& a, const std::optional<Shape>& sz, const std::optional<std::vector<int>>& axes,
+            bool inverse, Mode mode, const std::string& norm, const StreamOrDevice& s) {
+  if (!axes && sz) fail(op, "`axes` should not be `None` if `s` is not `None`.");
+  return general(op, a, sz, axes ? *axes : all_axes(a.ndim()), inverse, mode, norm, s);
+}
+
+std::optional<Shape> one(std::optional<int64_t> n) {
+  if (!n) return std::nullopt;
+  return Shape{*n};
+}
+
+}  // namespace
+
+array fft(const array& a, std::optional<int64_t> n, int axis, const std::string& norm, const StreamOrDevice& s) {
+  return general("fft", a, one(n), {axis}, false, kC2C, norm, s);
+}
+array ifft(const array& a, std::optional<int64_t> n, int axis, const std::string& norm, const StreamOrDevice& s) {
+  return general("ifft", a, one(n), {axis}, true, kC2C, norm, s);
+}
+array rfft(const array& a, std::optional<int64_t> n, int axis, const std::string& norm, const StreamOrDevice& s) {
+  return general("rfft", a, one(n), {axis}, false, kR2C, norm, s);
+}
+array irfft(const array& a, std::optional<int64_t> n, int axis, const std::string& norm, const StreamOrDevice& s) {
+  return general("irfft", a, one(n), {axis}, true, kC2R, norm, s);
+}
+array fftn(const array& a, const std::optional<Shape>& sz, const std::optional<std::vector<int>>& axes,
+           const std::string& norm, const StreamOrDevice& s) {
+  return nd_op("fftn", a, sz, axes, false, kC2C, norm, s);
+}
+array ifftn(const array& a, const std::optional<Shape>& sz, const std::optional<std::vector<int>>& axes,
+            const std::string& norm, const StreamOrDevice& s) {
+  return nd_op("ifftn", a, sz, axes, true, kC2C, norm, s);
+}
+array rfftn(const array& a, const std::optional<Shape>& sz, const std::optional<std::vector<int>>& axes,
+            const std::string& norm, const StreamOrDevice& s) {
+  return nd_op("rfftn", a, sz, axes, false, kR2C, norm, s);
+}
+array irfftn(const array& a, const std::optional<Shape>& sz, const std::optional<std::vector<int>>& axes,
+             const std::string& norm, const StreamOrDevice& s) {
+  return nd_op("irfftn", a, sz, axes, true, kC2R, norm, s);
+}
+
+namespace {
+array freqs(const char* op, int64_t n, double d, bool half, const StreamOrDevice& s) {
+  if (n <= 0) fail(op, "`n` must be greater than 0; got ", n, ".");
+  const int64_t len = half ? n / 2 + 1 : n;
+  std::vector<float> v(len);
+  const double scale = 1.0 / (d * static_cast<double>(n));
+  for (int64_t k = 0; k < len; ++k) {
+    int64_t f = (half || k <= (n - 1) / 2) ? k : k - n;
+    v[k] = static_cast<float>(static_cast<double>(f) * scale);
+  }
+  return array(v.data(), Shape{len}, Dtype::float32);
+}
+
+array shift(const char* op, const array& a, const std::optional<std::vector<int>>& axes, bool inverse,
+            const StreamOrDevice& s) {
+  std::vector<int> ax = axes ? *axes : all_axes(a.ndim());
+  if (ax.empty()) return a;
+  Shape sh;
+  Axes norm_axes;
+  for (int v : ax) {
+    int d = normalize_axis(v, a.ndim(), op);
+    int64_t h = a.shape(d) / 2;
+    sh.push_back(inverse ? -h : h);
+    norm_axes.push_back(d);
+  }
+  return roll(a, sh, norm_axes, s);
+}
+}  // namespace
+
+array fftfreq(int64_t n, double d, const StreamOrDevice& s) { return freqs("fftfreq", n, d, false, s); }
+array rfftfreq(int64_t n, double d, const StreamOrDevice& s) { return freqs("rfftfreq", n, d, true, s); }
+array fftshift(const array& a, const std::optional<std::vector<int>>& axes, const StreamOrDevice& s) {
+  return shift("fftshift", a, axes, false, s);
+}
+array ifftshift(const array& a, const std::optional<std::vector<int>>& axes, const StreamOrDevice& s) {
+  return shift("ifftshift", a, axes, true, s);
+}
+
+}  // namespace ember::fft

@@ -1,0 +1,54 @@
+// Discrete Fourier transforms (MLX's mx.fft): NumPy's semantics for `n` / `s`
+// (crop or zero-pad each transformed axis to that length before the
+// transform; irfft's default output length 2 (m - 1)) and for `axes`; MLX's
+// dtypes (every input is promoted to complex64, or to float32 for the real
+// transforms' input; complex64 out, float32 out of the inverse real ones).
+// `norm`: "backward" (1/n on the inverse), "ortho" (1/sqrt(n) both ways) or
+// "forward" (1/n on the forward transform).
+#pragma once
+
+#include <string>
+
+#include "ember/ops.h"
+
+namespace ember::fft {
+
+#define EMBER_S const StreamOrDevice& s = {}
+
+array fft(const array& a, std::optional<int64_t> n = {}, int axis = -1, const std::string& norm = "backward", EMBER_S);
+array ifft(const array& a, std::optional<int64_t> n = {}, int axis = -1, const std::string& norm = "backward",
+           EMBER_S);
+array rfft(const array& a, std::optional<int64_t> n = {}, int axis = -1, const std::string& norm = "backward",
+           EMBER_S);
+array irfft(const array& a, std::optional<int64_t> n = {}, int axis = -1, const std::string& norm = "backward",
+            EMBER_S);
+// n-dimensional forms. axes nullopt: every axis (then s must be nullopt, as
+// MLX); s nullopt: the input's lengths (irfftn: 2 (m - 1) on the last axis).
+// An empty `axes` returns the input unchanged (MLX).
+array fftn(const array& a, const std::optional<Shape>& sz = {}, const std::optional<std::vector<int>>& axes = {},
+           const std::string& norm = "backward", EMBER_S);
+array ifftn(const array& a, const std::optional<Shape>& sz = {}, const std::optional<std::vector<int>>& axes = {},
+            const std::string& norm = "backward", EMBER_S);
+array rfftn(const array& a, const std::optional<Shape>& sz = {}, const std::optional<std::vector<int>>& axes = {},
+            const std::string& norm = "backward", EMBER_S);
+array irfftn(const array& a, const std::optional<Shape>& sz = {}, const std::optional<std::vector<int>>& axes = {},
+             const std::string& norm = "backward", EMBER_S);
+// Sample frequencies (float32): fftfreq(n, d) = [0, 1, ..., -1] / (d n).
+array fftfreq(int64_t n, double d = 1.0, EMBER_S);
+array rfftfreq(int64_t n, double d = 1.0, EMBER_S);
+// Roll each axis (all when nullopt) by n/2 (fftshift) or -(n/2) (ifftshift).
+array fftshift(const array& a, const std::optional<std::vector<int>>& axes = {}, EMBER_S);
+array ifftshift(const array& a, const std::optional<std::vector<int>>& axes = {}, EMBER_S);
+
+namespace detail {
+// One FFT node along `axis` (non-negative) of an input already cast and sized:
+// complex64 of length n (C2C), float32 of length n (R2C), complex64 of
+// length n/2+1 (C2R). kind: 0 C2C, 1 R2C, 2 C2R (FFT::Kind).
+array transform(const array& x, int kind, int axis, bool inverse, int64_t n, double scale, EMBER_S);
+// x cropped or zero-padded to length len along axis.
+array resize_axis(const array& x, int axis, int64_t len, EMBER_S);
+}  // namespace detail
+
+#undef EMBER_S
+
+}  // namespace ember::fft

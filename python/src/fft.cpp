@@ -1,0 +1,89 @@
+// The `fft` submodule (ember/ops/fft.h) with MLX's argument names: every
+// argument may be passed by position or keyword, as in mlx.core.fft.
+#include "bindings.h"
+#include "ember/ops/fft.h"
+
+namespace ember::py_bind {
+
+namespace {
+
+std::optional<Shape> to_opt_shape(py::handle s, const char* op) {
+  if (s.is_none()) return std::nullopt;
+  return to_shape(s, op);
+}
+
+std::optional<std::vector<int>> to_opt_axes(py::handle a) {
+  auto ax = to_axes(a);
+  if (!ax) return std::nullopt;
+  return std::vector<int>(ax->begin(), ax->end());
+}
+
+using OneFn = array (*)(const array&, std::optional<int64_t>, int, const std::string&, const StreamOrDevice&);
+using NdFn = array (*)(const array&, const std::optional<Shape>&, const std::optional<std::vector<int>>&,
+                       const std::string&, const StreamOrDevice&);
+
+void def_one(py::module_& m, const char* name, OneFn f, const char* doc) {
+  m.def(name, [f](py::handle a, std::optional<int64_t> n, int axis, const std::string& norm, py::handle s) {
+        return f(to_array(a), n, axis, norm, to_stream_arg(s));
+      }, "a"_a, "n"_a = py::none(), "axis"_a = -1, "norm"_a = "backward", "stream"_a = py::none(), doc);
+}
+
+void def_nd(py::module_& m, const char* name, NdFn f, py::object default_axes, const char* doc) {
+  m.def(name, [f, name](py::handle a, py::handle sz, py::handle axes, const std::string& norm, py::handle s) {
+        return f(to_array(a), to_opt_shape(sz, name), to_opt_axes(axes), norm, to_stream_arg(s));
+      }, "a"_a, "s"_a = py::none(), "axes"_a = default_axes, "norm"_a = "backward", "stream"_a = py::none(), doc);
+}
+
+}  // namespace
+
+void init_fft(py::module_& m) {
+  auto f = m.def_submodule("fft", "Discrete Fourier transforms (NumPy's semantics, complex64 results).");
+  def_one(f, "fft", fft::fft,
+          "One-dimensional discrete Fourier transform along ``axis``.\n\n"
+          "``n`` crops or zero-pads the axis to that length first (default: its length). ``norm`` is\n"
+          "'backward' (no scaling), 'ortho' (1/sqrt(n)) or 'forward' (1/n). Returns complex64.");
+  def_one(f, "ifft", fft::ifft,
+          "One-dimensional inverse discrete Fourier transform along ``axis`` (1/n scaling with the\n"
+          "default ``norm='backward'``); ``n`` crops or zero-pads first. Returns complex64.");
+  def_one(f, "rfft", fft::rfft,
+          "Discrete Fourier transform of a real signal along ``axis``: the n//2 + 1 non-negative\n"
+          "frequency bins (complex64). Complex input uses its real part; ``n`` crops or zero-pads.");
+  def_one(f, "irfft", fft::irfft,
+          "Inverse of ``rfft``: the real signal (float32) of length ``n`` (default 2 * (m - 1)) whose\n"
+          "half spectrum is ``a`` along ``axis`` (cropped or zero-padded to n//2 + 1 bins).");
+  py::object last2 = py::cast(std::vector<int>{-2, -1});
+  def_nd(f, "fft2", fft::fftn, last2,
+         "Two-dimensional discrete Fourier transform over ``axes`` (default the last two); ``s``\n"
+         "gives each axis's length (crop or zero-pad). Returns complex64.");
+  def_nd(f, "ifft2", fft::ifftn, last2, "Two-dimensional inverse discrete Fourier transform over ``axes``.");
+  def_nd(f, "rfft2", fft::rfftn, last2,
+         "Two-dimensional real discrete Fourier transform: rfft over the last of ``axes``, fft over\n"
+         "the other.");
+  def_nd(f, "irfft2", fft::irfftn, last2,
+         "Inverse of ``rfft2``: ifft over the first of ``axes``, irfft over the last (float32).");
+  def_nd(f, "fftn", fft::fftn, py::none(),
+         "N-dimensional discrete Fourier transform over ``axes`` (default all; ``s`` needs ``axes``).");
+  def_nd(f, "ifftn", fft::ifftn, py::none(), "N-dimensional inverse discrete Fourier transform over ``axes``.");
+  def_nd(f, "rfftn", fft::rfftn, py::none(),
+         "N-dimensional real discrete Fourier transform: rfft over the last of ``axes``, fft over\n"
+         "the others.");
+  def_nd(f, "irfftn", fft::irfftn, py::none(),
+         "Inverse of ``rfftn`` (float32): ifft over all but the last of ``axes``, irfft over the last\n"
+         "(default length 2 * (m - 1)).");
+  f.def("fftfreq", [](int64_t n, double d, py::handle s) { return fft::fftfreq(n, d, to_stream_arg(s)); },
+        "n"_a, "d"_a = 1.0, "stream"_a = py::none(),
+        "Sample frequencies of an n-point fft with sample spacing ``d``: [0, 1, ..., -1] / (d n) (float32).");
+  f.def("rfftfreq", [](int64_t n, double d, py::handle s) { return fft::rfftfreq(n, d, to_stream_arg(s)); },
+        "n"_a, "d"_a = 1.0, "stream"_a = py::none(),
+        "Sample frequencies of an n-point rfft: [0, 1, ..., n//2] / (d n) (float32).");
+  f.def("fftshift", [](py::handle a, py::handle axes, py::handle s) {
+        return fft::fftshift(to_array(a), to_opt_axes(axes), to_stream_arg(s));
+      }, "a"_a, "axes"_a = py::none(), "stream"_a = py::none(),
+      "Move the zero-frequency bin to the center: roll each of ``axes`` (default all) by n//2.");
+  f.def("ifftshift", [](py::handle a, py::handle axes, py::handle s) {
+        return fft::ifftshift(to_array(a), to_opt_axes(axes), to_stream_arg(s));
+      }, "a"_a, "axes"_a = py::none(), "stream"_a = py::none(),
+      "Inverse of ``fftshift``: roll each of ``axes`` (default all) by -(n//2).");
+}
+
+}  // namespace ember::py_bind
