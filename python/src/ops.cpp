@@ -163,6 +163,15 @@ void init_ops(py::module_& m) {
       "segmented_mm(a: array, b: array, /, segments: array, *, stream: StreamOrDevice = None) -> array\n\n"
       "For each [start, end) pair in segments (shape (..., 2)), the product a[:, start:end] @ b[start:end, :]; "
       "the result has shape segments.shape[:-1] + (M, N).");
+  m.def(
+      "hadamard_transform",
+      [](py::handle a, std::optional<float> scale, py::handle s) {
+        return hadamard_transform(to_array(a), scale, to_stream_arg(s));
+      },
+      "a"_a, "scale"_a = py::none(), "stream"_a = py::none(),
+      "hadamard_transform(a: array, scale: float | None = None, stream: StreamOrDevice = None) -> array\n\n"
+      "The Walsh-Hadamard transform along the last axis, whose length must be a power of 2, multiplied by scale "
+      "(default 1/sqrt(n)). Integer and boolean inputs compute in float32.");
   m.def("divmod", [](py::handle a, py::handle b, py::handle s) {
         auto [x, y] = to_arrays(a, b);
         return divmod(x, y, to_stream_arg(s));

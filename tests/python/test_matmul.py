@@ -182,3 +182,38 @@ def test_segmented_mm(dtype):
     s_mx = mx.array(segs[0])
     gradcheck.check_grads(lambda x, y: mx.segmented_mm(x, y, s_mx),
                           [rng.standard_normal((3, 7)), rng.standard_normal((7, 2))])
+
+
+def sylvester(n):
+    h = np.ones((1, 1))
+    while h.shape[0] < n:
+        h = np.kron(np.array([[1, 1], [1, -1]]), h)
+    return h
+
+
+@pytest.mark.parametrize("n", [1, 2, 8, 64, 1024])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int32"])
+def test_hadamard_transform(n, dtype):
+    rng = np.random.default_rng(n)
+    x = rand(rng, (3, n), dtype) if dtype != "float16" else rng.standard_normal((3, n)).astype(np.float16)
+    got = mx.hadamard_transform(as_mx(x))
+    assert got.dtype == (mx.float32 if dtype == "int32" else getattr(mx, dtype))
+    want = x.astype(np.float64) @ sylvester(n).T / np.sqrt(n)
+    tol = {"float16": 1e-2, "float32": 1e-5, "float64": 1e-12, "int32": 1e-5}[dtype]
+    np.testing.assert_allclose(to_numpy(got).astype(np.float64), want, rtol=tol, atol=tol * np.abs(want).max())
+    np.testing.assert_allclose(to_numpy(mx.hadamard_transform(as_mx(x), scale=1.0)).astype(np.float64),
+                               want * np.sqrt(n), rtol=tol, atol=tol * np.abs(want).max() * np.sqrt(n))
+
+
+def test_hadamard_transform_rules_and_errors():
+    assert mx.hadamard_transform(mx.array(3.0)).item() == 3.0  # 0-d: n = 1
+    with pytest.raises(ValueError, match=r"\[hadamard_transform\].*empty"):
+        mx.hadamard_transform(mx.ones((0,)))
+    with pytest.raises(ValueError, match=r"\[hadamard_transform\].*power of 2"):
+        mx.hadamard_transform(mx.ones((2, 6)))
+    x_nc = mx.array(np.arange(32.0).reshape(4, 8)).T  # non-contiguous (8, 4)
+    np.testing.assert_allclose(to_numpy(mx.hadamard_transform(x_nc)),
+                               np.arange(32.0).reshape(4, 8).T @ sylvester(4).T / 2, rtol=1e-6)
+    rng = np.random.default_rng(9)
+    gradcheck.check_grads(lambda x: mx.hadamard_transform(x, scale=0.3), [rng.standard_normal((2, 8))], order=2)
+    gradcheck.check_vmap(lambda x: mx.hadamard_transform(x), [rng.standard_normal((3, 2, 8))], in_axes=1)

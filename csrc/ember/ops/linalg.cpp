@@ -1,5 +1,6 @@
 // Matrix products: NumPy's matmul rules (1-D operands promoted and the added
 // dim removed; batch dims broadcast).
+#include <cmath>
 #include <initializer_list>
 #include <string>
 
@@ -145,6 +146,38 @@ array segmented_mm(const array& a, const array& b, const array& segments, const 
                              less(ks, astype(hi, Dtype::int64, s), s), s);
   array mask = expand_dims(astype(in_seg, t, s), {-2}, s);  // (..., 1, K)
   return matmul(multiply(astype(a, t, s), mask, s), astype(b, t, s), s);
+}
+
+array hadamard_transform(const array& a, std::optional<float> scale, const StreamOrDevice& s) {
+  if (a.size() == 0) fail("hadamard_transform", "Does not support empty arrays (shape ", shape_str(a.shape()), ").");
+  const int64_t n = a.ndim() ? a.shape(-1) : 1;
+  if (n & (n - 1)) {
+    fail("hadamard_transform", "The last dimension must be a power of 2; got ", n, " (shape ", shape_str(a.shape()),
+         ").");
+  }
+  Dtype out_t = is_inexact(a.dtype()) ? a.dtype() : Dtype::float32;
+  Dtype t = (out_t == Dtype::float16 || out_t == Dtype::bfloat16) ? Dtype::float32 : out_t;
+  array x = astype(a, t, s);
+  Shape shape = x.shape();
+  // Butterflies: at stage h the last axis is viewed as (n / 2h, 2, h); the
+  // pairs (u, v) along the middle axis become (u + v, u - v).
+  Shape lead(shape.begin(), shape.end() - (a.ndim() ? 1 : 0));
+  for (int64_t h = 1; h < n; h *= 2) {
+    Shape v = lead;
+    v.insert(v.end(), {n / (2 * h), 2, h});
+    array y = reshape(x, v, s);
+    int nd = y.ndim();
+    Shape start(nd, 0), stop = y.shape(), step(nd, 1);
+    stop[nd - 2] = 1;
+    array u = slice(y, start, stop, step, s);
+    start[nd - 2] = 1;
+    stop[nd - 2] = 2;
+    array w = slice(y, start, stop, step, s);
+    x = reshape(concatenate({add(u, w, s), subtract(u, w, s)}, nd - 2, s), shape, s);
+  }
+  double sc = scale ? static_cast<double>(*scale) : 1.0 / std::sqrt(static_cast<double>(n));
+  if (sc != 1.0) x = multiply(x, array(sc, t), s);
+  return astype(x, out_t, s);
 }
 
 }  // namespace ember

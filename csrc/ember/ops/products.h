@@ -1,5 +1,6 @@
-// Matrix products beyond matmul (declared in ops.h): addmm, gather_mm and
-// segmented_mm. Same conventions as ops.h; implemented in ops/linalg.cpp.
+// Matrix products beyond matmul: addmm, gather_mm, segmented_mm, and the
+// Hadamard transform. Same conventions as ops.h; implemented in
+// ops/linalg.cpp.
 #pragma once
 
 #include "ember/ops.h"
@@ -16,6 +17,10 @@ array gather_mm(const array& a, const array& b, const std::optional<array>& lhs_
                 const std::optional<array>& rhs_indices = {}, bool sorted_indices = false, EMBER_S);
 // out[j...] = a[:, s:e] @ b[s:e, :] for each [s, e) pair segments[j..., :]
 array segmented_mm(const array& a, const array& b, const array& segments, EMBER_S);
+
+// The Walsh-Hadamard transform along the last axis (a power of 2 long),
+// times scale (default 1/sqrt(n)); integers and bools become float32.
+array hadamard_transform(const array& a, std::optional<float> scale = {}, EMBER_S);
 
 #undef EMBER_S
 
