@@ -50,5 +50,6 @@ void init_ops_conv(py::module_& m);
 void init_device(py::module_& m);
 void init_transforms(py::module_& m);
 void init_fft(py::module_& m);
+void init_linalg(py::module_& m);
 
 }  // namespace ember::py_bind

@@ -164,6 +164,19 @@ void init_ops(py::module_& m) {
       "For each [start, end) pair in segments (shape (..., 2)), the product a[:, start:end] @ b[start:end, :]; "
       "the result has shape segments.shape[:-1] + (M, N).");
   m.def(
+      "block_masked_mm",
+      [](py::handle a, py::handle b, int block_size, py::handle mo, py::handle ml, py::handle mr, py::handle s) {
+        auto opt = [](py::handle h) { return h.is_none() ? std::optional<array>() : std::optional<array>(to_array(h)); };
+        return block_masked_mm(to_array(a), to_array(b), block_size, opt(mo), opt(ml), opt(mr), to_stream_arg(s));
+      },
+      "a"_a, "b"_a, py::pos_only(), "block_size"_a = 64, "mask_out"_a = py::none(), "mask_lhs"_a = py::none(),
+      "mask_rhs"_a = py::none(), py::kw_only(), kStream,
+      "block_masked_mm(a: array, b: array, /, block_size: int = 64, mask_out: array | None = None, mask_lhs: array "
+      "| None = None, mask_rhs: array | None = None, *, stream: StreamOrDevice = None) -> array\n\n"
+      "a @ b with block masks: each mask has one entry per block_size x block_size block (32 or 64) of a "
+      "(mask_lhs), b (mask_rhs) or the product (mask_out); a boolean mask keeps or zeroes a block, a numeric one "
+      "scales it.");
+  m.def(
       "hadamard_transform",
       [](py::handle a, std::optional<float> scale, py::handle s) {
         return hadamard_transform(to_array(a), scale, to_stream_arg(s));

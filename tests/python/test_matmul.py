@@ -217,3 +217,46 @@ def test_hadamard_transform_rules_and_errors():
     rng = np.random.default_rng(9)
     gradcheck.check_grads(lambda x: mx.hadamard_transform(x, scale=0.3), [rng.standard_normal((2, 8))], order=2)
     gradcheck.check_vmap(lambda x: mx.hadamard_transform(x), [rng.standard_normal((3, 2, 8))], in_axes=1)
+
+
+def expand_mask(m, bs, rows, cols):
+    return np.repeat(np.repeat(m, bs, -2), bs, -1)[..., :rows, :cols]
+
+
+@pytest.mark.parametrize("bs", [32, 64])
+def test_block_masked_mm(bs):
+    rng = np.random.default_rng(bs)
+    M, K, N = 70, 40, 33
+    a = rng.standard_normal((2, M, K)).astype(np.float32)
+    b = rng.standard_normal((K, N)).astype(np.float32)
+    g = lambda r, c: ((r + bs - 1) // bs, (c + bs - 1) // bs)  # noqa: E731
+    mo = rng.random((2,) + g(M, N)) > 0.3
+    ml = rng.random((2,) + g(M, K)).astype(np.float32)
+    mr = rng.random(g(K, N)) > 0.5
+    got = to_numpy(mx.block_masked_mm(mx.array(a), mx.array(b), block_size=bs, mask_out=mx.array(mo),
+                                      mask_lhs=mx.array(ml), mask_rhs=mx.array(mr)))
+    want = ((a * expand_mask(ml, bs, M, K)) @ (b * expand_mask(mr, bs, K, N))) * expand_mask(mo, bs, M, N)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+    plain = to_numpy(mx.block_masked_mm(mx.array(a), mx.array(b), block_size=bs))
+    np.testing.assert_allclose(plain, a @ b, rtol=1e-5, atol=1e-4)
+    # a boolean mask zeroes whole blocks, NaNs included
+    a_nan = a.copy()
+    a_nan[:, :bs, :] = np.nan
+    keep = np.ones((2,) + g(M, K), bool)
+    keep[:, 0, :] = False
+    out = to_numpy(mx.block_masked_mm(mx.array(a_nan), mx.array(b), block_size=bs, mask_lhs=mx.array(keep)))
+    assert np.isfinite(out).all()
+
+
+def test_block_masked_mm_errors_and_rules():
+    a, b = mx.ones((64, 64)), mx.ones((64, 64))
+    with pytest.raises(ValueError, match=r"\[block_masked_mm\].*32 and 64"):
+        mx.block_masked_mm(a, b, block_size=16)
+    with pytest.raises(ValueError, match=r"\[block_masked_mm\].*mask_out.*\(2,2\)"):
+        mx.block_masked_mm(a, b, block_size=32, mask_out=mx.ones((3, 2), dtype=mx.bool_))
+    with pytest.raises(ValueError, match=r"\[block_masked_mm\].*real floating"):
+        mx.block_masked_mm(mx.ones((4, 4), dtype=mx.int32), mx.ones((4, 4), dtype=mx.int32), block_size=32)
+    rng = np.random.default_rng(11)
+    mask = mx.array(np.array([[True, False], [True, True]]))
+    gradcheck.check_grads(lambda x, y: mx.block_masked_mm(x, y, block_size=32, mask_lhs=mask),
+                          [rng.standard_normal((40, 33)), rng.standard_normal((33, 5))])

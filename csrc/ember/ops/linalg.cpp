@@ -148,6 +148,49 @@ array segmented_mm(const array& a, const array& b, const array& segments, const 
   return matmul(multiply(astype(a, t, s), mask, s), astype(b, t, s), s);
 }
 
+namespace {
+
+// mask (..., ceil(rows / bs), ceil(cols / bs)) applied to x (..., rows, cols)
+// block by block: a boolean mask selects (masked entries become 0, NaNs
+// included), a numeric one scales.
+array apply_block_mask(const array& x, const array& mask, int bs, const char* name, const StreamOrDevice& s) {
+  const int64_t rows = x.shape(-2), cols = x.shape(-1);
+  const int64_t br = (rows + bs - 1) / bs, bc = (cols + bs - 1) / bs;
+  if (mask.ndim() < 2 || mask.shape(-2) != br || mask.shape(-1) != bc) {
+    fail("block_masked_mm", "The ", name, " of shape ", shape_str(mask.shape()), " must end in (", br, ",", bc,
+         "): the number of ", bs, "-blocks of a (", rows, ",", cols, ") operand.");
+  }
+  array m = repeat(repeat(mask, bs, -2, s), bs, -1, s);
+  int nd = m.ndim();
+  Shape start(nd, 0), stop = m.shape(), step(nd, 1);
+  stop[nd - 2] = rows;
+  stop[nd - 1] = cols;
+  m = slice(m, start, stop, step, s);
+  if (mask.dtype() == Dtype::bool_) return where(m, x, zeros_like(x, {}, s), s);
+  return multiply(x, astype(m, x.dtype(), s), s);
+}
+
+}  // namespace
+
+array block_masked_mm(const array& a, const array& b, int block_size, const std::optional<array>& mask_out,
+                      const std::optional<array>& mask_lhs, const std::optional<array>& mask_rhs,
+                      const StreamOrDevice& s) {
+  if (block_size != 32 && block_size != 64) {
+    fail("block_masked_mm", "Only block sizes 32 and 64 are supported; got ", block_size, ".");
+  }
+  if (a.ndim() < 2 || b.ndim() < 2) {
+    fail("block_masked_mm", "Inputs must have at least two dimensions (shapes ", shape_str(a.shape()), " and ",
+         shape_str(b.shape()), ").");
+  }
+  Dtype t = real_floating_result("block_masked_mm", {a.dtype(), b.dtype()});
+  array x = astype(a, t, s), y = astype(b, t, s);
+  if (mask_lhs) x = apply_block_mask(x, *mask_lhs, block_size, "mask_lhs", s);
+  if (mask_rhs) y = apply_block_mask(y, *mask_rhs, block_size, "mask_rhs", s);
+  array out = matmul(x, y, s);
+  if (mask_out) out = apply_block_mask(out, *mask_out, block_size, "mask_out", s);
+  return out;
+}
+
 array hadamard_transform(const array& a, std::optional<float> scale, const StreamOrDevice& s) {
   if (a.size() == 0) fail("hadamard_transform", "Does not support empty arrays (shape ", shape_str(a.shape()), ").");
   const int64_t n = a.ndim() ? a.shape(-1) : 1;

@@ -1,5 +1,5 @@
-// Matrix products beyond matmul: addmm, gather_mm, segmented_mm, and the
-// Hadamard transform. Same conventions as ops.h; implemented in
+// Matrix products beyond matmul: addmm, gather_mm, segmented_mm,
+// block_masked_mm, and the Hadamard transform. Same conventions as ops.h; implemented in
 // ops/linalg.cpp.
 #pragma once
 
@@ -18,6 +18,12 @@ array gather_mm(const array& a, const array& b, const std::optional<array>& lhs_
 // out[j...] = a[:, s:e] @ b[s:e, :] for each [s, e) pair segments[j..., :]
 array segmented_mm(const array& a, const array& b, const array& segments, EMBER_S);
 
+// a @ b with block masks (block_size 32 or 64): mask_lhs/mask_rhs/mask_out
+// have one entry per block of a, b and the product (boolean: keep or zero;
+// numeric: scale), broadcasting over the batch dims.
+array block_masked_mm(const array& a, const array& b, int block_size = 64,
+                      const std::optional<array>& mask_out = {}, const std::optional<array>& mask_lhs = {},
+                      const std::optional<array>& mask_rhs = {}, EMBER_S);
 // The Walsh-Hadamard transform along the last axis (a power of 2 long),
 // times scale (default 1/sqrt(n)); integers and bools become float32.
 array hadamard_transform(const array& a, std::optional<float> scale = {}, EMBER_S);
