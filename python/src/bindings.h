@@ -49,6 +49,7 @@ void init_ops_sort(py::module_& m);
 void init_ops_conv(py::module_& m);
 void init_device(py::module_& m);
 void init_transforms(py::module_& m);
+void init_random(py::module_& m);
 void init_fft(py::module_& m);
 void init_linalg(py::module_& m);
 
