@@ -18,8 +18,10 @@
 //
 // Twiddles are computed in double and rounded once; plans (stages,
 // twiddles, chirp and the transformed chirp filter) are cached by length.
-// Inverse transforms conjugate on the way in and out. R2C transforms the
-// real row as a complex one; C2R rebuilds the full Hermitian spectrum.
+// Inverse transforms conjugate on the way in and out. R2C of even length
+// packs the real row into a half-length complex one and untangles the
+// result; odd lengths transform the real row as a complex one. C2R rebuilds
+// the full Hermitian spectrum. Scratch comes from the caching allocator.
 // Rows are spread over the thread pool when there are enough of them;
 // otherwise each stage of a long transform is split across the threads.
 #include <cmath>
@@ -28,6 +30,7 @@
 #include <mutex>
 #include <vector>
 
+#include "ember/allocator.h"
 #include "ember/backend/cpu/threadpool.h"
 #include "ember/primitives/fft.h"
 
@@ -104,6 +107,21 @@ inline void butterfly(const float* ar, const float* ai, float* br, float* bi, co
     br[0] = ar[0] + sr, bi[0] = ai[0] + si;
     br[1] = mr + h * di, bi[1] = mi - h * dr;
     br[2] = mr - h * di, bi[2] = mi + h * dr;
+  } else if constexpr (R == 5) {
+    constexpr float c1 = 0.30901699437494742410f, c2 = -0.80901699437494742410f;
+    constexpr float s1 = 0.95105651629515357212f, s2 = 0.58778525229247312917f;
+    float p1r = ar[1] + ar[4], p1i = ai[1] + ai[4], m1r = ar[1] - ar[4], m1i = ai[1] - ai[4];
+    float p2r = ar[2] + ar[3], p2i = ai[2] + ai[3], m2r = ar[2] - ar[3], m2i = ai[2] - ai[3];
+    br[0] = ar[0] + p1r + p2r, bi[0] = ai[0] + p1i + p2i;
+    float q1r = ar[0] + c1 * p1r + c2 * p2r, q1i = ai[0] + c1 * p1i + c2 * p2i;
+    float q2r = ar[0] + c2 * p1r + c1 * p2r, q2i = ai[0] + c2 * p1i + c1 * p2i;
+    // -i (s1 m1 + s2 m2) and -i (s2 m1 - s1 m2)
+    float u1r = s1 * m1i + s2 * m2i, u1i = -(s1 * m1r + s2 * m2r);
+    float u2r = s2 * m1i - s1 * m2i, u2i = -(s2 * m1r - s1 * m2r);
+    br[1] = q1r + u1r, bi[1] = q1i + u1i;
+    br[4] = q1r - u1r, bi[4] = q1i - u1i;
+    br[2] = q2r + u2r, bi[2] = q2i + u2i;
+    br[3] = q2r - u2r, bi[3] = q2i - u2i;
   } else {
     const int r = st.r;
     for (int k = 0; k < r; ++k) {
@@ -160,6 +178,7 @@ void stage(const Stage& st, const float* xr, const float* xi, float* yr, float* 
       case 2: run_stage<2>(st, xr, xi, yr, yi, p0, p1, q0, q1); break;
       case 3: run_stage<3>(st, xr, xi, yr, yi, p0, p1, q0, q1); break;
       case 4: run_stage<4>(st, xr, xi, yr, yi, p0, p1, q0, q1); break;
+      case 5: run_stage<5>(st, xr, xi, yr, yi, p0, p1, q0, q1); break;
       default: run_stage<0>(st, xr, xi, yr, yi, p0, p1, q0, q1); break;
     }
   };
@@ -265,17 +284,25 @@ std::shared_ptr<const Plan> get_plan(int64_t n) {
   return cache.emplace(n, P).first->second;
 }
 
-// Scratch: a (n) and b (n) pairs, plus 2 M pairs for Bluestein.
-struct Scratch {
-  std::vector<float> buf;
-  float* get(size_t n) {
-    if (buf.size() < n) buf.resize(n);
-    return buf.data();
+// e^(-2 pi i k / n) for k <= n/2 (the even-length rfft's post-processing).
+std::shared_ptr<const std::vector<float>> real_twiddles(int64_t n) {
+  static std::mutex mu;
+  static std::map<int64_t, std::shared_ptr<const std::vector<float>>> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(n);
+  if (it != cache.end()) return it->second;
+  auto v = std::make_shared<std::vector<float>>(2 * (n / 2 + 1));
+  for (int64_t k = 0; k <= n / 2; ++k) {
+    double a = -2.0 * kPi * static_cast<double>(k) / static_cast<double>(n);
+    (*v)[2 * k] = static_cast<float>(std::cos(a));
+    (*v)[2 * k + 1] = static_cast<float>(std::sin(a));
   }
-};
+  if (cache.size() > 256) cache.clear();
+  return cache.emplace(n, v).first->second;
+}
 
 // Forward DFT of the row in (ar, ai) (length n); the result is written back
-// into (ar, ai). `work` has room for 2 * max(n, M) * 2 floats.
+// into (ar, ai). `work` has room for 4 * max(n, M) floats.
 void transform(const Plan& P, float* ar, float* ai, float* work, bool par) {
   const int64_t n = P.n;
   if (!P.bluestein) {
@@ -364,8 +391,15 @@ void FFT::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs
       io += i * din[d], oo += i * dout[d];
     }
   };
-  auto P = cpu::get_plan(n);
-  const int64_t work_len = 4 * std::max<int64_t>(n, P->bluestein ? P->M : 0);
+  // Even-length real input: the n/2-point complex transform of
+  // z_t = x_2t + i x_2t+1, then X_k = E_k + w^k O_k with
+  // E_k = (Z_k + conj Z_(h-k)) / 2, O_k = (Z_k - conj Z_(h-k)) / 2i.
+  const bool half_real = kind_ == R2C && n % 2 == 0;
+  const int64_t tn = half_real ? n / 2 : n;  // complex transform length
+  auto P = cpu::get_plan(tn);
+  std::shared_ptr<const std::vector<float>> rtw;
+  if (half_real) rtw = cpu::real_twiddles(n);
+  const int64_t work_len = 4 * std::max<int64_t>(tn, P->bluestein ? P->M : 0);
   const float scale = static_cast<float>(scale_);
   const float sg = inverse_ ? -1.f : 1.f;  // conjugation of input and output
   const Kind kind = kind_;
@@ -376,10 +410,12 @@ void FFT::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs
     int64_t io, oo;
     offsets(row, io, oo);
     float* ar = mem;
-    float* ai = mem + n;
-    float* work = mem + 2 * n;
-    cpu::pfor(n, par, cpu::kParMin, [&](int64_t b, int64_t e) {
-      if (kind == R2C) {
+    float* ai = mem + tn;
+    float* work = mem + 2 * tn;
+    cpu::pfor(tn, par, cpu::kParMin, [&](int64_t b, int64_t e) {
+      if (half_real) {
+        for (int64_t t = b; t < e; ++t) ar[t] = fin[io + 2 * t * is], ai[t] = fin[io + (2 * t + 1) * is];
+      } else if (kind == R2C) {
         for (int64_t t = b; t < e; ++t) ar[t] = fin[io + t * is], ai[t] = 0.f;
       } else if (kind == C2C) {
         for (int64_t t = b; t < e; ++t) {
@@ -400,7 +436,20 @@ void FFT::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs
     });
     cpu::transform(*P, ar, ai, work, par);
     cpu::pfor(Lout, par, cpu::kParMin, [&](int64_t b, int64_t e) {
-      if (kind == C2R) {
+      if (half_real) {
+        const float* w = rtw->data();
+        const float hs = 0.5f * scale;
+        for (int64_t k = b; k < e; ++k) {
+          const int64_t k1 = k == tn ? 0 : k, k2 = k == 0 ? 0 : tn - k;
+          float zr = ar[k1], zi = ai[k1], cr = ar[k2], ci = -ai[k2];
+          float er = zr + cr, ei = zi + ci, dr = zr - cr, di = zi - ci;
+          float orr = di, oi = -dr;  // (Z - conj Z') / i, times 2
+          float wr = w[2 * k], wi = w[2 * k + 1];
+          float* p = fout + 2 * (oo + k * os);
+          p[0] = hs * (er + orr * wr - oi * wi);
+          p[1] = hs * (ei + orr * wi + oi * wr);
+        }
+      } else if (kind == C2R) {
         for (int64_t t = b; t < e; ++t) fout[oo + t * os] = ar[t] * scale;
       } else {
         for (int64_t t = b; t < e; ++t) {
@@ -411,19 +460,20 @@ void FFT::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs
     });
   };
 
-  const size_t mem_len = static_cast<size_t>(2 * n + work_len);
+  const size_t mem_len = static_cast<size_t>(2 * tn + work_len);
   const int nt = cpu::num_threads();
-  if (rows >= 2 * nt || n < cpu::kParMin) {
-    // rows spread over the threads
-    const int64_t grain = std::max<int64_t>(1, cpu::kParMin / std::max<int64_t>(n, 1));
+  if (rows >= 2 * nt || tn < cpu::kParMin) {
+    // rows spread over the threads, each with its own scratch
+    const int64_t grain = std::max<int64_t>(1, cpu::kParMin / std::max<int64_t>(tn, 1));
     cpu::parallel_for(rows, grain, [&](int64_t b, int64_t e) {
-      thread_local cpu::Scratch sc;
-      float* mem = sc.get(mem_len);
+      auto buf = allocator::malloc(mem_len * sizeof(float));
+      float* mem = static_cast<float*>(buf->ptr());
       for (int64_t r = b; r < e; ++r) do_row(r, mem, false);
     });
   } else {
-    std::vector<float> mem(mem_len);
-    for (int64_t r = 0; r < rows; ++r) do_row(r, mem.data(), true);
+    auto buf = allocator::malloc(mem_len * sizeof(float));
+    float* mem = static_cast<float*>(buf->ptr());
+    for (int64_t r = 0; r < rows; ++r) do_row(r, mem, true);
   }
 }
 
