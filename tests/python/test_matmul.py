@@ -260,3 +260,25 @@ def test_block_masked_mm_errors_and_rules():
     mask = mx.array(np.array([[True, False], [True, True]]))
     gradcheck.check_grads(lambda x, y: mx.block_masked_mm(x, y, block_size=32, mask_lhs=mask),
                           [rng.standard_normal((40, 33)), rng.standard_normal((33, 5))])
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("K", [1, 7, 256, 600])
+def test_half_matmul_in_float32_tiles(dtype, K):
+    """Half operands are converted tile by tile (K in blocks of 256) and
+    accumulated in float32: the result is the float32 product rounded once."""
+    rng = np.random.default_rng(K)
+    a = rng.standard_normal((2, 5, K)).astype(np.float32)
+    b = rng.standard_normal((K, 3)).astype(np.float32)
+    A, B = mx.array(a).astype(getattr(mx, dtype)), mx.array(b).astype(getattr(mx, dtype))
+    a_q, b_q = to_numpy(A.astype(mx.float32)), to_numpy(B.astype(mx.float32))
+    want = a_q.astype(np.float64) @ b_q.astype(np.float64)
+    for x, y in [(A, B), (A.swapaxes(-1, -2).swapaxes(-1, -2), B.T.T), (A[:, ::-1][:, ::-1], B)]:
+        got = x @ y
+        assert got.dtype == getattr(mx, dtype)
+        tol = 1e-2 if dtype == "float16" else 2e-2
+        np.testing.assert_allclose(to_numpy(got.astype(mx.float32)), want, rtol=tol, atol=tol * np.abs(want).max())
+    # transposed storage of both operands
+    got_t = (mx.array(a.swapaxes(-1, -2).copy()).astype(getattr(mx, dtype)).swapaxes(-1, -2)
+             @ mx.array(b.T.copy()).astype(getattr(mx, dtype)).T)
+    np.testing.assert_allclose(to_numpy(got_t.astype(mx.float32)), want, rtol=2e-2, atol=2e-2 * np.abs(want).max())

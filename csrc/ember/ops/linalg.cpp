@@ -24,8 +24,8 @@ array matmul(const array& a_in, const array& b_in, const StreamOrDevice& s) {
          " must match second to last dimension of second input with shape ", shape_str(b_in.shape()), ".");
   }
   Dtype t = promote_types(a.dtype(), b.dtype());
-  // half types compute in float32 and round once at the end
-  Dtype compute = (t == Dtype::float16 || t == Dtype::bfloat16) ? Dtype::float32 : t;
+  // (half types: the kernel converts tiles to float32 and rounds once at the end)
+  Dtype compute = t;
   Shape ba(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
   Shape batch = broadcast_shapes(ba, bb, "matmul");
   Shape sa = batch, sb = batch;

@@ -113,6 +113,32 @@ void naive_gemm(const T* a, bool ta, int64_t lda, const T* b, bool tb, int64_t l
   }
 }
 
+// Half-precision operands: tiles of kTileK columns of A and rows of B are
+// converted to float32 and accumulated by sgemm into a float32 product,
+// rounded to the output type once. Memory stays O(M * kTileK + kTileK * N +
+// M * N) per product instead of float32 copies of both operands.
+constexpr int64_t kTileK = 256;
+
+template <class T>
+void half_gemm(const T* a, bool ta, int64_t lda, const T* b, bool tb, int64_t ldb, T* c, int64_t M, int64_t N,
+               int64_t K, std::vector<float>& ta_buf, std::vector<float>& tb_buf, std::vector<float>& acc) {
+  acc.assign(M * N, 0.0f);
+  for (int64_t k0 = 0; k0 < K; k0 += kTileK) {
+    const int64_t kb = std::min(kTileK, K - k0);
+    ta_buf.resize(M * kb);
+    tb_buf.resize(kb * N);
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t k = 0; k < kb; ++k)
+        ta_buf[i * kb + k] = static_cast<float>(ta ? a[(k0 + k) * lda + i] : a[i * lda + k0 + k]);
+    for (int64_t k = 0; k < kb; ++k)
+      for (int64_t j = 0; j < N; ++j)
+        tb_buf[k * N + j] = static_cast<float>(tb ? b[j * ldb + k0 + k] : b[(k0 + k) * ldb + j]);
+    scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, kb, 1.0f, ta_buf.data(), kb, tb_buf.data(),
+                      N, 1.0f, acc.data(), N);
+  }
+  for (int64_t i = 0; i < M * N; ++i) c[i] = T(acc[i]);
+}
+
 }  // namespace
 
 void Matmul::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
@@ -149,6 +175,7 @@ void Matmul::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outp
         return;
       }
     }
+    std::vector<float> ta_buf, tb_buf, acc;  // half types' float32 tiles
     for (int64_t i = 0; i < batch; ++i) {
       const T* a = pa + A.offsets[i];
       const T* b = pb + B.offsets[i];
@@ -161,7 +188,7 @@ void Matmul::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outp
         const T one(1, 0), zero(0, 0);
         scipy_cblas_cgemm(CblasRowMajor, ta, tb, M, N, K, &one, a, A.ld, b, B.ld, &zero, c, N);
       } else if constexpr (is_half_v<T>) {
-        cpu::unsupported("Matmul", out.dtype());  // the op computes half types in float32
+        half_gemm(a, A.trans, A.ld, b, B.trans, B.ld, c, M, N, K, ta_buf, tb_buf, acc);
       } else {
         naive_gemm(a, A.trans, A.ld, b, B.trans, B.ld, c, M, N, K);
       }
