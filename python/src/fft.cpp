@@ -76,6 +76,20 @@ void init_fft(py::module_& m) {
   f.def("rfftfreq", [](int64_t n, double d, py::handle s) { return fft::rfftfreq(n, d, to_stream_arg(s)); },
         "n"_a, "d"_a = 1.0, "stream"_a = py::none(),
         "Sample frequencies of an n-point rfft: [0, 1, ..., n//2] / (d n) (float32).");
+  f.def("stft", [](py::handle x, int64_t n_fft, std::optional<int64_t> hop, std::optional<int64_t> wl,
+                   py::handle window, bool center, const std::string& pad_mode, const std::string& norm,
+                   std::optional<bool> onesided, py::handle s) {
+        std::optional<array> w;
+        if (!window.is_none()) w = to_array(window);
+        return fft::stft(to_array(x), n_fft, hop, wl, w, center, pad_mode, norm, onesided, to_stream_arg(s));
+      }, "x"_a, "n_fft"_a = 2048, "hop_length"_a = py::none(), "win_length"_a = py::none(), "window"_a = py::none(),
+      "center"_a = true, "pad_mode"_a = "reflect", "norm"_a = "backward", "onesided"_a = py::none(),
+      "stream"_a = py::none(),
+      "Short-time Fourier transform of the last axis: frames of ``n_fft`` samples every ``hop_length``\n"
+      "(default n_fft // 4), each multiplied by ``window`` (default ones of ``win_length``, default n_fft;\n"
+      "centered and zero-padded to n_fft). ``center`` pads n_fft // 2 on both sides first (``pad_mode``\n"
+      "'reflect', 'constant' or 'edge'). ``onesided`` (default: real input) keeps n_fft // 2 + 1\n"
+      "frequencies. Returns complex64 of shape (..., n_freq, n_frames).");
   f.def("fftshift", [](py::handle a, py::handle axes, py::handle s) {
         return fft::fftshift(to_array(a), to_opt_axes(axes), to_stream_arg(s));
       }, "a"_a, "axes"_a = py::none(), "stream"_a = py::none(),

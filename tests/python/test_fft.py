@@ -332,3 +332,79 @@ def test_vmap_of_grad():
     x = _real((3, 8), 7)
     per = mx.vmap(mx.grad(lambda v: mx.square(mx.abs(FFT.fft(v.astype(mx.complex64)))).sum()))(mx.array(x))
     np.testing.assert_allclose(np.array(per), 2 * 8 * x, rtol=1e-4, atol=1e-4)
+
+
+# --------------------------------------------------------------------------
+# stft
+# --------------------------------------------------------------------------
+
+def _stft_ref(x, n_fft, hop=None, wl=None, window=None, center=True, mode="reflect", onesided=None, norm="backward"):
+    hop = hop or n_fft // 4
+    if window is None:
+        window = np.ones(wl or n_fft)
+    left = (n_fft - len(window)) // 2
+    win = np.zeros(n_fft)
+    win[left:left + len(window)] = window
+    if onesided is None:
+        onesided = not np.iscomplexobj(x)
+    if center:
+        x = np.pad(x, [(0, 0)] * (x.ndim - 1) + [(n_fft // 2, n_fft // 2)], mode=mode)
+    frames = 1 + (x.shape[-1] - n_fft) // hop
+    fr = np.stack([x[..., f * hop:f * hop + n_fft] * win for f in range(frames)], -2)
+    r = np.fft.rfft(fr, axis=-1, norm=norm) if onesided else np.fft.fft(fr, axis=-1, norm=norm)
+    return np.swapaxes(r, -1, -2)
+
+
+STFT_CASES = [
+    dict(n_fft=8), dict(n_fft=8, win_length=6), dict(n_fft=7, win_length=4, hop_length=3, pad_mode="edge"),
+    dict(n_fft=7, center=False, hop_length=5), dict(n_fft=6, onesided=False, pad_mode="constant"),
+    dict(n_fft=16, hop_length=16, norm="ortho"), dict(n_fft=5, hop_length=2, center=False, onesided=False),
+]
+
+
+@pytest.mark.parametrize("kw", STFT_CASES)
+def test_stft(kw):
+    x = _real((2, 37), 20).astype(np.float64)
+    want = _stft_ref(x, kw["n_fft"], kw.get("hop_length"), kw.get("win_length"), None, kw.get("center", True),
+                     kw.get("pad_mode", "reflect"), kw.get("onesided"), kw.get("norm", "backward"))
+    _close(mx.fft.stft(mx.array(x.astype(np.float32)), **kw), want, mx.complex64)
+
+
+def test_stft_window_and_complex_and_layouts():
+    x = _real((3, 40), 21).astype(np.float64)
+    w = np.hanning(6)
+    got = mx.fft.stft(mx.array(x.astype(np.float32)), n_fft=8, window=mx.array(w.astype(np.float32)))
+    _close(got, _stft_ref(x, 8, window=w))
+    # a given window sets the window length (win_length ignored, as MLX)
+    got = mx.fft.stft(mx.array(x.astype(np.float32)), n_fft=8, win_length=3, window=mx.array(w.astype(np.float32)))
+    _close(got, _stft_ref(x, 8, window=w))
+    c = _cplx((40,), 22)
+    _close(mx.fft.stft(mx.array(c), n_fft=8), _stft_ref(c.astype(np.complex128), 8))
+    xt = _real((40, 3), 23)
+    _close(mx.fft.stft(mx.array(xt).T, n_fft=8, hop_length=3), _stft_ref(xt.T.astype(np.float64), 8, 3))
+    xi = np.arange(30)
+    got = mx.fft.stft(mx.array(xi), n_fft=8)
+    _close(got, _stft_ref(xi.astype(np.float64), 8), mx.complex64)
+
+
+def test_stft_errors():
+    x = mx.ones((2, 37))
+    _raises(ValueError, "[stft] n_fft must be positive", lambda: mx.fft.stft(x, n_fft=0))
+    _raises(ValueError, "[stft] hop_length must be positive", lambda: mx.fft.stft(x, n_fft=3))
+    _raises(ValueError, "[stft] hop_length must be positive", lambda: mx.fft.stft(x, n_fft=8, hop_length=0))
+    _raises(ValueError, "[stft] window length must not exceed n_fft", lambda: mx.fft.stft(x, n_fft=8, win_length=9))
+    _raises(ValueError, "must not exceed", lambda: mx.fft.stft(x, n_fft=8, window=mx.ones(9)))
+    _raises(ValueError, "[stft] window must be a one-dimensional", lambda: mx.fft.stft(x, n_fft=8, window=mx.ones((2, 4))))
+    _raises(ValueError, "[stft] Input is too short", lambda: mx.fft.stft(x, n_fft=64, center=False))
+    _raises(ValueError, "[stft] Input must have at least one dimension", lambda: mx.fft.stft(mx.array(1.0), n_fft=8))
+    _raises(ValueError, "pad_mode", lambda: mx.fft.stft(x, n_fft=8, pad_mode="wrap"))
+    _raises(ValueError, "Invalid norm", lambda: mx.fft.stft(x, n_fft=8, norm="x"))
+
+
+def test_stft_grad_and_vmap():
+    x = _rng(24).standard_normal((2, 20))
+    w = _rng(25).standard_normal(6)
+    check_grads(lambda a: _split(mx.fft.stft(a, n_fft=8, hop_length=3)), [x], **GRAD_TOL)
+    # bilinear in (signal, window): central differences stay exact
+    check_grads(lambda a, b: _split(mx.fft.stft(a, n_fft=8, window=b, center=False)), [x, w], **GRAD_TOL)
+    check_vmap(lambda a: _split(mx.fft.stft(a, n_fft=8)), [_real((3, 2, 20), 26)], in_axes=1, rtol=1e-5, atol=1e-5)

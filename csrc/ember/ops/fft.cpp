@@ -206,4 +206,57 @@ array ifftshift(const array& a, const std::optional<std::vector<int>>& axes, con
   return shift("ifftshift", a, axes, true, s);
 }
 
+array stft(const array& x, int64_t n_fft, std::optional<int64_t> hop_length, std::optional<int64_t> win_length,
+           const std::optional<array>& window, bool center, const std::string& pad_mode, const std::string& norm,
+           std::optional<bool> onesided, const StreamOrDevice& s) {
+  const char* op = "stft";
+  if (x.ndim() < 1) fail(op, "Input must have at least one dimension; got shape ", shape_str(x.shape()), ".");
+  if (n_fft <= 0) fail(op, "n_fft must be positive; got ", n_fft, ".");
+  const int64_t hop = hop_length ? *hop_length : n_fft / 4;
+  if (hop <= 0) fail(op, "hop_length must be positive; got ", hop, ".");
+  norm_scale(op, norm, false, 1);
+  array win = ones({1});
+  if (window) {
+    if (window->ndim() != 1) {
+      fail(op, "window must be a one-dimensional array; got shape ", shape_str(window->shape()), ".");
+    }
+    win = astype(*window, Dtype::float32, s);
+  } else {
+    const int64_t wl = win_length ? *win_length : n_fft;
+    if (wl <= 0) fail(op, "win_length must be positive; got ", wl, ".");
+    if (wl > n_fft) fail(op, "window length must not exceed n_fft (", wl, " > ", n_fft, ").");
+    win = ones({wl}, Dtype::float32, s);
+  }
+  const int64_t wl = win.shape(0);
+  if (wl > n_fft) fail(op, "window length must not exceed n_fft (", wl, " > ", n_fft, ").");
+  if (wl < n_fft) {
+    const int64_t left = (n_fft - wl) / 2;
+    win = pad(win, {{left, n_fft - wl - left}}, "constant", array(0.0f, Dtype::float32), s);
+  }
+  const bool cplx = is_complex(x.dtype());
+  const bool one_sided = onesided ? *onesided : !cplx;
+  array sig = (is_inexact(x.dtype()) && x.dtype() != Dtype::float64) ? x : astype(x, cplx ? Dtype::complex64 : Dtype::float32, s);
+  const int last = sig.ndim() - 1;
+  if (center) {
+    if (pad_mode != "reflect" && pad_mode != "constant" && pad_mode != "edge") {
+      fail(op, "Invalid pad_mode '", pad_mode, "'. Expected one of {'reflect', 'constant', 'edge'}.");
+    }
+    std::vector<std::pair<int64_t, int64_t>> w(sig.ndim(), {0, 0});
+    w[last] = {n_fft / 2, n_fft / 2};
+    sig = pad(sig, w, pad_mode, array(0.0, sig.dtype()), s);
+  }
+  const int64_t L = sig.shape(last);
+  if (L < n_fft) {
+    fail(op, "Input is too short for the given n_fft (", L, center ? " samples after centering" : " samples",
+         " < ", n_fft, ").");
+  }
+  const int64_t frames = 1 + (L - n_fft) / hop;
+  const Dtype it = frames * hop + n_fft <= (int64_t(1) << 31) ? Dtype::int32 : Dtype::int64;
+  array idx = add(reshape(arange(0.0, static_cast<double>(frames * hop), static_cast<double>(hop), it, s), {frames, 1}, s),
+                  reshape(arange(0.0, static_cast<double>(n_fft), 1.0, it, s), {1, n_fft}, s), s);
+  array fr = multiply(take(sig, idx, last, s), win, s);  // (..., frames, n_fft)
+  array spec = one_sided ? rfft(fr, n_fft, -1, norm, s) : fft(fr, n_fft, -1, norm, s);
+  return swapaxes(spec, -1, -2, s);
+}
+
 }  // namespace ember::fft

@@ -40,6 +40,18 @@ array rfftfreq(int64_t n, double d = 1.0, EMBER_S);
 array fftshift(const array& a, const std::optional<std::vector<int>>& axes = {}, EMBER_S);
 array ifftshift(const array& a, const std::optional<std::vector<int>>& axes = {}, EMBER_S);
 
+// Short-time Fourier transform of the last axis: frames of n_fft samples
+// every hop_length (default n_fft / 4), times the window (default ones of
+// win_length, default n_fft; a given window sets the length) centered and
+// zero-padded to n_fft; with `center` the signal is first padded by n_fft/2
+// on both sides (pad_mode "reflect", "constant" or "edge"). onesided
+// (default: for non-complex input) keeps the n_fft/2+1 non-negative
+// frequencies. Result (..., n_freq, n_frames), complex64.
+array stft(const array& x, int64_t n_fft = 2048, std::optional<int64_t> hop_length = {},
+           std::optional<int64_t> win_length = {}, const std::optional<array>& window = {}, bool center = true,
+           const std::string& pad_mode = "reflect", const std::string& norm = "backward",
+           std::optional<bool> onesided = {}, EMBER_S);
+
 namespace detail {
 // One FFT node along `axis` (non-negative) of an input already cast and sized:
 // complex64 of length n (C2C), float32 of length n (R2C), complex64 of
