@@ -6,29 +6,22 @@
 //              the weight's in/out channels swapped per group, the flip
 //              inverted, padding (K-1)*kdil - lo / (K-1)*kdil + excess - hi
 //              and stride = input dilation (which lands on the real inputs).
-//   d/dweight  a convolution whose batch is the input channel and whose
-//              channels are (group, n): input x as (Cg, *S, G*N), kernel the
-//              cotangent as (O, *OS, N), stride = kdil, kernel dilation =
-//              stride, same input dilation, padding lo / hi - excess; the
-//              result (Cg, *K, O) is transposed back (and flipped if flip).
+//   d/dweight  ConvWeightGrad(x, ct): the kernel reuses the forward
+//              im2col blocks (dW_g += ct_g^T col_g). It is bilinear, and
+//              <dWbar, F(x, ct)> = <ct, conv(x, dWbar)>: its vjp is the
+//              input gradient above with dWbar as weight (for x) and
+//              conv(x, dWbar) (for ct); its vmap folds the batch into groups.
 //   jvp        conv(tx, w) + conv(x, tw) (bilinear).
 //   vmap       a batched input folds into N, a batched weight into the
 //              output channels (ordered group-major), both into groups.
 #include "ember/primitives/conv.h"
 
 #include "ember/ops.h"
-#include "ember/ops/contract.h"
 #include "ember/ops/conv.h"
 
 namespace ember {
 
 namespace {
-
-Axes iota_axes(int from, int to) {
-  Axes a;
-  for (int i = from; i < to; ++i) a.push_back(i);
-  return a;
-}
 
 int64_t excess(const ConvParams& p, int d, int64_t S, int64_t K, int64_t OS) {
   int64_t in_d = (S - 1) * p.input_dilation[d] + 1;
@@ -43,81 +36,65 @@ bool ConvGeneral::is_equivalent(const Primitive& o) const {
   return c && c->p_ == p_;
 }
 
+namespace {
+
+// d/dinput of conv(x, w) for the output cotangent ct.
+array input_grad(const array& ct, const array& w, const Shape& x_shape, const ConvParams& p) {
+  const int D = static_cast<int>(x_shape.size()) - 2;
+  const int64_t C = x_shape.back(), O = w.shape(0), G = p.groups, Cg = C / G, Og = O / G;
+  // weight (G, Og, *K, Cg) -> (G, Cg, *K, Og) -> (C, *K, Og)
+  Shape ws{G, Og};
+  for (int d = 0; d < D; ++d) ws.push_back(w.shape(d + 1));
+  ws.push_back(Cg);
+  Axes perm{0, D + 2};
+  for (int d = 0; d < D; ++d) perm.push_back(d + 2);
+  perm.push_back(1);
+  Shape wt_shape{C};
+  for (int d = 0; d < D; ++d) wt_shape.push_back(w.shape(d + 1));
+  wt_shape.push_back(Og);
+  array wt = reshape(transpose(reshape(w, ws), perm), wt_shape);
+  ConvParams q;
+  q.groups = G;
+  q.flip = !p.flip;
+  for (int d = 0; d < D; ++d) {
+    int64_t K = w.shape(d + 1), span = (K - 1) * p.kernel_dilation[d];
+    int64_t ex = excess(p, d, x_shape[d + 1], K, ct.shape(d + 1));
+    q.stride.push_back(p.input_dilation[d]);
+    q.pad_lo.push_back(span - p.pad_lo[d]);
+    q.pad_hi.push_back(span + ex - p.pad_hi[d]);
+    q.kernel_dilation.push_back(p.kernel_dilation[d]);
+    q.input_dilation.push_back(p.stride[d]);
+  }
+  return detail::conv_node(ct, wt, q, {});
+}
+
+// d/dweight of conv(x, w) for the output cotangent ct.
+array weight_grad(const array& x, const array& ct, const Shape& w_shape, const ConvParams& p) {
+  return array(w_shape, x.dtype(), std::make_shared<ConvWeightGrad>(to_stream({}), p, w_shape),
+               {x, ct});
+}
+
+bool has_empty(const std::vector<array>& v) {
+  for (auto& a : v) {
+    if (a.size() == 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 std::vector<array> ConvGeneral::vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
                                     const std::vector<int>& argnums, const std::vector<array>& outputs) {
   const array &x = primals[0], &w = primals[1], &ct = cotangents[0];
-  const int D = x.ndim() - 2;
-  const int64_t N = x.shape(0), C = x.shape(-1), O = w.shape(0), G = p_.groups, Cg = C / G, Og = O / G;
-  bool empty = x.size() == 0 || w.size() == 0 || ct.size() == 0;
+  bool empty = has_empty({x, w, ct});
   std::vector<array> grads;
   for (int arg : argnums) {
-    const array& primal = primals[arg];
     if (empty) {
-      grads.push_back(zeros_like(primal));
-      continue;
-    }
-    if (arg == 0) {
-      // weight (G, Og, *K, Cg) -> (G, Cg, *K, Og) -> (C, *K, Og)
-      Shape ws{G, Og};
-      for (int d = 0; d < D; ++d) ws.push_back(w.shape(d + 1));
-      ws.push_back(Cg);
-      Axes perm{0, D + 2};
-      for (int d = 0; d < D; ++d) perm.push_back(d + 2);
-      perm.push_back(1);
-      Shape wt_shape{C};
-      for (int d = 0; d < D; ++d) wt_shape.push_back(w.shape(d + 1));
-      wt_shape.push_back(Og);
-      array wt = reshape(transpose(reshape(w, ws), perm), wt_shape);
-      ConvParams q;
-      q.groups = G;
-      q.flip = !p_.flip;
-      for (int d = 0; d < D; ++d) {
-        int64_t K = w.shape(d + 1), span = (K - 1) * p_.kernel_dilation[d];
-        int64_t ex = excess(p_, d, x.shape(d + 1), K, ct.shape(d + 1));
-        q.stride.push_back(p_.input_dilation[d]);
-        q.pad_lo.push_back(span - p_.pad_lo[d]);
-        q.pad_hi.push_back(span + ex - p_.pad_hi[d]);
-        q.kernel_dilation.push_back(p_.kernel_dilation[d]);
-        q.input_dilation.push_back(p_.stride[d]);
-      }
-      grads.push_back(detail::conv_node(ct, wt, q, {}));
+      grads.push_back(zeros_like(primals[arg]));
+    } else if (arg == 0) {
+      grads.push_back(input_grad(ct, w, x.shape(), p_));
     } else {
-      // x (N, *S, G, Cg) -> (Cg, *S, G, N) -> (Cg, *S, G*N)
-      Shape xs{N};
-      for (int d = 0; d < D; ++d) xs.push_back(x.shape(d + 1));
-      xs.push_back(G);
-      xs.push_back(Cg);
-      Axes xperm{D + 2};
-      for (int d = 0; d < D; ++d) xperm.push_back(d + 1);
-      xperm.push_back(D + 1);
-      xperm.push_back(0);
-      Shape x2{Cg};
-      for (int d = 0; d < D; ++d) x2.push_back(x.shape(d + 1));
-      x2.push_back(G * N);
-      array xi = reshape(transpose(reshape(x, xs), xperm), x2);
-      // cotangent (N, *OS, O) -> (O, *OS, N)
-      Axes cperm{D + 1};
-      for (int d = 0; d < D; ++d) cperm.push_back(d + 1);
-      cperm.push_back(0);
-      array ck = transpose(ct, cperm);
-      ConvParams q;
-      q.groups = G;
-      q.flip = false;
-      for (int d = 0; d < D; ++d) {
-        int64_t ex = excess(p_, d, x.shape(d + 1), w.shape(d + 1), ct.shape(d + 1));
-        q.stride.push_back(p_.kernel_dilation[d]);
-        q.pad_lo.push_back(p_.pad_lo[d]);
-        q.pad_hi.push_back(p_.pad_hi[d] - ex);
-        q.kernel_dilation.push_back(p_.stride[d]);
-        q.input_dilation.push_back(p_.input_dilation[d]);
-      }
-      array y = detail::conv_node(xi, ck, q, {});  // (Cg, *K, O)
-      Axes yperm{D + 1};
-      for (int d = 0; d < D; ++d) yperm.push_back(d + 1);
-      yperm.push_back(0);
-      array gw = transpose(y, yperm);
-      if (p_.flip) gw = flip(gw, iota_axes(1, D + 1));
-      grads.push_back(gw);
+      grads.push_back(weight_grad(x, ct, w.shape(), p_));
     }
   }
   return grads;
@@ -189,6 +166,75 @@ std::pair<std::vector<array>, std::vector<int>> ConvGeneral::vmap(const std::vec
   ys.push_back(B);
   ys.push_back(O);
   return {{moveaxis(reshape(y, ys), -2, 0)}, {0}};
+}
+
+}  // namespace ember
+
+namespace ember {
+
+bool ConvWeightGrad::is_equivalent(const Primitive& o) const {
+  auto* c = dynamic_cast<const ConvWeightGrad*>(&o);
+  return c && c->p_ == p_ && c->w_shape_ == w_shape_;
+}
+
+// dW = F(x, ct) with <dWbar, F(x, ct)> = <ct, conv(x, dWbar)>.
+std::vector<array> ConvWeightGrad::vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
+                                       const std::vector<int>& argnums, const std::vector<array>& outputs) {
+  const array &x = primals[0], &ct = primals[1], &wbar = cotangents[0];
+  bool empty = has_empty({x, ct, wbar});
+  std::vector<array> grads;
+  for (int arg : argnums) {
+    if (empty) {
+      grads.push_back(zeros_like(primals[arg]));
+    } else if (arg == 0) {
+      grads.push_back(input_grad(ct, wbar, x.shape(), p_));
+    } else {
+      grads.push_back(detail::conv_node(x, wbar, p_, {}));
+    }
+  }
+  return grads;
+}
+
+std::vector<array> ConvWeightGrad::jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
+                                       const std::vector<int>& argnums, const std::vector<array>& outputs) {
+  const Shape& ws = outputs[0].shape();
+  std::optional<array> out;
+  for (size_t i = 0; i < argnums.size(); ++i) {
+    array t = argnums[i] == 0 ? weight_grad(tangents[i], primals[1], ws, p_)
+                              : weight_grad(primals[0], tangents[i], ws, p_);
+    out = out ? add(*out, t) : t;
+  }
+  return {*out};
+}
+
+// Both operands batched (an unbatched one is broadcast): the batch folds
+// into the groups, (N, *S, B*C) and (N, *OS, B*O) give (B*O, *K, Cg).
+std::pair<std::vector<array>, std::vector<int>> ConvWeightGrad::vmap(const std::vector<array>& inputs,
+                                                                     const std::vector<int>& axes) {
+  array x = inputs[0], ct = inputs[1];
+  const Shape& ws = w_shape_;
+  if (axes[0] < 0 && axes[1] < 0) return {{weight_grad(x, ct, ws, p_)}, {-1}};
+  const int64_t B = axes[0] >= 0 ? x.shape(axes[0]) : ct.shape(axes[1]);
+  auto batched = [B](const array& a, int ax) {
+    if (ax >= 0) return moveaxis(a, ax, 0);
+    Shape s{B};
+    for (int64_t v : a.shape()) s.push_back(v);
+    return broadcast_to(expand_dims(a, {0}), s);
+  };
+  auto fold = [B](const array& a) {  // (B, N, ..., C) -> (N, ..., B*C)
+    array m = moveaxis(a, 0, -2);
+    Shape s(m.shape().begin(), m.shape().end() - 2);
+    s.push_back(B * a.shape(-1));
+    return reshape(m, s);
+  };
+  ConvParams q = p_;
+  q.groups = B * p_.groups;
+  Shape fs = ws;
+  fs[0] *= B;
+  array y = weight_grad(fold(batched(x, axes[0])), fold(batched(ct, axes[1])), fs, q);
+  Shape out{B};
+  for (int64_t v : ws) out.push_back(v);
+  return {{reshape(y, out)}, {0}};
 }
 
 }  // namespace ember

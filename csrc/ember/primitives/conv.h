@@ -37,4 +37,24 @@ class ConvGeneral final : public Primitive {
   ConvParams p_;
 };
 
+// The weight gradient of ConvGeneral: inputs[0] the input x (N, *S, C),
+// inputs[1] the output cotangent (N, *OS, O); output (O, *K, C/groups)
+// (K, a parameter, is the weight's kernel shape). Computed from the same
+// im2col blocks as the forward pass (dW_g += ct_g^T @ col_g); its rules are
+// convolutions again (it is bilinear in x and the cotangent).
+class ConvWeightGrad final : public Primitive {
+ public:
+  ConvWeightGrad(Stream s, ConvParams p, Shape w_shape) : Primitive(s), p_(std::move(p)), w_shape_(std::move(w_shape)) {}
+  const char* name() const override { return "ConvWeightGrad"; }
+  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+  bool is_equivalent(const Primitive& o) const override;
+  EMBER_TRANSFORM_RULES
+  const ConvParams& params() const { return p_; }
+  const Shape& weight_shape() const { return w_shape_; }
+
+ private:
+  ConvParams p_;
+  Shape w_shape_;  // the output (weight) shape
+};
+
 }  // namespace ember

@@ -104,21 +104,20 @@ void build_cols(const T* x, A* col, int64_t r0, int64_t R, const Geometry& g, co
   });
 }
 
-template <class T>
-void conv_impl(const array& xin, const array& win, array& out, const ConvParams& p) {
-  using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+// x (N, *S, C), weight shape (O, *K, Cg), output (N, *OS, O).
+Geometry make_geometry(const Shape& xs, const Shape& ws, const Shape& os, const ConvParams& p) {
   Geometry g;
-  g.D = xin.ndim() - 2;
-  g.N = xin.shape(0);
-  g.C = xin.shape(-1);
-  g.O = win.shape(0);
+  g.D = static_cast<int>(xs.size()) - 2;
+  g.N = xs[0];
+  g.C = xs.back();
+  g.O = ws[0];
   g.G = p.groups;
   g.Cg = g.C / g.G;
   g.Og = g.O / g.G;
   for (int d = 0; d < g.D; ++d) {
-    g.S[d] = xin.shape(d + 1);
-    g.K[d] = win.shape(d + 1);
-    g.OS[d] = out.shape(d + 1);
+    g.S[d] = xs[d + 1];
+    g.K[d] = ws[d + 1];
+    g.OS[d] = os[d + 1];
     g.in_d[d] = g.S[d] > 0 ? (g.S[d] - 1) * p.input_dilation[d] + 1 : 0;
     g.Kprod *= g.K[d];
     g.OSprod *= g.OS[d];
@@ -131,25 +130,31 @@ void conv_impl(const array& xin, const array& win, array& out, const ConvParams&
     st *= g.S[d];
   }
   g.in_batch = st;
+  return g;
+}
 
+array dense(const array& a) {
+  if (a.row_contiguous()) return a;
+  array d = array::empty_evaluated(a.shape(), a.dtype());
+  copy_to_dense(a, d.raw_data());
+  return d;
+}
+
+template <class T>
+void conv_impl(const array& xin, const array& win, array& out, const ConvParams& p) {
+  using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  Geometry g = make_geometry(xin.shape(), win.shape(), out.shape(), p);
   T* o = out.data<T>();
   if (g.KC == 0) {
     std::memset(static_cast<void*>(o), 0, out.nbytes());
     return;
   }
   // dense operands
-  array x = xin, w = win;
-  if (!x.row_contiguous()) {
-    x = array::empty_evaluated(xin.shape(), xin.dtype());
-    copy_to_dense(xin, x.raw_data());
-  }
+  array x = dense(xin), w = win;
   std::vector<A> wconv;
   const A* wp;
   if constexpr (std::is_same_v<T, A>) {
-    if (!w.row_contiguous()) {
-      w = array::empty_evaluated(win.shape(), win.dtype());
-      copy_to_dense(win, w.raw_data());
-    }
+    w = dense(win);
     wp = w.data<A>();
   } else {
     std::vector<T> tmp(win.size());
@@ -200,6 +205,62 @@ void conv_impl(const array& xin, const array& win, array& out, const ConvParams&
   }
 }
 
+
+template <class T>
+void weight_grad_impl(const array& xin, const array& ctin, array& out, const ConvParams& p) {
+  using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  Geometry g = make_geometry(xin.shape(), out.shape(), ctin.shape(), p);
+  T* o = out.data<T>();
+  if (g.rows == 0 || g.KC == 0 || g.Og == 0) {
+    std::memset(static_cast<void*>(o), 0, out.nbytes());
+    return;
+  }
+  array x = dense(xin), ct = dense(ctin);
+  const T* xp = x.data<T>();
+  const T* cp = ct.data<T>();
+  const int64_t row_len = g.G * g.KC;
+  int64_t R = std::max<int64_t>(64, kColBudget / row_len);
+  R = std::min(R, g.rows);
+  std::vector<A> col(static_cast<size_t>(R * row_len));
+  std::vector<A> acc, cbuf;
+  A* dw;
+  if constexpr (std::is_same_v<T, A>) {
+    dw = o;
+  } else {
+    acc.resize(static_cast<size_t>(out.size()));
+    cbuf.resize(static_cast<size_t>(R * g.O));
+    dw = acc.data();
+  }
+  for (int64_t r0 = 0; r0 < g.rows; r0 += R) {
+    int64_t rb = std::min(R, g.rows - r0);
+    build_cols<T, A>(xp, col.data(), r0, rb, g, p);
+    const A* cblk;
+    if constexpr (std::is_same_v<T, A>) {
+      cblk = cp + r0 * g.O;
+    } else {
+      const T* src = cp + r0 * g.O;
+      for (int64_t i = 0; i < rb * g.O; ++i) cbuf[i] = static_cast<A>(static_cast<float>(src[i]));
+      cblk = cbuf.data();
+    }
+    A beta = r0 == 0 ? A(0) : A(1);
+    for (int64_t gi = 0; gi < g.G; ++gi) {
+      const A* a = cblk + gi * g.Og;
+      const A* b = col.data() + gi * g.KC;
+      A* c = dw + gi * g.Og * g.KC;
+      if constexpr (std::is_same_v<A, float>) {
+        scipy_cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, g.Og, g.KC, rb, 1.0f, a, g.O, b, row_len, beta, c,
+                          g.KC);
+      } else {
+        scipy_cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, g.Og, g.KC, rb, 1.0, a, g.O, b, row_len, beta, c,
+                          g.KC);
+      }
+    }
+  }
+  if constexpr (!std::is_same_v<T, A>) {
+    for (int64_t i = 0; i < out.size(); ++i) o[i] = cpu::convert<T>(acc[i]);
+  }
+}
+
 }  // namespace
 
 void ConvGeneral::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
@@ -212,6 +273,20 @@ void ConvGeneral::eval_cpu(const std::vector<array>& inputs, std::vector<array>&
       conv_impl<T>(inputs[0], inputs[1], out, p_);
     } else {
       cpu::unsupported("ConvGeneral", out.dtype());
+    }
+  });
+}
+
+void ConvWeightGrad::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  array& out = outputs[0];
+  out.alloc();
+  if (out.size() == 0) return;
+  dispatch_all(out.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || is_half_v<T>) {
+      weight_grad_impl<T>(inputs[0], inputs[1], out, p_);
+    } else {
+      cpu::unsupported("ConvWeightGrad", out.dtype());
     }
   });
 }
