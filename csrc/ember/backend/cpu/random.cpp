@@ -34,21 +34,29 @@ void hash_block(uint32_t k0, uint32_t k1, uint32_t c0, uint32_t c1, int64_t n, u
   }
 }
 
-constexpr float kTwoM32 = 2.3283064365386963e-10f;  // 2^-32
-const float kOneBelow = std::nextafter(1.0f, 0.0f);
-const float kNormLo = std::nextafter(-1.0f, 0.0f);
+constexpr float kTwoM32 = 0x1p-32f;
+constexpr float kOneBelow = 0x1.fffffep-1f;  // nextafter(1, 0)
+constexpr float kNormLo = -0x1.fffffep-1f;   // nextafter(-1, 0)
 
-void to_uniform(const uint32_t* w, float* out, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) out[i] = std::min(static_cast<float>(w[i]) * kTwoM32, kOneBelow);
+// float(w) rounded to nearest, from two exact int32 conversions (AVX2 has
+// no vector uint32 -> float conversion; this form vectorizes).
+inline float u32_to_float(uint32_t w) {
+  return static_cast<float>(static_cast<int32_t>(w >> 16)) * 65536.0f +
+         static_cast<float>(static_cast<int32_t>(w & 0xffffu));
+}
+// min(v, kOneBelow) as a bitwise select (a ternary here stops GCC from
+// vectorizing the erfinv loop).
+inline float below_one(float v) { return simd::detail::sel(simd::detail::mask(v < kOneBelow), v, kOneBelow); }
+
+void to_uniform(const uint32_t* w, float* __restrict out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = below_one(u32_to_float(w[i]) * kTwoM32);
 }
 
-void to_normal(const uint32_t* w, float* out, int64_t n) {
+void to_normal(const uint32_t* w, float* __restrict out, int64_t n) {
   const float range = 1.0f - kNormLo;
   for (int64_t i = 0; i < n; ++i) {
-    float u = static_cast<float>(w[i]) * kTwoM32;
-    float p = range * u;
-    float v = std::min(p + kNormLo, kOneBelow);
-    out[i] = 1.4142135623730951f * simd::erfinv(v);
+    float p = range * (u32_to_float(w[i]) * kTwoM32);
+    out[i] = 1.4142135623730951f * simd::erfinv(below_one(p + kNormLo));
   }
 }
 
