@@ -90,6 +90,19 @@ void init_fft(py::module_& m) {
       "centered and zero-padded to n_fft). ``center`` pads n_fft // 2 on both sides first (``pad_mode``\n"
       "'reflect', 'constant' or 'edge'). ``onesided`` (default: real input) keeps n_fft // 2 + 1\n"
       "frequencies. Returns complex64 of shape (..., n_freq, n_frames).");
+  f.def("istft", [](py::handle m, std::optional<int64_t> n_fft, std::optional<int64_t> hop, std::optional<int64_t> wl,
+                    py::handle window, bool center, const std::string& norm, std::optional<bool> onesided,
+                    std::optional<int64_t> length, py::handle s) {
+        std::optional<array> w;
+        if (!window.is_none()) w = to_array(window);
+        return fft::istft(to_array(m), n_fft, hop, wl, w, center, norm, onesided, length, to_stream_arg(s));
+      }, "stft_matrix"_a, "n_fft"_a = py::none(), "hop_length"_a = py::none(), "win_length"_a = py::none(),
+      "window"_a = py::none(), "center"_a = true, "norm"_a = "backward", "onesided"_a = py::none(),
+      "length"_a = py::none(), "stream"_a = py::none(),
+      "Inverse of ``stft``: overlap-add of each frame's inverse transform times ``window``, divided by\n"
+      "the overlap-added squared window. ``n_fft`` defaults to 2 * (n_freq - 1) when ``onesided``\n"
+      "(default True), else n_freq; ``center`` drops the n_fft // 2 padding; ``length`` crops or\n"
+      "zero-pads the result. Input (..., n_freq, n_frames); returns float32 (..., length).");
   f.def("fftshift", [](py::handle a, py::handle axes, py::handle s) {
         return fft::fftshift(to_array(a), to_opt_axes(axes), to_stream_arg(s));
       }, "a"_a, "axes"_a = py::none(), "stream"_a = py::none(),

@@ -408,3 +408,85 @@ def test_stft_grad_and_vmap():
     # bilinear in (signal, window): central differences stay exact
     check_grads(lambda a, b: _split(mx.fft.stft(a, n_fft=8, window=b, center=False)), [x, w], **GRAD_TOL)
     check_vmap(lambda a: _split(mx.fft.stft(a, n_fft=8)), [_real((3, 2, 20), 26)], in_axes=1, rtol=1e-5, atol=1e-5)
+
+
+# --------------------------------------------------------------------------
+# istft
+# --------------------------------------------------------------------------
+
+def _istft_ref(S, n_fft=None, hop=None, wl=None, window=None, center=True, norm="backward", onesided=True,
+               length=None):
+    n_freq, frames = S.shape[-2], S.shape[-1]
+    if n_fft is None:
+        n_fft = 2 * (n_freq - 1) if onesided else n_freq
+    hop = hop or n_fft // 4
+    if window is None:
+        window = np.ones(wl or n_fft)
+    left = (n_fft - len(window)) // 2
+    win = np.zeros(n_fft)
+    win[left:left + len(window)] = window
+    Sf = np.swapaxes(S, -1, -2)
+    fr = np.fft.irfft(Sf, n=n_fft, axis=-1, norm=norm) if onesided else \
+        np.real(np.fft.ifft(Sf, n=n_fft, axis=-1, norm=norm))
+    fr = fr * win
+    T = n_fft + hop * (frames - 1)
+    y = np.zeros(S.shape[:-2] + (T,))
+    env = np.zeros(T)
+    for f in range(frames):
+        y[..., f * hop:f * hop + n_fft] += fr[..., f, :]
+        env[f * hop:f * hop + n_fft] += win ** 2
+    ok = env > 1e-11
+    y = np.where(ok, y / np.where(ok, env, 1), 0)
+    start = n_fft // 2 if center else 0
+    if length is None:
+        return y[..., start:T - start]
+    out = y[..., start:start + length]
+    return np.concatenate([out, np.zeros(out.shape[:-1] + (length - out.shape[-1],))], -1)
+
+
+ISTFT_CASES = [
+    ({}, {}), (dict(center=False), dict(center=False)), (dict(hop_length=3), dict(hop=3)),
+    (dict(n_fft=9), dict(n_fft=9)), (dict(win_length=6), dict(wl=6)), (dict(norm="ortho"), dict(norm="ortho")),
+    (dict(onesided=False, n_fft=5), dict(onesided=False, n_fft=5)), (dict(length=30), dict(length=30)),
+    (dict(length=4, center=False), dict(length=4, center=False)), (dict(win_length=2, hop_length=4), dict(wl=2, hop=4)),
+    (dict(length=0), dict(length=0)),
+]
+
+
+@pytest.mark.parametrize("kw,rk", ISTFT_CASES)
+def test_istft(kw, rk):
+    S = _cplx((2, 5, 6), 30)
+    _close(mx.fft.istft(mx.array(S), **kw), _istft_ref(S.astype(np.complex128), **rk), mx.float32)
+
+
+def test_istft_inverts_stft():
+    x = _real((3, 61), 31)
+    w = (np.hanning(16) + 0.1).astype(np.float32)
+    for center in [True, False]:
+        S = mx.fft.stft(mx.array(x), n_fft=16, hop_length=4, window=mx.array(w), center=center)
+        y = mx.fft.istft(S, n_fft=16, hop_length=4, window=mx.array(w), center=center, length=61 if center else None)
+        got = np.array(y)
+        np.testing.assert_allclose(got, x[:, :got.shape[-1]], rtol=1e-5, atol=1e-5)
+    w5 = _rng(32).standard_normal(5)
+    S = _cplx((5, 6), 33)
+    _close(mx.fft.istft(mx.array(S).T.T, window=mx.array(w5.astype(np.float32))),
+           _istft_ref(S.astype(np.complex128), window=w5.astype(np.float32).astype(np.float64)))
+
+
+def test_istft_errors():
+    S = mx.array(_cplx((5, 6), 34))
+    _raises(ValueError, "[istft] hop_length must be positive", lambda: mx.fft.istft(S, hop_length=0))
+    _raises(ValueError, "[istft] Input must have at least two dimensions", lambda: mx.fft.istft(S[0]))
+    _raises(ValueError, "[istft] n_fft must be positive", lambda: mx.fft.istft(S, n_fft=0))
+    _raises(ValueError, "[istft] window length must not exceed n_fft", lambda: mx.fft.istft(S, win_length=9))
+    _raises(ValueError, "[istft] length must be non-negative", lambda: mx.fft.istft(S, length=-1))
+    _raises(ValueError, "Invalid norm", lambda: mx.fft.istft(S, norm="x"))
+
+
+def test_istft_grad_and_vmap():
+    re, im = _rng(35).standard_normal((2, 5, 6))
+    check_grads(lambda a, b: mx.fft.istft(_c(a, b), hop_length=3), [re, im], **GRAD_TOL)
+    check_grads(lambda a, b: mx.fft.istft(_c(a, b), length=12, center=False), [re, im], **GRAD_TOL)
+    re3 = _real((3, 5, 6), 36)
+    check_vmap(lambda a: mx.fft.istft(a.astype(mx.complex64)), [re3], in_axes=0, rtol=1e-5, atol=1e-5)
+    check_vmap(lambda a: mx.fft.istft(a.astype(mx.complex64)), [re3], in_axes=2, rtol=1e-5, atol=1e-5)

@@ -206,15 +206,10 @@ array ifftshift(const array& a, const std::optional<std::vector<int>>& axes, con
   return shift("ifftshift", a, axes, true, s);
 }
 
-array stft(const array& x, int64_t n_fft, std::optional<int64_t> hop_length, std::optional<int64_t> win_length,
-           const std::optional<array>& window, bool center, const std::string& pad_mode, const std::string& norm,
-           std::optional<bool> onesided, const StreamOrDevice& s) {
-  const char* op = "stft";
-  if (x.ndim() < 1) fail(op, "Input must have at least one dimension; got shape ", shape_str(x.shape()), ".");
-  if (n_fft <= 0) fail(op, "n_fft must be positive; got ", n_fft, ".");
-  const int64_t hop = hop_length ? *hop_length : n_fft / 4;
-  if (hop <= 0) fail(op, "hop_length must be positive; got ", hop, ".");
-  norm_scale(op, norm, false, 1);
+namespace {
+// The window (given, or ones of win_length) centered and zero-padded to n_fft.
+array stft_window(const char* op, int64_t n_fft, std::optional<int64_t> win_length, const std::optional<array>& window,
+                  const StreamOrDevice& s) {
   array win = ones({1});
   if (window) {
     if (window->ndim() != 1) {
@@ -233,6 +228,20 @@ array stft(const array& x, int64_t n_fft, std::optional<int64_t> hop_length, std
     const int64_t left = (n_fft - wl) / 2;
     win = pad(win, {{left, n_fft - wl - left}}, "constant", array(0.0f, Dtype::float32), s);
   }
+  return win;
+}
+}  // namespace
+
+array stft(const array& x, int64_t n_fft, std::optional<int64_t> hop_length, std::optional<int64_t> win_length,
+           const std::optional<array>& window, bool center, const std::string& pad_mode, const std::string& norm,
+           std::optional<bool> onesided, const StreamOrDevice& s) {
+  const char* op = "stft";
+  if (x.ndim() < 1) fail(op, "Input must have at least one dimension; got shape ", shape_str(x.shape()), ".");
+  if (n_fft <= 0) fail(op, "n_fft must be positive; got ", n_fft, ".");
+  const int64_t hop = hop_length ? *hop_length : n_fft / 4;
+  if (hop <= 0) fail(op, "hop_length must be positive; got ", hop, ".");
+  norm_scale(op, norm, false, 1);
+  array win = stft_window(op, n_fft, win_length, window, s);
   const bool cplx = is_complex(x.dtype());
   const bool one_sided = onesided ? *onesided : !cplx;
   array sig = (is_inexact(x.dtype()) && x.dtype() != Dtype::float64) ? x : astype(x, cplx ? Dtype::complex64 : Dtype::float32, s);
@@ -257,6 +266,52 @@ array stft(const array& x, int64_t n_fft, std::optional<int64_t> hop_length, std
   array fr = multiply(take(sig, idx, last, s), win, s);  // (..., frames, n_fft)
   array spec = one_sided ? rfft(fr, n_fft, -1, norm, s) : fft(fr, n_fft, -1, norm, s);
   return swapaxes(spec, -1, -2, s);
+}
+
+array istft(const array& stft_matrix, std::optional<int64_t> n_fft_opt, std::optional<int64_t> hop_length,
+            std::optional<int64_t> win_length, const std::optional<array>& window, bool center, const std::string& norm,
+            std::optional<bool> onesided, std::optional<int64_t> length, const StreamOrDevice& s) {
+  const char* op = "istft";
+  const array& S = stft_matrix;
+  if (S.ndim() < 2) {
+    fail(op, "Input must have at least two dimensions (freq, frames); got shape ", shape_str(S.shape()), ".");
+  }
+  const bool one_sided = onesided.value_or(true);
+  const int64_t n_freq = S.shape(-2), F = S.shape(-1);
+  const int64_t n_fft = n_fft_opt ? *n_fft_opt : (one_sided ? 2 * (n_freq - 1) : n_freq);
+  if (n_fft <= 0) fail(op, "n_fft must be positive; got ", n_fft, " (input shape ", shape_str(S.shape()), ").");
+  const int64_t hop = hop_length ? *hop_length : n_fft / 4;
+  if (hop <= 0) fail(op, "hop_length must be positive; got ", hop, ".");
+  if (length && *length < 0) fail(op, "length must be non-negative; got ", *length, ".");
+  if (F <= 0) fail(op, "Input has no frames (shape ", shape_str(S.shape()), ").");
+  norm_scale(op, norm, true, 1);
+  array win = stft_window(op, n_fft, win_length, window, s);
+  array Sf = swapaxes(S, -1, -2, s);  // (..., F, n_freq)
+  array fr = one_sided ? irfft(Sf, n_fft, -1, norm, s) : real(ifft(Sf, n_fft, -1, norm, s), s);
+  fr = multiply(fr, win, s);  // (..., F, n_fft)
+  const int nb = fr.ndim() - 2;
+  const int64_t T = n_fft + hop * (F - 1);
+  const Dtype it = T <= (int64_t(1) << 31) ? Dtype::int32 : Dtype::int64;
+  array idx = add(reshape(arange(0.0, static_cast<double>(F * hop), static_cast<double>(hop), it, s), {F, 1}, s),
+                  reshape(arange(0.0, static_cast<double>(n_fft), 1.0, it, s), {1, n_fft}, s), s);
+  // overlap-add: updates laid out as (F, n_fft, batch...)
+  std::vector<int> perm = {nb, nb + 1};
+  for (int d = 0; d < nb; ++d) perm.push_back(d);
+  Shape out_shape(fr.shape().begin(), fr.shape().begin() + nb);
+  out_shape.push_back(T);
+  array y = scatter(zeros(out_shape, Dtype::float32, s), {idx}, transpose(fr, perm, s), {nb}, ScatterKind::Add, s);
+  array w2 = broadcast_to(square(win, s), {F, n_fft}, s);
+  array env = scatter(zeros({T}, Dtype::float32, s), {idx}, w2, {0}, ScatterKind::Add, s);
+  array ok = greater(env, array(1e-11f, Dtype::float32), s);
+  y = where(ok, divide(y, where(ok, env, array(1.0f, Dtype::float32), s), s), array(0.0f, Dtype::float32), s);
+  const int64_t start = center ? n_fft / 2 : 0;
+  const int64_t stop = length ? std::min(T, start + *length) : T - start;
+  Shape st(y.ndim(), 0), sp = y.shape(), step(y.ndim(), 1);
+  st[nb] = start;
+  sp[nb] = std::max(stop, start);
+  y = slice(y, st, sp, step, s);
+  if (length && y.shape(nb) < *length) y = detail::resize_axis(y, nb, *length, s);
+  return y;
 }
 
 }  // namespace ember::fft

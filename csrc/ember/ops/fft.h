@@ -51,6 +51,17 @@ array stft(const array& x, int64_t n_fft = 2048, std::optional<int64_t> hop_leng
            std::optional<int64_t> win_length = {}, const std::optional<array>& window = {}, bool center = true,
            const std::string& pad_mode = "reflect", const std::string& norm = "backward",
            std::optional<bool> onesided = {}, EMBER_S);
+// Inverse of stft: the frames' inverse transforms (irfft of length n_fft
+// when onesided, else the real part of the ifft), times the window,
+// overlap-added and divided by the overlap-added squared window (0 where that
+// is below 1e-11); `center` drops n_fft/2 samples at the start (and at the
+// end when `length` is not given); `length` crops or zero-pads. n_fft
+// defaults to 2 (n_freq - 1) when onesided (default), else n_freq.
+// stft_matrix (..., n_freq, n_frames) -> float32 (..., length).
+array istft(const array& stft_matrix, std::optional<int64_t> n_fft = {}, std::optional<int64_t> hop_length = {},
+            std::optional<int64_t> win_length = {}, const std::optional<array>& window = {}, bool center = true,
+            const std::string& norm = "backward", std::optional<bool> onesided = {},
+            std::optional<int64_t> length = {}, EMBER_S);
 
 namespace detail {
 // One FFT node along `axis` (non-negative) of an input already cast and sized:
