@@ -30,8 +30,6 @@ using li = lapack_int;
 // float / double overloads of the LAPACKE drivers used here.
 li getrf(li m, li n, float* a, li* p) { return scipy_LAPACKE_sgetrf(RM, m, n, a, std::max<li>(n, 1), p); }
 li getrf(li m, li n, double* a, li* p) { return scipy_LAPACKE_dgetrf(RM, m, n, a, std::max<li>(n, 1), p); }
-li getri(li n, float* a, const li* p) { return scipy_LAPACKE_sgetri(RM, n, a, std::max<li>(n, 1), p); }
-li getri(li n, double* a, const li* p) { return scipy_LAPACKE_dgetri(RM, n, a, std::max<li>(n, 1), p); }
 li potrf(char u, li n, float* a) { return scipy_LAPACKE_spotrf(RM, u, n, a, std::max<li>(n, 1)); }
 li potrf(char u, li n, double* a) { return scipy_LAPACKE_dpotrf(RM, u, n, a, std::max<li>(n, 1)); }
 li trtri(char u, li n, float* a) { return scipy_LAPACKE_strtri(RM, u, 'N', n, a, std::max<li>(n, 1)); }
@@ -166,10 +164,9 @@ void run(Lapack::Kind kind, bool upper, const std::vector<array>& inputs, std::v
         case Lapack::Inv: {
           T* o = outputs[0].data<T>() + b * n * n;
           if (n == 0) break;
-          li info = getrf(n, n, x, piv.data());
-          if (info == 0) info = getri(n, x, piv.data());
-          record(info);
-          std::memcpy(o, x, sizeof(T) * n * n);
+          // solve A X = I (as NumPy): more accurate than getri's in-place inverse
+          for (int64_t i = 0; i < n * n; ++i) o[i] = T(i % (n + 1) == 0);
+          record(gesv(n, n, x, piv.data(), o));
           break;
         }
         case Lapack::TriInv:
