@@ -502,3 +502,17 @@ def test_multivariate_normal_rejects_non_psd(cov):
         x = R.multivariate_normal(mx.zeros(2), mx.array(cov), shape=(3,), dtype=dtype, key=K(0))
         with pytest.raises(ValueError, match="multivariate_normal"):
             mx.eval(x)
+
+
+def test_multivariate_normal_grads_and_vmap_over_cov():
+    k = K(16)
+    b = mx.array([[1.0, 0.2, 0.0], [0.3, 0.9, 0.1], [-0.2, 0.4, 1.1]], mx.float64)
+
+    def f(m, a):   # a @ a.T + I: symmetric positive definite for any a
+        cov = a @ a.T + mx.eye(3, dtype=mx.float64)
+        return R.multivariate_normal(m, cov, (4,), dtype=mx.float64, key=k)
+    check_grads(f, [mx.array([0.5, -1.0, 2.0], mx.float64), b])
+    covs = mx.stack([mx.eye(2) * 2, mx.array([[2.0, 0.5], [0.5, 1.0]])])
+    got = np.array(mx.vmap(lambda c: R.multivariate_normal(mx.zeros(2), c, (3,), key=k))(covs))
+    want = np.stack([np.array(R.multivariate_normal(mx.zeros(2), covs[i], (3,), key=k)) for i in range(2)])
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)

@@ -4,6 +4,7 @@
 #include "ember/primitives/random.h"
 
 #include "ember/ops.h"
+#include "ember/ops/lapack.h"
 
 namespace ember {
 
@@ -45,6 +46,39 @@ std::pair<std::vector<array>, std::vector<int>> RandomCholesky::vmap(const std::
   if (ax > 0) a = moveaxis(a, ax, 0, stream());
   array out(a.shape(), a.dtype(), std::make_shared<RandomCholesky>(stream()), {a});
   return {{out}, {ax >= 0 ? 0 : -1}};
+}
+
+namespace {
+// Strict lower triangle plus half the diagonal of the last two axes.
+array phi(const array& x, Stream s) {
+  int64_t n = x.shape(-1);
+  array w = add(tri(n, n, -1, x.dtype(), s), multiply(eye(n, n, 0, x.dtype(), s), array(0.5, x.dtype()), s), s);
+  return multiply(x, w, s);
+}
+array mT(const array& x, Stream s) { return swapaxes(x, -1, -2, s); }
+}  // namespace
+
+std::vector<array> RandomCholesky::jvp(const std::vector<array>&, const std::vector<array>& tangents,
+                                       const std::vector<int>&, const std::vector<array>& outputs) {
+  const Stream s = stream();
+  const array& l = outputs[0];
+  // Y = L^-1 dA L^-T, with the tangent symmetrized (only symmetric inputs are valid).
+  array da = multiply(add(tangents[0], mT(tangents[0], s), s), array(0.5, l.dtype()), s);
+  array x = linalg::solve_triangular(l, da, false, s);
+  array y = mT(linalg::solve_triangular(l, mT(x, s), false, s), s);
+  return {matmul(l, phi(y, s), s)};
+}
+
+std::vector<array> RandomCholesky::vjp(const std::vector<array>&, const std::vector<array>& cotangents,
+                                       const std::vector<int>&, const std::vector<array>& outputs) {
+  const Stream s = stream();
+  const array& l = outputs[0];
+  // G = Phi(L^T Lbar); Abar = sym(L^-T G L^-1).
+  array g = phi(matmul(mT(l, s), tril(cotangents[0], 0, s), s), s);
+  array lt = mT(l, s);
+  array z = linalg::solve_triangular(lt, g, true, s);                     // L^-T G
+  array abar = mT(linalg::solve_triangular(lt, mT(z, s), true, s), s);    // (L^-T (L^-T G)^T)^T
+  return {multiply(add(abar, mT(abar, s), s), array(0.5, l.dtype()), s)};
 }
 
 }  // namespace ember

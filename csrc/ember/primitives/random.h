@@ -65,14 +65,15 @@ class RandomBits final : public Primitive {
 // Lower Cholesky factors of a batch of symmetric positive semi-definite
 // matrices (..., n, n), float32 or float64, for multivariate_normal. Raises
 // ValueError when evaluated on a matrix that is not positive semi-definite.
+// Derivatives (positive definite inputs): dL = L Phi(L^-1 dA L^-T), Phi
+// keeping the strict lower triangle and half the diagonal.
 class RandomCholesky final : public Primitive {
  public:
   explicit RandomCholesky(Stream s) : Primitive(s) {}
   const char* name() const override { return "RandomCholesky"; }
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
   bool is_equivalent(const Primitive& o) const override { return dynamic_cast<const RandomCholesky*>(&o); }
-  std::pair<std::vector<array>, std::vector<int>> vmap(const std::vector<array>& inputs,
-                                                       const std::vector<int>& axes) override;
+  EMBER_TRANSFORM_RULES
 };
 
 }  // namespace ember
