@@ -466,6 +466,8 @@ ERRORS = [
     (lambda: R.split(K(0), -1), ValueError, "non-negative"),
     (lambda: R.uniform(shape=(3,), dtype=mx.int32, key=K(0)), ValueError, "floating"),
     (lambda: R.normal((3,), dtype=mx.int32, key=K(0)), ValueError, "floating"),
+    (lambda: R.normal((3,), dtype=mx.complex128 if hasattr(mx, "complex128") else mx.int8, key=K(0)),
+     ValueError, "complex64"),
     (lambda: R.gumbel((3,), dtype=mx.uint8, key=K(0)), ValueError, "floating"),
     (lambda: R.laplace((3,), dtype=mx.int16, key=K(0)), ValueError, "floating"),
     (lambda: R.truncated_normal(0, 1, (3,), dtype=mx.int32, key=K(0)), ValueError, "floating"),
@@ -516,3 +518,17 @@ def test_multivariate_normal_grads_and_vmap_over_cov():
     got = np.array(mx.vmap(lambda c: R.multivariate_normal(mx.zeros(2), c, (3,), key=k))(covs))
     want = np.stack([np.array(R.multivariate_normal(mx.zeros(2), covs[i], (3,), key=k)) for i in range(2)])
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+def test_normal_complex64():
+    # Recorded from MLX 0.32.4: normal((3,), complex64, key(5)), plain and with loc=1, scale=2.
+    want = np.array([0.33946875 + 0.37068117j, 0.38595983 + 0.40448406j, -1.0703776 + 0.1536787j], np.complex64)
+    got = np.array(R.normal((3,), dtype=mx.complex64, key=K(5)))
+    assert got.dtype == np.complex64
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    want2 = np.array([1.6789374 + 0.74136233j, 1.7719197 + 0.8089681j, -1.1407552 + 0.3073574j], np.complex64)
+    got2 = np.array(R.normal((3,), dtype=mx.complex64, loc=1.0, scale=2.0, key=K(5)))
+    np.testing.assert_allclose(got2, want2, rtol=1e-5, atol=1e-6)
+    z = np.array(R.normal((N,), dtype=mx.complex64, key=K(6)))
+    assert abs(np.mean(np.abs(z) ** 2) - 1) < 0.02 and abs(z.real.var() - 0.5) < 0.01
+    assert R.normal((2, 0, 3), dtype=mx.complex64, key=K(6)).shape == (2, 0, 3)

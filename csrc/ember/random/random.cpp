@@ -166,9 +166,22 @@ array uniform(const array& low, const array& high, const Shape& shape, Dtype dty
 array normal(const Shape& shape, Dtype dtype, const std::optional<array>& loc, const std::optional<array>& scale,
              const Key& k, const StreamOrDevice& s) {
   check_shape(shape, "normal");
-  if (!is_floating(dtype)) fail("normal", "Only real floating point types are supported, not ", dtype_name(dtype), ".");
-  array z = node(get_key(k, "normal"), shape, 4, RandomBits::Normal, to_stream(s));
-  if (dtype != Dtype::float32) z = astype(z, dtype, s);
+  if (!is_floating(dtype) && dtype != Dtype::complex64) {
+    fail("normal", "Only floating point and complex64 types are supported, not ", dtype_name(dtype), ".");
+  }
+  array z;
+  if (dtype == Dtype::complex64) {
+    // Real and imaginary parts: consecutive pairs of normals, each of
+    // variance 1/2 (E|z|^2 = 1).
+    Shape pairs = shape;
+    pairs.push_back(2);
+    z = node(get_key(k, "normal"), pairs, 4, RandomBits::Normal, to_stream(s));
+    z = multiply(z, array(std::sqrt(0.5), Dtype::float32), s);
+    z = reshape(view(z, Dtype::complex64, s), shape, s);
+  } else {
+    z = node(get_key(k, "normal"), shape, 4, RandomBits::Normal, to_stream(s));
+    if (dtype != Dtype::float32) z = astype(z, dtype, s);
+  }
   if (scale) z = multiply(z, *scale, s);
   if (loc) z = add(z, *loc, s);
   if (z.dtype() != dtype) z = astype(z, dtype, s);
