@@ -302,6 +302,56 @@ def test_cross_axis_and_ints():
     assert r.dtype == mx.int32 and r.tolist() == [0, 0, 1]
 
 
+def cplx(shape, seed=0):
+    r = rng(seed)
+    return (r.standard_normal(shape) + 1j * r.standard_normal(shape)).astype(np.complex64)
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (5, 3), (2, 3, 5), (0, 0)])
+def test_svd_complex64(shape):
+    a = cplx(shape)
+    u, s, vt = LA.svd(arr(a))
+    assert u.dtype == mx.complex64 and s.dtype == mx.float32 and vt.dtype == mx.complex64
+    k = min(shape[-2:])
+    np.testing.assert_allclose(npy(s), np.linalg.svd(a.astype(np.complex128), compute_uv=False), rtol=1e-4, atol=1e-5)
+    un, sn, vn = npy(u), npy(s), npy(vt)
+    np.testing.assert_allclose((un[..., :k] * sn[..., None, :]) @ vn[..., :k, :], a, rtol=1e-4, atol=1e-4)
+    s2 = LA.svd(arr(a), compute_uv=False)
+    assert s2.dtype == mx.float32
+    np.testing.assert_allclose(npy(s2), npy(s), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("uplo", ["L", "U"])
+def test_eigh_complex64(uplo):
+    a = cplx((2, 4, 4))
+    h = a + np.conj(np.swapaxes(a, -1, -2))
+    w, v = LA.eigh(arr(h), UPLO=uplo)
+    assert w.dtype == mx.float32 and v.dtype == mx.complex64
+    np.testing.assert_allclose(npy(w), np.linalg.eigvalsh(h.astype(np.complex128)), rtol=1e-4, atol=1e-4)
+    vn = npy(v)
+    np.testing.assert_allclose((vn * npy(w)[..., None, :]) @ np.conj(np.swapaxes(vn, -1, -2)), h, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(npy(LA.eigvalsh(arr(h), UPLO=uplo)), npy(w), rtol=1e-5, atol=1e-5)
+
+
+def test_eig_complex64_and_norms():
+    a = cplx((2, 4, 4))
+    w, v = LA.eig(arr(a))
+    wn, vn = npy(w), npy(v)
+    np.testing.assert_allclose(a @ vn, vn * wn[..., None, :], rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(np.sort_complex(npy(LA.eigvals(arr(a)))),
+                               np.sort_complex(np.linalg.eigvals(a.astype(np.complex128))), rtol=1e-4, atol=1e-4)
+    for ord in [2, -2, "nuc", "fro", 1, np.inf]:
+        got = LA.norm(arr(a), ord=ord, axis=(1, 2))
+        assert got.dtype == mx.float32
+        np.testing.assert_allclose(npy(got), np.linalg.norm(a.astype(np.complex128), ord=ord, axis=(1, 2)),
+                                   rtol=1e-4)
+
+
+def test_complex_derivatives_raise():
+    raises(ValueError, "complex64 decompositions", lambda: mx.grad(
+        lambda x: mx.sum(LA.svd(x, compute_uv=False)))(mx.array(cplx((3, 3)))))
+
+
 # ---------------------------------------------------------------------------
 # errors
 # ---------------------------------------------------------------------------
@@ -327,6 +377,8 @@ def test_shape_and_dtype_errors(name):
         raises(ValueError, "(2,3)", lambda: f(mx.zeros((2, 3))))
     if name not in ("det", "slogdet"):
         raises(ValueError, "float32 or float64", lambda: f(mx.zeros((2, 2), mx.int32)))
+        if name not in ("svd", "eig", "eigvals", "eigh", "eigvalsh"):
+            raises(ValueError, "float32 or float64.", lambda: f(mx.zeros((2, 2), mx.complex64)))
         raises(ValueError, "float32 or float64", lambda: f(mx.zeros((2, 2), mx.float16)))
 
 
@@ -351,7 +403,10 @@ def test_argument_errors():
     raises(ValueError, "float32 or float64", lambda: LA.solve(mx.eye(3, dtype=mx.int32), mx.ones((3,), mx.int32)))
     raises(ValueError, "UPLO", lambda: LA.eigh(a, UPLO="X"))
     raises(ValueError, "Complex", lambda: LA.det(mx.zeros((2, 2), mx.complex64)))
-    raises(ValueError, "complex64", lambda: LA.svd(mx.zeros((2, 2), mx.complex64)))
+    raises(ValueError, "float32 or float64. Received array with type complex64",
+           lambda: LA.inv(mx.zeros((2, 2), mx.complex64)))
+    raises(ValueError, "float32 or float64 or complex64. Received array with type int32",
+           lambda: LA.svd(mx.zeros((2, 2), mx.int32)))
     raises(ValueError, "size 2 or 3", lambda: LA.cross(mx.ones((4,)), mx.ones((4,))))
     raises(ValueError, "only supported for matrices", lambda: LA.norm(mx.ones(3), ord="fro"))
     raises(ValueError, "Invalid ord value 'foo'", lambda: LA.norm(mx.ones((2, 3)), ord="foo"))

@@ -28,15 +28,15 @@ void check_square(const char* op, const array& a) {
   if (a.shape(-1) != a.shape(-2))
     fail(op, "Only defined for square matrices; received shape ", shape_str(a.shape()), ".");
 }
-// LAPACK ops: float32 / float64 only.
-void check_float(const char* op, const array& a, bool complex_in_mlx = false) {
+// LAPACK ops: float32 / float64, and complex64 where MLX accepts it.
+void check_float(const char* op, const array& a, bool allow_complex = false) {
   if (a.dtype() == Dtype::float32 || a.dtype() == Dtype::float64) return;
-  if (complex_in_mlx && a.dtype() == Dtype::complex64)
-    fail(op, "complex64 inputs are not supported by Ember yet (float32 or float64 only).");
-  fail(op, "Arrays must have type float32 or float64. Received array with type ", dtype_name(a.dtype()), ".");
+  if (allow_complex && a.dtype() == Dtype::complex64) return;
+  fail(op, "Arrays must have type float32 or float64", allow_complex ? " or complex64" : "",
+       ". Received array with type ", dtype_name(a.dtype()), ".");
 }
-void check_lapack(const char* op, const array& a, bool square, bool complex_in_mlx = false) {
-  check_float(op, a, complex_in_mlx);
+void check_lapack(const char* op, const array& a, bool square, bool allow_complex = false) {
+  check_float(op, a, allow_complex);
   check_matrix(op, a);
   if (square) check_square(op, a);
 }
@@ -259,6 +259,7 @@ array vector_norm(const array& x, const std::optional<double>& ord, int ax, Stre
 
 array singular_values(const array& x, int r, int c, Stream s) {
   array y = moveaxis(moveaxis(x, r, -1, s), c > r ? c - 1 : c, -1, s);  // (..., cols, rows) order irrelevant
+  if (is_complex(y.dtype())) return svd(y, false, s)[0];  // float32
   Dtype t = y.dtype() == Dtype::float64 ? Dtype::float64 : Dtype::float32;
   return astype(svd(astype(y, t, s), false, s)[0], x.dtype(), s);
 }
@@ -300,14 +301,12 @@ array norm(const array& a, const NormOrd& ord, std::optional<Axes> axis, bool ke
     } else if (std::holds_alternative<std::string>(*ord)) {
       const std::string& o = std::get<std::string>(*ord);
       if (o != "nuc") fail(op, "Invalid ord value '", o, "' for matrix norm.");
-      if (is_complex(a.dtype())) fail(op, "The nuclear norm of complex64 matrices is not supported by Ember yet.");
-      r = sum(singular_values(astype(a, real_t, s), rr, cc, s), Axes{-1}, false, s);
+      r = sum(singular_values(is_complex(a.dtype()) ? a : astype(a, real_t, s), rr, cc, s), Axes{-1}, false, s);
     } else {
       double p = std::get<double>(*ord);
       int c2 = cc > rr ? cc - 1 : cc, r2 = rr > cc ? rr - 1 : rr;
       if (p == 2 || p == -2) {
-        if (is_complex(a.dtype())) fail(op, "The 2-norm of complex64 matrices is not supported by Ember yet.");
-        array sv = singular_values(astype(a, real_t, s), rr, cc, s);
+        array sv = singular_values(is_complex(a.dtype()) ? a : astype(a, real_t, s), rr, cc, s);
         r = p > 0 ? max(sv, Axes{-1}, false, s) : min(sv, Axes{-1}, false, s);
       } else if (p == 1 || p == -1) {
         array colsum = sum(x, Axes{rr}, false, s);

@@ -97,6 +97,7 @@ std::vector<array> lapack_node(Lapack::Kind kind, bool upper, const std::vector<
     return r;
   };
   Dtype t = a.dtype();
+  Dtype real_t = t == Dtype::complex64 ? Dtype::float32 : t;  // singular values, Hermitian eigenvalues
   std::vector<Shape> shapes;
   std::vector<Dtype> dtypes;
   switch (kind) {
@@ -108,10 +109,10 @@ std::vector<array> lapack_node(Lapack::Kind kind, bool upper, const std::vector<
     case Lapack::Solve:
     case Lapack::SolveTri: shapes = {inputs[1].shape()}, dtypes = {t}; break;
     case Lapack::QR: shapes = {sh({m, K}), sh({K, n})}, dtypes = {t, t}; break;
-    case Lapack::SVD: shapes = {sh({m, m}), sh({K}), sh({n, n})}, dtypes = {t, t, t}; break;
-    case Lapack::SVDVals: shapes = {sh({K})}, dtypes = {t}; break;
-    case Lapack::Eigh: shapes = {sh({n}), sh({n, n})}, dtypes = {t, t}; break;
-    case Lapack::EigvalsH: shapes = {sh({n})}, dtypes = {t}; break;
+    case Lapack::SVD: shapes = {sh({m, m}), sh({K}), sh({n, n})}, dtypes = {t, real_t, t}; break;
+    case Lapack::SVDVals: shapes = {sh({K})}, dtypes = {real_t}; break;
+    case Lapack::Eigh: shapes = {sh({n}), sh({n, n})}, dtypes = {real_t, t}; break;
+    case Lapack::EigvalsH: shapes = {sh({n})}, dtypes = {real_t}; break;
     case Lapack::Eig: shapes = {sh({n}), sh({n, n})}, dtypes = {Dtype::complex64, Dtype::complex64}; break;
     case Lapack::Eigvals: shapes = {sh({n})}, dtypes = {Dtype::complex64}; break;
     case Lapack::LUFactor: shapes = {sh({m, n}), sh({K})}, dtypes = {t, Dtype::uint32}; break;
@@ -120,10 +121,19 @@ std::vector<array> lapack_node(Lapack::Kind kind, bool upper, const std::vector<
   return array::make_arrays(std::move(shapes), dtypes, std::make_shared<Lapack>(s, kind, upper), inputs);
 }
 
+namespace {
+void no_complex_rule(const array& a, const char* name) {
+  if (is_complex(a.dtype()))
+    detail::fail(name, "Derivatives of complex64 decompositions are not supported; got ", dtype_name(a.dtype()),
+                 " input of shape ", shape_str(a.shape()), ".");
+}
+}  // namespace
+
 std::vector<array> Lapack::vjp(const std::vector<array>& primals, const std::vector<array>& cts,
                                const std::vector<int>& argnums, const std::vector<array>& outputs) {
   Stream s = stream();
   const array& A = primals[0];
+  no_complex_rule(A, "linalg::vjp");
   auto out = [&](int j) { return outputs[j].valid() ? outputs[j] : lapack_node(kind_, upper_, primals, s)[j]; };
   std::vector<array> res;
   switch (kind_) {
@@ -209,6 +219,7 @@ std::vector<array> Lapack::jvp(const std::vector<array>& primals, const std::vec
                                const std::vector<int>& argnums, const std::vector<array>& outputs) {
   Stream s = stream();
   const array& A = primals[0];
+  no_complex_rule(A, "linalg::jvp");
   auto out = [&](int j) { return outputs[j].valid() ? outputs[j] : lapack_node(kind_, upper_, primals, s)[j]; };
   switch (kind_) {
     case Inv:

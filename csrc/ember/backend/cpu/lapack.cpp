@@ -4,6 +4,11 @@
 // thread pool; a failure (singular matrix, no convergence) is recorded per
 // matrix and raised after the batch as a ValueError naming the op. Shapes
 // were validated by the op layer, so LAPACK never sees an invalid argument.
+#include <complex>
+// complex LAPACKE arguments as std::complex (same layout as LAPACK's)
+#define LAPACK_COMPLEX_CUSTOM
+#define lapack_complex_float std::complex<float>
+#define lapack_complex_double std::complex<double>
 #include <lapacke.h>
 
 #include <algorithm>
@@ -335,10 +340,74 @@ void run(Lapack::Kind kind, bool upper, const std::vector<array>& inputs, std::v
   if (failed.load() >= 0) raise_failure(kind, fail_info.load());
 }
 
+// complex64 inputs: SVD / SVDVals / Eigh / EigvalsH / Eig / Eigvals (the op
+// layer admits complex64 to no other kind); singular and eigenvalues of
+// Hermitian matrices are float32.
+void run_complex(Lapack::Kind kind, bool upper, const array& a, std::vector<array>& outputs) {
+  using C = std::complex<float>;
+  const int64_t m = a.shape(-2), n = a.shape(-1), K = std::min(m, n);
+  int64_t batch = 1;
+  for (int i = 0; i + 2 < a.ndim(); ++i) batch *= a.shape(i);
+  for (auto& o : outputs) o.alloc();
+  if (batch == 0) return;
+  std::vector<C> A(static_cast<size_t>(a.size()));
+  if (a.size()) copy_to_dense(a, A.data());
+  std::atomic<int64_t> fail_info{0};
+  const int64_t work = std::max<int64_t>(1, m * n * std::max(m, n));
+  cpu::parallel_for(batch, std::max<int64_t>(1, 50000 / work), [&](int64_t lo, int64_t hi) {
+    for (int64_t b = lo; b < hi; ++b) {
+      C* x = A.data() + b * m * n;
+      li info = 0;
+      switch (kind) {
+        case Lapack::SVD:
+        case Lapack::SVDVals: {
+          bool uv = kind == Lapack::SVD;
+          float* s = outputs[uv ? 1 : 0].data<float>() + b * K;
+          C* u = uv ? outputs[0].data<C>() + b * m * m : nullptr;
+          C* vt = uv ? outputs[2].data<C>() + b * n * n : nullptr;
+          if (K == 0) {
+            if (uv) {
+              for (int64_t i = 0; i < m * m; ++i) u[i] = C(i % (m + 1) == 0 ? 1.f : 0.f);
+              for (int64_t i = 0; i < n * n; ++i) vt[i] = C(i % (n + 1) == 0 ? 1.f : 0.f);
+            }
+            break;
+          }
+          C du, dv;
+          info = scipy_LAPACKE_cgesdd(RM, uv ? 'A' : 'N', m, n, x, std::max<li>(n, 1), s, uv ? u : &du,
+                                      std::max<li>(m, 1), uv ? vt : &dv, std::max<li>(n, 1));
+          break;
+        }
+        case Lapack::Eigh:
+        case Lapack::EigvalsH: {
+          bool vec = kind == Lapack::Eigh;
+          if (n == 0) break;
+          info = scipy_LAPACKE_cheevd(RM, vec ? 'V' : 'N', upper ? 'U' : 'L', n, x, std::max<li>(n, 1),
+                                      outputs[0].data<float>() + b * n);
+          if (vec) std::memcpy(outputs[1].data<C>() + b * n * n, x, sizeof(C) * n * n);
+          break;
+        }
+        default: {  // Eig, Eigvals
+          bool vec = kind == Lapack::Eig;
+          if (n == 0) break;
+          C dummy;
+          info = scipy_LAPACKE_cgeev(RM, 'N', vec ? 'V' : 'N', n, x, std::max<li>(n, 1),
+                                     outputs[0].data<C>() + b * n, &dummy, 1,
+                                     vec ? outputs[1].data<C>() + b * n * n : &dummy, std::max<li>(n, 1));
+          break;
+        }
+      }
+      if (info != 0) fail_info.store(info);
+    }
+  });
+  if (fail_info.load() != 0) raise_failure(kind, fail_info.load());
+}
+
 }  // namespace
 
 void Lapack::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
-  if (inputs[0].dtype() == Dtype::float64)
+  if (inputs[0].dtype() == Dtype::complex64)
+    run_complex(kind_, upper_, inputs[0], outputs);
+  else if (inputs[0].dtype() == Dtype::float64)
     run<double>(kind_, upper_, inputs, outputs);
   else
     run<float>(kind_, upper_, inputs, outputs);
