@@ -401,6 +401,8 @@ def test_argument_errors():
     raises(ValueError, "(3,3)", lambda: LA.solve(a, mx.ones((4, 2))))
     raises(ValueError, "do not broadcast", lambda: LA.solve(mx.zeros((2, 3, 3)) + a, mx.ones((4, 3, 1))))
     raises(ValueError, "float32 or float64", lambda: LA.solve(mx.eye(3, dtype=mx.int32), mx.ones((3,), mx.int32)))
+    raises(ValueError, "int32 and float32", lambda: LA.solve(mx.eye(3, dtype=mx.int32), mx.ones((3,))))
+    raises(ValueError, "float32 and int32", lambda: LA.solve_triangular(a, mx.ones((3,), mx.int32)))
     raises(ValueError, "UPLO", lambda: LA.eigh(a, UPLO="X"))
     raises(ValueError, "Complex", lambda: LA.det(mx.zeros((2, 2), mx.complex64)))
     raises(ValueError, "float32 or float64. Received array with type complex64",
