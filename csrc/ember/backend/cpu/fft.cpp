@@ -4,7 +4,7 @@
 // real/imaginary float32 buffers and transformed there:
 //
 //   * lengths whose prime factors are all <= kMaxRadix: an iterative Stockham
-//     (autosort, decimation in frequency) mixed-radix FFT -- radix 4, 2 and 3
+//     (autosort, decimation in frequency) mixed-radix FFT -- radix 8, 4, 2, 3 and 5
 //     butterflies written out, any other small prime through a direct
 //     r-point DFT. Stage j splits the current length L = r*m: for every
 //     p < m and every one of the s interleaved sub-sequences q,
@@ -63,6 +63,7 @@ struct Plan {
 
 std::vector<int> factor(int64_t n) {
   std::vector<int> f;
+  while (n % 8 == 0) f.push_back(8), n /= 8;
   while (n % 4 == 0) f.push_back(4), n /= 4;
   while (n % 2 == 0) f.push_back(2), n /= 2;
   for (int p = 3; p <= kMaxRadix && n > 1; p += 2)
@@ -100,6 +101,26 @@ inline void butterfly(const float* ar, const float* ai, float* br, float* bi, co
     br[2] = t0r - t2r, bi[2] = t0i - t2i;
     br[1] = t1r + t3i, bi[1] = t1i - t3r;
     br[3] = t1r - t3i, bi[3] = t1i + t3r;
+  } else if constexpr (R == 8) {
+    // two 4-point DFTs (even and odd inputs), combined with w_8^k
+    constexpr float h = 0.70710678118654752440f;
+    float er[4] = {ar[0], ar[2], ar[4], ar[6]}, ei[4] = {ai[0], ai[2], ai[4], ai[6]};
+    float orr[4] = {ar[1], ar[3], ar[5], ar[7]}, oi[4] = {ai[1], ai[3], ai[5], ai[7]};
+    float Er[4], Ei[4], Or[4], Oi[4];
+    butterfly<4>(er, ei, Er, Ei, st);
+    butterfly<4>(orr, oi, Or, Oi, st);
+    // w_8^1 = h (1 - i), w_8^2 = -i, w_8^3 = -h (1 + i)
+    float t1r = h * (Or[1] + Oi[1]), t1i = h * (Oi[1] - Or[1]);
+    float t2r = Oi[2], t2i = -Or[2];
+    float t3r = h * (Oi[3] - Or[3]), t3i = -h * (Or[3] + Oi[3]);
+    br[0] = Er[0] + Or[0], bi[0] = Ei[0] + Oi[0];
+    br[4] = Er[0] - Or[0], bi[4] = Ei[0] - Oi[0];
+    br[1] = Er[1] + t1r, bi[1] = Ei[1] + t1i;
+    br[5] = Er[1] - t1r, bi[5] = Ei[1] - t1i;
+    br[2] = Er[2] + t2r, bi[2] = Ei[2] + t2i;
+    br[6] = Er[2] - t2r, bi[6] = Ei[2] - t2i;
+    br[3] = Er[3] + t3r, bi[3] = Ei[3] + t3i;
+    br[7] = Er[3] - t3r, bi[7] = Ei[3] - t3i;
   } else if constexpr (R == 3) {
     constexpr float h = 0.86602540378443864676f;
     float sr = ar[1] + ar[2], si = ai[1] + ai[2], dr = ar[1] - ar[2], di = ai[1] - ai[2];
@@ -179,6 +200,7 @@ void stage(const Stage& st, const float* xr, const float* xi, float* yr, float* 
       case 3: run_stage<3>(st, xr, xi, yr, yi, p0, p1, q0, q1); break;
       case 4: run_stage<4>(st, xr, xi, yr, yi, p0, p1, q0, q1); break;
       case 5: run_stage<5>(st, xr, xi, yr, yi, p0, p1, q0, q1); break;
+      case 8: run_stage<8>(st, xr, xi, yr, yi, p0, p1, q0, q1); break;
       default: run_stage<0>(st, xr, xi, yr, yi, p0, p1, q0, q1); break;
     }
   };
