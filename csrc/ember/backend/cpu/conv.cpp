@@ -1,8 +1,9 @@
 // ConvGeneral on the CPU: blocked im2col + BLAS for every configuration.
-// The output rows (n, output position) are taken in blocks of bounded size;
-// for each block the column matrix col[r][g][kernel position][c] (zeros where
-// the dilated, padded input has no element) is built in parallel, then one
-// GEMM per group multiplies it with that group's weights:
+// The output rows (n, output position) are taken in blocks of bounded size,
+// split across the pool (OpenBLAS single-threaded inside); for each block the
+// column matrix col[r][g][kernel position][c] (zeros where the dilated,
+// padded input has no element) is built, then one GEMM per group multiplies
+// it with that group's weights:
 //   out[rows, g*Og:(g+1)*Og] = col_g[rows, K*Cg] @ w_g[Og, K*Cg]^T.
 // Strides, padding (negative included), kernel and input dilation and flip
 // only change which input element a column entry reads. float32/float64 go
@@ -12,6 +13,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 #include "ember/backend/cpu/kernel_utils.h"
@@ -22,7 +24,7 @@ namespace ember {
 
 namespace {
 
-constexpr int64_t kColBudget = int64_t(1) << 22;  // elements of one column block
+constexpr int64_t kBlockElems = int64_t(1) << 18;  // elements of one task's column block
 
 struct Geometry {
   int D = 0;
@@ -43,65 +45,52 @@ void gemm(int64_t M, int64_t N, int64_t K, const A* a, int64_t lda, const A* b, 
   }
 }
 
-// Builds rows [r0, r0 + R) of the column matrix (row length G * KC).
+// Writes column-matrix row `row` (length G * KC) to dst; offs has room for
+// K[0] + K[1] + K[2] offsets.
 template <class T, class A>
-void build_cols(const T* x, A* col, int64_t r0, int64_t R, const Geometry& g, const ConvParams& p) {
-  const int64_t row_len = g.G * g.KC;
-  int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(row_len, 1));
-  cpu::parallel_for(R, grain, [&](int64_t b, int64_t e) {
-    // per dim: input offset (elements) of each kernel index, or -1
-    std::vector<int64_t> offs(g.K[0] + g.K[1] + g.K[2]);
-    int64_t* od[3] = {offs.data(), offs.data() + g.K[0], offs.data() + g.K[0] + g.K[1]};
-    for (int64_t r = b; r < e; ++r) {
-      int64_t row = r0 + r;
-      int64_t n = row / g.OSprod, rem = row % g.OSprod;
-      int64_t pos[3] = {0, 0, 0};
-      for (int d = g.D - 1; d >= 0; --d) {
-        pos[d] = rem % g.OS[d];
-        rem /= g.OS[d];
-      }
-      for (int d = 0; d < g.D; ++d) {
-        for (int64_t k = 0; k < g.K[d]; ++k) {
-          int64_t kk = p.flip ? g.K[d] - 1 - k : k;
-          int64_t q = pos[d] * p.stride[d] + kk * p.kernel_dilation[d] - p.pad_lo[d];
-          int64_t id = p.input_dilation[d];
-          if (q < 0 || q >= g.in_d[d] || q % id != 0) {
-            od[d][k] = -1;
-          } else {
-            od[d][k] = (q / id) * g.in_stride[d];
+void build_row(const T* x, A* dst, int64_t row, const Geometry& g, const ConvParams& p, int64_t* offs) {
+  int64_t* od[3] = {offs, offs + g.K[0], offs + g.K[0] + g.K[1]};
+  int64_t n = row / g.OSprod, rem = row % g.OSprod;
+  int64_t pos[3] = {0, 0, 0};
+  for (int d = g.D - 1; d >= 0; --d) {
+    pos[d] = rem % g.OS[d];
+    rem /= g.OS[d];
+  }
+  // per dim: input offset (elements) of each kernel index, or -1
+  for (int d = 0; d < g.D; ++d) {
+    for (int64_t k = 0; k < g.K[d]; ++k) {
+      int64_t kk = p.flip ? g.K[d] - 1 - k : k;
+      int64_t q = pos[d] * p.stride[d] + kk * p.kernel_dilation[d] - p.pad_lo[d];
+      int64_t id = p.input_dilation[d];
+      od[d][k] = (q < 0 || q >= g.in_d[d] || q % id != 0) ? -1 : (q / id) * g.in_stride[d];
+    }
+  }
+  const T* xb = x + n * g.in_batch;
+  int64_t k0n = g.K[0], k1n = g.D > 1 ? g.K[1] : 1, k2n = g.D > 2 ? g.K[2] : 1;
+  int64_t kpos = 0;
+  for (int64_t k0 = 0; k0 < k0n; ++k0) {
+    for (int64_t k1 = 0; k1 < k1n; ++k1) {
+      for (int64_t k2 = 0; k2 < k2n; ++k2, ++kpos) {
+        int64_t o0 = od[0][k0];
+        int64_t o1 = g.D > 1 ? od[1][k1] : 0;
+        int64_t o2 = g.D > 2 ? od[2][k2] : 0;
+        bool valid = o0 >= 0 && o1 >= 0 && o2 >= 0;
+        for (int64_t gi = 0; gi < g.G; ++gi) {
+          A* dd = dst + gi * g.KC + kpos * g.Cg;
+          if (!valid) {
+            std::memset(dd, 0, sizeof(A) * g.Cg);
+            continue;
           }
-        }
-      }
-      for (int d = g.D; d < 3; ++d) od[d] = nullptr;
-      const T* xb = x + n * g.in_batch;
-      A* dst = col + r * row_len;
-      int64_t k0n = g.K[0], k1n = g.D > 1 ? g.K[1] : 1, k2n = g.D > 2 ? g.K[2] : 1;
-      int64_t kpos = 0;
-      for (int64_t k0 = 0; k0 < k0n; ++k0) {
-        for (int64_t k1 = 0; k1 < k1n; ++k1) {
-          for (int64_t k2 = 0; k2 < k2n; ++k2, ++kpos) {
-            int64_t o0 = od[0][k0];
-            int64_t o1 = g.D > 1 ? od[1][k1] : 0;
-            int64_t o2 = g.D > 2 ? od[2][k2] : 0;
-            bool valid = o0 >= 0 && o1 >= 0 && o2 >= 0;
-            for (int64_t gi = 0; gi < g.G; ++gi) {
-              A* dd = dst + gi * g.KC + kpos * g.Cg;
-              if (!valid) {
-                std::memset(dd, 0, sizeof(A) * g.Cg);
-                continue;
-              }
-              const T* src = xb + o0 + o1 + o2 + gi * g.Cg;
-              if constexpr (std::is_same_v<T, A>) {
-                std::memcpy(dd, src, sizeof(A) * g.Cg);
-              } else {
-                for (int64_t c = 0; c < g.Cg; ++c) dd[c] = static_cast<A>(src[c]);
-              }
-            }
+          const T* src = xb + o0 + o1 + o2 + gi * g.Cg;
+          if constexpr (std::is_same_v<T, A>) {
+            std::memcpy(dd, src, sizeof(A) * g.Cg);
+          } else {
+            for (int64_t c = 0; c < g.Cg; ++c) dd[c] = static_cast<A>(src[c]);
           }
         }
       }
     }
-  });
+  }
 }
 
 // x (N, *S, C), weight shape (O, *K, Cg), output (N, *OS, O).
@@ -140,6 +129,19 @@ array dense(const array& a) {
   return d;
 }
 
+// OpenBLAS's own threads busy-wait for each other and stall when the cores
+// are shared; the pool splits the row blocks instead, with OpenBLAS on one
+// thread for the duration (as Matmul does).
+struct SingleThreadedBlas {
+  int prev;
+  SingleThreadedBlas() : prev(scipy_openblas_get_num_threads()) {
+    if (prev > 1) scipy_openblas_set_num_threads(1);
+  }
+  ~SingleThreadedBlas() {
+    if (prev > 1) scipy_openblas_set_num_threads(prev);
+  }
+};
+
 template <class T>
 void conv_impl(const array& xin, const array& win, array& out, const ConvParams& p) {
   using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
@@ -149,7 +151,6 @@ void conv_impl(const array& xin, const array& win, array& out, const ConvParams&
     std::memset(static_cast<void*>(o), 0, out.nbytes());
     return;
   }
-  // dense operands
   array x = dense(xin), w = win;
   std::vector<A> wconv;
   const A* wp;
@@ -164,6 +165,8 @@ void conv_impl(const array& xin, const array& win, array& out, const ConvParams&
     wp = wconv.data();
   }
   const T* xp = x.data<T>();
+  const int64_t row_len = g.G * g.KC;
+  SingleThreadedBlas single;
 
   // pointwise, unstrided, unpadded, one group: the input already is the column matrix
   bool direct = g.Kprod == 1 && g.G == 1;
@@ -172,40 +175,57 @@ void conv_impl(const array& xin, const array& win, array& out, const ConvParams&
   }
   if constexpr (std::is_same_v<T, A>) {
     if (direct) {
-      gemm<A>(g.rows, g.O, g.C, xp, g.C, wp, g.C, o, g.O);
+      int64_t grain = std::max<int64_t>(64, kBlockElems / std::max<int64_t>(g.C, 1));
+      cpu::parallel_for(g.rows, std::min(grain, g.rows), [&](int64_t r0, int64_t r1) {
+        gemm<A>(r1 - r0, g.O, g.C, xp + r0 * g.C, g.C, wp, g.C, o + r0 * g.O, g.O);
+      });
       return;
     }
   }
-
-  const int64_t row_len = g.G * g.KC;
-  int64_t R = std::max<int64_t>(16, kColBudget / row_len);
-  R = std::min(R, g.rows);
-  std::vector<A> col(static_cast<size_t>(R * row_len));
-  std::vector<A> tmp;
-  if constexpr (!std::is_same_v<T, A>) tmp.resize(static_cast<size_t>(R * g.O));
-  for (int64_t r0 = 0; r0 < g.rows; r0 += R) {
-    int64_t rb = std::min(R, g.rows - r0);
-    build_cols<T, A>(xp, col.data(), r0, rb, g, p);
-    A* dst;
-    if constexpr (std::is_same_v<T, A>) {
-      dst = o + r0 * g.O;
-    } else {
-      dst = tmp.data();
-    }
-    for (int64_t gi = 0; gi < g.G; ++gi) {
-      gemm<A>(rb, g.Og, g.KC, col.data() + gi * g.KC, row_len, wp + gi * g.Og * g.KC, g.KC, dst + gi * g.Og, g.O);
-    }
-    if constexpr (!std::is_same_v<T, A>) {
-      T* ob = o + r0 * g.O;
-      const A* src = tmp.data();
-      cpu::parallel_for(rb * g.O, 65536, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) ob[i] = cpu::convert<T>(src[i]);
-      });
+  // A few narrow groups: one GEMM with the block-diagonal weight (G times
+  // the flops) runs faster than G GEMMs of width Og < 32.
+  std::vector<A> wdiag;
+  if (g.G > 1 && g.G <= 4 && g.Og < 32) {
+    wdiag.assign(static_cast<size_t>(g.O * row_len), A(0));
+    for (int64_t oc = 0; oc < g.O; ++oc) {
+      std::memcpy(wdiag.data() + oc * row_len + (oc / g.Og) * g.KC, wp + oc * g.KC, sizeof(A) * g.KC);
     }
   }
+  const int64_t R = std::clamp<int64_t>(kBlockElems / row_len, 16, 1024);
+  const int64_t blocks = (g.rows + R - 1) / R;
+  cpu::parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
+    std::vector<A> col(static_cast<size_t>(std::min(R, g.rows) * row_len));
+    std::vector<int64_t> offs(g.K[0] + g.K[1] + g.K[2]);
+    std::vector<A> tmp;
+    if constexpr (!std::is_same_v<T, A>) tmp.resize(static_cast<size_t>(R * g.O));
+    for (int64_t blk = b0; blk < b1; ++blk) {
+      int64_t r0 = blk * R, rb = std::min(R, g.rows - r0);
+      for (int64_t r = 0; r < rb; ++r) build_row<T, A>(xp, col.data() + r * row_len, r0 + r, g, p, offs.data());
+      A* dst;
+      if constexpr (std::is_same_v<T, A>) {
+        dst = o + r0 * g.O;
+      } else {
+        dst = tmp.data();
+      }
+      if (!wdiag.empty()) {
+        gemm<A>(rb, g.O, row_len, col.data(), row_len, wdiag.data(), row_len, dst, g.O);
+      } else {
+        for (int64_t gi = 0; gi < g.G; ++gi) {
+          gemm<A>(rb, g.Og, g.KC, col.data() + gi * g.KC, row_len, wp + gi * g.Og * g.KC, g.KC, dst + gi * g.Og,
+                  g.O);
+        }
+      }
+      if constexpr (!std::is_same_v<T, A>) {
+        T* ob = o + r0 * g.O;
+        for (int64_t i = 0; i < rb * g.O; ++i) ob[i] = cpu::convert<T>(tmp[i]);
+      }
+    }
+  });
 }
 
-
+// dW_g[Og, KC] = sum over row blocks of ct_g[rows, Og]^T @ col_g[rows, KC];
+// each task sums its blocks into its own accumulator, then adds it to the
+// total under a lock.
 template <class T>
 void weight_grad_impl(const array& xin, const array& ctin, array& out, const ConvParams& p) {
   using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
@@ -219,46 +239,45 @@ void weight_grad_impl(const array& xin, const array& ctin, array& out, const Con
   const T* xp = x.data<T>();
   const T* cp = ct.data<T>();
   const int64_t row_len = g.G * g.KC;
-  int64_t R = std::max<int64_t>(64, kColBudget / row_len);
-  R = std::min(R, g.rows);
-  std::vector<A> col(static_cast<size_t>(R * row_len));
-  std::vector<A> acc, cbuf;
-  A* dw;
-  if constexpr (std::is_same_v<T, A>) {
-    dw = o;
-  } else {
-    acc.resize(static_cast<size_t>(out.size()));
-    cbuf.resize(static_cast<size_t>(R * g.O));
-    dw = acc.data();
-  }
-  for (int64_t r0 = 0; r0 < g.rows; r0 += R) {
-    int64_t rb = std::min(R, g.rows - r0);
-    build_cols<T, A>(xp, col.data(), r0, rb, g, p);
-    const A* cblk;
-    if constexpr (std::is_same_v<T, A>) {
-      cblk = cp + r0 * g.O;
-    } else {
-      const T* src = cp + r0 * g.O;
-      for (int64_t i = 0; i < rb * g.O; ++i) cbuf[i] = static_cast<A>(static_cast<float>(src[i]));
-      cblk = cbuf.data();
-    }
-    A beta = r0 == 0 ? A(0) : A(1);
-    for (int64_t gi = 0; gi < g.G; ++gi) {
-      const A* a = cblk + gi * g.Og;
-      const A* b = col.data() + gi * g.KC;
-      A* c = dw + gi * g.Og * g.KC;
-      if constexpr (std::is_same_v<A, float>) {
-        scipy_cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, g.Og, g.KC, rb, 1.0f, a, g.O, b, row_len, beta, c,
-                          g.KC);
+  const int64_t R = std::clamp<int64_t>(kBlockElems / row_len, 64, 4096);
+  const int64_t blocks = (g.rows + R - 1) / R;
+  std::vector<A> total(static_cast<size_t>(out.size()), A(0));
+  std::mutex mu;
+  SingleThreadedBlas single;
+  cpu::parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
+    std::vector<A> col(static_cast<size_t>(std::min(R, g.rows) * row_len));
+    std::vector<A> acc(static_cast<size_t>(out.size()), A(0));
+    std::vector<int64_t> offs(g.K[0] + g.K[1] + g.K[2]);
+    std::vector<A> cbuf;
+    if constexpr (!std::is_same_v<T, A>) cbuf.resize(static_cast<size_t>(R * g.O));
+    for (int64_t blk = b0; blk < b1; ++blk) {
+      int64_t r0 = blk * R, rb = std::min(R, g.rows - r0);
+      for (int64_t r = 0; r < rb; ++r) build_row<T, A>(xp, col.data() + r * row_len, r0 + r, g, p, offs.data());
+      const A* cblk;
+      if constexpr (std::is_same_v<T, A>) {
+        cblk = cp + r0 * g.O;
       } else {
-        scipy_cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, g.Og, g.KC, rb, 1.0, a, g.O, b, row_len, beta, c,
-                          g.KC);
+        const T* src = cp + r0 * g.O;
+        for (int64_t i = 0; i < rb * g.O; ++i) cbuf[i] = static_cast<A>(static_cast<float>(src[i]));
+        cblk = cbuf.data();
+      }
+      for (int64_t gi = 0; gi < g.G; ++gi) {
+        const A* a = cblk + gi * g.Og;
+        const A* b = col.data() + gi * g.KC;
+        A* c = acc.data() + gi * g.Og * g.KC;
+        if constexpr (std::is_same_v<A, float>) {
+          scipy_cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, g.Og, g.KC, rb, 1.0f, a, g.O, b, row_len, 1.0f,
+                            c, g.KC);
+        } else {
+          scipy_cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, g.Og, g.KC, rb, 1.0, a, g.O, b, row_len, 1.0,
+                            c, g.KC);
+        }
       }
     }
-  }
-  if constexpr (!std::is_same_v<T, A>) {
-    for (int64_t i = 0; i < out.size(); ++i) o[i] = cpu::convert<T>(acc[i]);
-  }
+    std::lock_guard<std::mutex> lock(mu);
+    for (size_t i = 0; i < acc.size(); ++i) total[i] += acc[i];
+  });
+  for (int64_t i = 0; i < out.size(); ++i) o[i] = cpu::convert<T>(total[i]);
 }
 
 }  // namespace
