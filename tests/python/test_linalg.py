@@ -382,6 +382,14 @@ def test_shape_and_dtype_errors(name):
         raises(ValueError, "float32 or float64", lambda: f(mx.zeros((2, 2), mx.float16)))
 
 
+def test_dimensions_beyond_lapack_int_raise():
+    big = mx.broadcast_to(mx.zeros((1, 1)), (2**31, 1))  # a view: nothing allocated
+    raises(ValueError, "[linalg::svd] Matrix dimensions must be below 2^31", lambda: LA.svd(big))
+    raises(ValueError, "[linalg::qr] Matrix dimensions", lambda: LA.qr(big))
+    raises(ValueError, "Too many right-hand sides",
+           lambda: LA.solve(mx.eye(1), mx.broadcast_to(mx.zeros((1, 1)), (1, 2**31))))
+
+
 def test_singular_errors():
     z = mx.zeros((2, 3, 3))
     raises(ValueError, "[linalg::inv] Matrix is singular", lambda: LA.inv(z))

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 #include "ember/ops/common.h"
@@ -23,6 +24,9 @@ array mT(const array& x, Stream s) { return swapaxes(x, -1, -2, s); }
 void check_matrix(const char* op, const array& a) {
   if (a.ndim() < 2)
     fail(op, "Arrays must have >= 2 dimensions. Received array with ", a.ndim(), " dimensions.");
+  // LAPACK's indices are 32-bit
+  if (a.shape(-1) > INT32_MAX || a.shape(-2) > INT32_MAX)
+    fail(op, "Matrix dimensions must be below 2^31; received shape ", shape_str(a.shape()), ".");
 }
 void check_square(const char* op, const array& a) {
   if (a.shape(-1) != a.shape(-2))
@@ -91,6 +95,7 @@ array solve_impl(const char* op, K kind, bool upper, const array& a, const array
     fail(op, "Last dimension of first input with shape ", shape_str(a.shape()),
          " must match second to last dimension of second input with shape ", shape_str(b.shape()), ".");
   array bm = vec ? expand_dims(b, {-1}, s) : b;
+  if (bm.shape(-1) > INT32_MAX) fail(op, "Too many right-hand sides: shape ", shape_str(b.shape()), ".");
   Shape lead = broadcast_lead(op, a, bm);
   array A = broadcast_to(astype(a, t, s), with_tail(lead, n, n), s);
   array B = broadcast_to(astype(bm, t, s), with_tail(lead, n, bm.shape(-1)), s);
