@@ -20,8 +20,8 @@
 // twiddles, chirp and the transformed chirp filter) are cached by length.
 // Inverse transforms conjugate on the way in and out. R2C of even length
 // packs the real row into a half-length complex one and untangles the
-// result; odd lengths transform the real row as a complex one. C2R rebuilds
-// the full Hermitian spectrum. Scratch comes from the caching allocator.
+// result (even-length C2R packs the other way); odd lengths transform the
+// real row as a complex one, and odd C2R rebuilds the full Hermitian spectrum. Scratch comes from the caching allocator.
 // Rows are spread over the thread pool when there are enough of them;
 // otherwise each stage of a long transform is split across the threads.
 #include <cmath>
@@ -416,7 +416,10 @@ void FFT::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs
   // Even-length real input: the n/2-point complex transform of
   // z_t = x_2t + i x_2t+1, then X_k = E_k + w^k O_k with
   // E_k = (Z_k + conj Z_(h-k)) / 2, O_k = (Z_k - conj Z_(h-k)) / 2i.
-  const bool half_real = kind_ == R2C && n % 2 == 0;
+  // Even-length C2R runs the same packing backwards: with h = n/2,
+  // Z_k = (X_k + conj X_(h-k)) + i w^-k (X_k - conj X_(h-k)) for k < h, whose
+  // inverse transform holds x_2t in its real and x_2t+1 in its imaginary part.
+  const bool half_real = (kind_ == R2C || kind_ == C2R) && n % 2 == 0;
   const int64_t tn = half_real ? n / 2 : n;  // complex transform length
   auto P = cpu::get_plan(tn);
   std::shared_ptr<const std::vector<float>> rtw;
@@ -435,8 +438,22 @@ void FFT::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs
     float* ai = mem + tn;
     float* work = mem + 2 * tn;
     cpu::pfor(tn, par, cpu::kParMin, [&](int64_t b, int64_t e) {
-      if (half_real) {
+      if (half_real && kind == R2C) {
         for (int64_t t = b; t < e; ++t) ar[t] = fin[io + 2 * t * is], ai[t] = fin[io + (2 * t + 1) * is];
+      } else if (half_real) {
+        const float* w = rtw->data();
+        for (int64_t k = b; k < e; ++k) {
+          const float* pa = fin + 2 * (io + k * is);
+          const float* pb = fin + 2 * (io + (tn - k) * is);
+          // the imaginary parts of bins 0 and n/2 are ignored
+          float xr = pa[0], xi = k == 0 ? 0.f : pa[1];
+          float yr = pb[0], yi = k == 0 ? 0.f : -pb[1];
+          float sr = xr + yr, si = xi + yi, dr = xr - yr, di = xi - yi;
+          float wr = w[2 * k], wi = -w[2 * k + 1];  // w^-k
+          float er = dr * wr - di * wi, ei = dr * wi + di * wr;
+          // Z = S + i E, conjugated for the inverse
+          ar[k] = sr - ei, ai[k] = -(si + er);
+        }
       } else if (kind == R2C) {
         for (int64_t t = b; t < e; ++t) ar[t] = fin[io + t * is], ai[t] = 0.f;
       } else if (kind == C2C) {
@@ -458,7 +475,12 @@ void FFT::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs
     });
     cpu::transform(*P, ar, ai, work, par);
     cpu::pfor(Lout, par, cpu::kParMin, [&](int64_t b, int64_t e) {
-      if (half_real) {
+      if (half_real && kind == C2R) {
+        for (int64_t t = b; t < e; ++t) {
+          if (t % 2 == 0) fout[oo + t * os] = ar[t / 2] * scale;
+          else fout[oo + t * os] = -ai[t / 2] * scale;
+        }
+      } else if (half_real) {
         const float* w = rtw->data();
         const float hs = 0.5f * scale;
         for (int64_t k = b; k < e; ++k) {
