@@ -1,8 +1,10 @@
 // Matmul: float32/float64/complex64 through OpenBLAS. Operands whose
 // matrices are row- or column-major (any leading dimension, any batch
 // strides, broadcast included) are passed as they are with the matching
-// transpose flag; others are copied once. An evenly strided batch is one
-// *gemm_batch_strided call. Integer and bool matmul use a plain loop.
+// transpose flag; others are copied once. Work is split across cores by
+// Ember's pool (whole products of a batch, or row/column blocks of one
+// product) with OpenBLAS single-threaded inside. Integer and bool matmul use
+// a plain loop; half types are converted to float32 tile by tile.
 #include <cblas.h>
 
 #include <algorithm>
@@ -69,36 +71,9 @@ MatView prepare(const array& a, int64_t batch) {
   return v;
 }
 
-// The constant step of offsets, or -1 when they are not evenly spaced.
-int64_t uniform_step(const std::vector<int64_t>& offs) {
-  if (offs.size() < 2) return 0;
-  int64_t step = offs[1] - offs[0];
-  for (size_t i = 2; i < offs.size(); ++i)
-    if (offs[i] - offs[i - 1] != step) return -1;
-  return step;
-}
-
-// OpenBLAS's own threads cost more than they give on small products (and
-// stall badly when the cores are busy): run those on the calling thread.
-// (The setting is global to the library; Ember's evaluations, the only
-// callers, run one at a time.)
-struct BlasThreads {
-  int prev = -1;
-  explicit BlasThreads(int64_t flops) {
-    if (flops < (int64_t(1) << 25)) {
-      prev = scipy_openblas_get_num_threads();
-      if (prev > 1) scipy_openblas_set_num_threads(1);
-      else prev = -1;
-    }
-  }
-  ~BlasThreads() {
-    if (prev > 1) scipy_openblas_set_num_threads(prev);
-  }
-};
-
 template <class T>
-void naive_gemm(const T* a, bool ta, int64_t lda, const T* b, bool tb, int64_t ldb, T* c, int64_t M, int64_t N,
-                int64_t K) {
+void naive_gemm(const T* a, bool ta, int64_t lda, const T* b, bool tb, int64_t ldb, T* c, int64_t ldc, int64_t M,
+                int64_t N, int64_t K) {
   using C = std::conditional_t<std::is_same_v<T, bool>, int32_t, compute_t<T>>;
   for (int64_t i = 0; i < M; ++i) {
     for (int64_t j = 0; j < N; ++j) {
@@ -108,7 +83,7 @@ void naive_gemm(const T* a, bool ta, int64_t lda, const T* b, bool tb, int64_t l
         T y = tb ? b[j * ldb + k] : b[k * ldb + j];
         acc += static_cast<C>(x) * static_cast<C>(y);
       }
-      c[i * N + j] = static_cast<T>(acc);
+      c[i * ldc + j] = static_cast<T>(acc);
     }
   }
 }
@@ -120,9 +95,9 @@ void naive_gemm(const T* a, bool ta, int64_t lda, const T* b, bool tb, int64_t l
 constexpr int64_t kTileK = 256;
 
 template <class T>
-void half_gemm(const T* a, bool ta, int64_t lda, const T* b, bool tb, int64_t ldb, T* c, int64_t M, int64_t N,
-               int64_t K, std::vector<float>& ta_buf, std::vector<float>& tb_buf, std::vector<float>& acc) {
-  acc.assign(M * N, 0.0f);
+void half_gemm(const T* a, bool ta, int64_t lda, const T* b, bool tb, int64_t ldb, T* c, int64_t ldc, int64_t M,
+               int64_t N, int64_t K) {
+  std::vector<float> ta_buf, tb_buf, acc(M * N, 0.0f);
   for (int64_t k0 = 0; k0 < K; k0 += kTileK) {
     const int64_t kb = std::min(kTileK, K - k0);
     ta_buf.resize(M * kb);
@@ -136,8 +111,44 @@ void half_gemm(const T* a, bool ta, int64_t lda, const T* b, bool tb, int64_t ld
     scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, kb, 1.0f, ta_buf.data(), kb, tb_buf.data(),
                       N, 1.0f, acc.data(), N);
   }
-  for (int64_t i = 0; i < M * N; ++i) c[i] = T(acc[i]);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) c[i * ldc + j] = T(acc[i * N + j]);
 }
+
+// One product C (M x N, leading dim ldc) = op(A) op(B) on the calling thread.
+template <class T>
+void gemm(const T* a, bool ta, int64_t lda, const T* b, bool tb, int64_t ldb, T* c, int64_t ldc, int64_t M,
+          int64_t N, int64_t K) {
+  auto fa = ta ? CblasTrans : CblasNoTrans, fb = tb ? CblasTrans : CblasNoTrans;
+  if constexpr (std::is_same_v<T, float>) {
+    scipy_cblas_sgemm(CblasRowMajor, fa, fb, M, N, K, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+  } else if constexpr (std::is_same_v<T, double>) {
+    scipy_cblas_dgemm(CblasRowMajor, fa, fb, M, N, K, 1.0, a, lda, b, ldb, 0.0, c, ldc);
+  } else if constexpr (is_complex_v<T>) {
+    const T one(1, 0), zero(0, 0);
+    scipy_cblas_cgemm(CblasRowMajor, fa, fb, M, N, K, &one, a, lda, b, ldb, &zero, c, ldc);
+  } else if constexpr (is_half_v<T>) {
+    half_gemm(a, ta, lda, b, tb, ldb, c, ldc, M, N, K);
+  } else {
+    naive_gemm(a, ta, lda, b, tb, ldb, c, ldc, M, N, K);
+  }
+}
+
+// OpenBLAS's own threads busy-wait for each other and stall for whole
+// scheduler ticks when the cores are shared; Ember's pool (whose caller takes
+// every chunk a late worker has not) does the splitting instead, with OpenBLAS
+// on one thread for the duration.
+struct SingleThreadedBlas {
+  int prev;
+  SingleThreadedBlas() : prev(scipy_openblas_get_num_threads()) {
+    if (prev > 1) scipy_openblas_set_num_threads(1);
+  }
+  ~SingleThreadedBlas() {
+    if (prev > 1) scipy_openblas_set_num_threads(prev);
+  }
+};
+
+constexpr int64_t kParallelFlops = int64_t(1) << 21;  // below: one thread
 
 }  // namespace
 
@@ -152,47 +163,36 @@ void Matmul::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outp
     return;
   }
   MatView A = prepare(inputs[0], batch), B = prepare(inputs[1], batch);
-  auto ta = A.trans ? CblasTrans : CblasNoTrans, tb = B.trans ? CblasTrans : CblasNoTrans;
-  const int64_t sa = uniform_step(A.offsets), sb = uniform_step(B.offsets);
-  const bool strided = batch > 1 && sa >= 0 && sb >= 0 && !is_complex(out.dtype());
-  BlasThreads threads(2 * M * N * K * (strided ? batch : 1));
+  SingleThreadedBlas single;
+  const double flops = 2.0 * M * N * K;
   dispatch_all(out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* pa = A.arr.data<T>();
     const T* pb = B.arr.data<T>();
     T* pc = out.data<T>();
-    // one call for the whole batch (OpenBLAS splits it across threads); its
-    // complex variant gives wrong results in this build, so complex loops
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-      if (strided) {
-        if constexpr (std::is_same_v<T, float>) {
-          scipy_cblas_sgemm_batch_strided(CblasRowMajor, ta, tb, M, N, K, 1.0f, pa, A.ld, sa, pb, B.ld, sb, 0.0f, pc,
-                                          N, M * N, batch);
-        } else {
-          scipy_cblas_dgemm_batch_strided(CblasRowMajor, ta, tb, M, N, K, 1.0, pa, A.ld, sa, pb, B.ld, sb, 0.0, pc,
-                                          N, M * N, batch);
-        }
-        return;
-      }
+    if (batch > 1) {  // whole products per chunk
+      int64_t grain = std::max<int64_t>(1, static_cast<int64_t>(kParallelFlops / flops));
+      cpu::parallel_for(batch, grain, [&](int64_t b0, int64_t b1) {
+        for (int64_t i = b0; i < b1; ++i)
+          gemm(pa + A.offsets[i], A.trans, A.ld, pb + B.offsets[i], B.trans, B.ld, pc + i * M * N, N, M, N, K);
+      });
+      return;
     }
-    std::vector<float> ta_buf, tb_buf, acc;  // half types' float32 tiles
-    for (int64_t i = 0; i < batch; ++i) {
-      const T* a = pa + A.offsets[i];
-      const T* b = pb + B.offsets[i];
-      T* c = pc + i * M * N;
-      if constexpr (std::is_same_v<T, float>) {
-        scipy_cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, 1.0f, a, A.ld, b, B.ld, 0.0f, c, N);
-      } else if constexpr (std::is_same_v<T, double>) {
-        scipy_cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, 1.0, a, A.ld, b, B.ld, 0.0, c, N);
-      } else if constexpr (is_complex_v<T>) {
-        const T one(1, 0), zero(0, 0);
-        scipy_cblas_cgemm(CblasRowMajor, ta, tb, M, N, K, &one, a, A.ld, b, B.ld, &zero, c, N);
-      } else if constexpr (is_half_v<T>) {
-        half_gemm(a, A.trans, A.ld, b, B.trans, B.ld, c, M, N, K, ta_buf, tb_buf, acc);
+    // one product: split the rows of C (or its columns when there are few rows)
+    const T* a = pa + A.offsets[0];
+    const T* b = pb + B.offsets[0];
+    const bool by_rows = M >= N || M >= 256;
+    const int64_t extent = by_rows ? M : N;
+    const int64_t grain = flops < kParallelFlops ? extent : std::max<int64_t>(32, extent / 8);
+    cpu::parallel_for(extent, grain, [&](int64_t r0, int64_t r1) {
+      if (by_rows) {
+        const T* a0 = A.trans ? a + r0 : a + r0 * A.ld;
+        gemm(a0, A.trans, A.ld, b, B.trans, B.ld, pc + r0 * N, N, r1 - r0, N, K);
       } else {
-        naive_gemm(a, A.trans, A.ld, b, B.trans, B.ld, c, M, N, K);
+        const T* b0 = B.trans ? b + r0 * B.ld : b + r0;
+        gemm(a, A.trans, A.ld, b0, B.trans, B.ld, pc + r0, N, M, r1 - r0, K);
       }
-    }
+    });
   });
 }
 
