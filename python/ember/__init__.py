@@ -6,6 +6,8 @@ from . import core
 from . import _transforms
 
 _transforms.install(core)
+# MLX exposes linalg.norm under this name too
+core.matrix_norm = core.linalg.norm
 
 __version__ = "0.1.0"
 __all__ = ["core"]

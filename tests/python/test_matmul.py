@@ -282,3 +282,9 @@ def test_half_matmul_in_float32_tiles(dtype, K):
     got_t = (mx.array(a.swapaxes(-1, -2).copy()).astype(getattr(mx, dtype)).swapaxes(-1, -2)
              @ mx.array(b.T.copy()).astype(getattr(mx, dtype)).T)
     np.testing.assert_allclose(to_numpy(got_t.astype(mx.float32)), want, rtol=2e-2, atol=2e-2 * np.abs(want).max())
+
+
+def test_matrix_norm_is_linalg_norm():
+    a = mx.array([[3.0, 4.0], [0.0, 0.0]])
+    assert mx.matrix_norm(a).item() == pytest.approx(5.0)
+    assert mx.matrix_norm(a, ord="fro").item() == mx.linalg.norm(a, ord="fro").item()
