@@ -35,10 +35,6 @@ using li = lapack_int;
 // float / double overloads of the LAPACKE drivers used here.
 li getrf(li m, li n, float* a, li* p) { return scipy_LAPACKE_sgetrf(RM, m, n, a, std::max<li>(n, 1), p); }
 li getrf(li m, li n, double* a, li* p) { return scipy_LAPACKE_dgetrf(RM, m, n, a, std::max<li>(n, 1), p); }
-li potrf(char u, li n, float* a) { return scipy_LAPACKE_spotrf(RM, u, n, a, std::max<li>(n, 1)); }
-li potrf(char u, li n, double* a) { return scipy_LAPACKE_dpotrf(RM, u, n, a, std::max<li>(n, 1)); }
-li trtri(char u, li n, float* a) { return scipy_LAPACKE_strtri(RM, u, 'N', n, a, std::max<li>(n, 1)); }
-li trtri(char u, li n, double* a) { return scipy_LAPACKE_dtrtri(RM, u, 'N', n, a, std::max<li>(n, 1)); }
 li gesv(li n, li k, float* a, li* p, float* b) {
   return scipy_LAPACKE_sgesv(RM, n, k, a, std::max<li>(n, 1), p, b, std::max<li>(k, 1));
 }
@@ -81,6 +77,26 @@ li geev(char jv, li n, double* a, double* wr, double* wi, double* vr) {
   double dummy = 0;
   return scipy_LAPACKE_dgeev(RM, 'N', jv, n, a, std::max<li>(n, 1), wr, wi, &dummy, 1, vr, std::max<li>(n, 1));
 }
+
+// Column-major calls on the row-major buffer, which LAPACK then sees as the
+// transpose: no LAPACKE transposition or scratch allocation (what dominates
+// small matrices). Used where the transpose gives the answer directly:
+// det(A^T) = det(A); inv(A^T) stored column-major is inv(A) row-major; the
+// lower triangle row-major is the upper one column-major (Cholesky factor
+// and triangular inverse with the triangle flipped).
+constexpr int CM = LAPACK_COL_MAJOR;
+li getrf_t(li n, float* a, li* p) { return scipy_LAPACKE_sgetrf(CM, n, n, a, std::max<li>(n, 1), p); }
+li getrf_t(li n, double* a, li* p) { return scipy_LAPACKE_dgetrf(CM, n, n, a, std::max<li>(n, 1), p); }
+li gesv_t(li n, float* a, li* p, float* b) {
+  return scipy_LAPACKE_sgesv(CM, n, n, a, std::max<li>(n, 1), p, b, std::max<li>(n, 1));
+}
+li gesv_t(li n, double* a, li* p, double* b) {
+  return scipy_LAPACKE_dgesv(CM, n, n, a, std::max<li>(n, 1), p, b, std::max<li>(n, 1));
+}
+li potrf_t(char u, li n, float* a) { return scipy_LAPACKE_spotrf(CM, u, n, a, std::max<li>(n, 1)); }
+li potrf_t(char u, li n, double* a) { return scipy_LAPACKE_dpotrf(CM, u, n, a, std::max<li>(n, 1)); }
+li trtri_t(char u, li n, float* a) { return scipy_LAPACKE_strtri(CM, u, 'N', n, a, std::max<li>(n, 1)); }
+li trtri_t(char u, li n, double* a) { return scipy_LAPACKE_dtrtri(CM, u, 'N', n, a, std::max<li>(n, 1)); }
 
 // Zeroes the triangle of the row-major n x n matrix that `upper` does not keep.
 template <class T>
@@ -171,7 +187,7 @@ void run(Lapack::Kind kind, bool upper, const std::vector<array>& inputs, std::v
           if (n == 0) break;
           // solve A X = I (as NumPy): more accurate than getri's in-place inverse
           for (int64_t i = 0; i < n * n; ++i) o[i] = T(i % (n + 1) == 0);
-          record(gesv(n, n, x, piv.data(), o));
+          record(gesv_t(n, x, piv.data(), o));
           break;
         }
         case Lapack::TriInv:
@@ -179,14 +195,15 @@ void run(Lapack::Kind kind, bool upper, const std::vector<array>& inputs, std::v
           T* o = outputs[0].data<T>() + b * n * n;
           if (n == 0) break;
           keep_triangle(x, n, upper);
-          record(kind == Lapack::TriInv ? trtri(uplo, n, x) : potrf(uplo, n, x));
+          const char flipped = upper ? 'L' : 'U';
+          record(kind == Lapack::TriInv ? trtri_t(flipped, n, x) : potrf_t(flipped, n, x));
           keep_triangle(x, n, upper);
           std::memcpy(o, x, sizeof(T) * n * n);
           break;
         }
         case Lapack::Det:
         case Lapack::SlogDet: {
-          li info = n ? getrf(n, n, x, piv.data()) : 0;
+          li info = n ? getrf_t(n, x, piv.data()) : 0;
           double sign = 1, logabs = 0;
           T det = 1;
           if (info < 0) {  // NaN input: NaN results, as NumPy
