@@ -55,13 +55,15 @@ li orgqr(li m, li n, li k, float* a, li lda, const float* tau) {
 li orgqr(li m, li n, li k, double* a, li lda, const double* tau) {
   return scipy_LAPACKE_dorgqr(RM, m, n, k, a, lda, tau);
 }
+// SVD of the row-major m x n A through LAPACK column-major on A^T (n x m):
+// A^T = U' S V'^T, so A's row-major Vt is U' and its U is V'^T as stored.
 li gesdd(char job, li m, li n, float* a, float* s, float* u, float* vt) {
-  return scipy_LAPACKE_sgesdd(RM, job, m, n, a, std::max<li>(n, 1), s, u, std::max<li>(m, 1), vt,
-                              std::max<li>(n, 1));
+  return scipy_LAPACKE_sgesdd(LAPACK_COL_MAJOR, job, n, m, a, std::max<li>(n, 1), s, vt, std::max<li>(n, 1), u,
+                              std::max<li>(m, 1));
 }
 li gesdd(char job, li m, li n, double* a, double* s, double* u, double* vt) {
-  return scipy_LAPACKE_dgesdd(RM, job, m, n, a, std::max<li>(n, 1), s, u, std::max<li>(m, 1), vt,
-                              std::max<li>(n, 1));
+  return scipy_LAPACKE_dgesdd(LAPACK_COL_MAJOR, job, n, m, a, std::max<li>(n, 1), s, vt, std::max<li>(n, 1), u,
+                              std::max<li>(m, 1));
 }
 li syevd(char job, char u, li n, float* a, float* w) {
   return scipy_LAPACKE_ssyevd(RM, job, u, n, a, std::max<li>(n, 1), w);
