@@ -438,8 +438,14 @@ void FFT::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs
     float* ai = mem + tn;
     float* work = mem + 2 * tn;
     cpu::pfor(tn, par, cpu::kParMin, [&](int64_t b, int64_t e) {
-      if (half_real && kind == R2C) {
+      if (half_real && kind == R2C && is == 1) {
+        const float* src = fin + io;
+        for (int64_t t = b; t < e; ++t) ar[t] = src[2 * t], ai[t] = src[2 * t + 1];
+      } else if (half_real && kind == R2C) {
         for (int64_t t = b; t < e; ++t) ar[t] = fin[io + 2 * t * is], ai[t] = fin[io + (2 * t + 1) * is];
+      } else if (kind == C2C && is == 1) {
+        const float* src = fin + 2 * io;
+        for (int64_t t = b; t < e; ++t) ar[t] = src[2 * t], ai[t] = sg * src[2 * t + 1];
       } else if (half_real) {
         const float* w = rtw->data();
         for (int64_t k = b; k < e; ++k) {
@@ -495,6 +501,10 @@ void FFT::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs
         }
       } else if (kind == C2R) {
         for (int64_t t = b; t < e; ++t) fout[oo + t * os] = ar[t] * scale;
+      } else if (os == 1) {
+        float* dst = fout + 2 * oo;
+        const float si = sg * scale;
+        for (int64_t t = b; t < e; ++t) dst[2 * t] = ar[t] * scale, dst[2 * t + 1] = ai[t] * si;
       } else {
         for (int64_t t = b; t < e; ++t) {
           float* p = fout + 2 * (oo + t * os);
