@@ -489,16 +489,24 @@ void FFT::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs
       } else if (half_real) {
         const float* w = rtw->data();
         const float hs = 0.5f * scale;
-        for (int64_t k = b; k < e; ++k) {
-          const int64_t k1 = k == tn ? 0 : k, k2 = k == 0 ? 0 : tn - k;
+        auto bin = [&](int64_t k, int64_t k1, int64_t k2, float* p) {
           float zr = ar[k1], zi = ai[k1], cr = ar[k2], ci = -ai[k2];
           float er = zr + cr, ei = zi + ci, dr = zr - cr, di = zi - ci;
           float orr = di, oi = -dr;  // (Z - conj Z') / i, times 2
           float wr = w[2 * k], wi = w[2 * k + 1];
-          float* p = fout + 2 * (oo + k * os);
           p[0] = hs * (er + orr * wr - oi * wi);
           p[1] = hs * (ei + orr * wi + oi * wr);
+        };
+        // bins 0 and n/2 both pair Z_0 with itself; the others Z_k with Z_(h-k)
+        const int64_t mb = std::max<int64_t>(b, 1), me = std::min<int64_t>(e, tn);
+        if (b == 0) bin(0, 0, 0, fout + 2 * oo);
+        if (os == 1) {
+          float* dst = fout + 2 * oo;
+          for (int64_t k = mb; k < me; ++k) bin(k, k, tn - k, dst + 2 * k);
+        } else {
+          for (int64_t k = mb; k < me; ++k) bin(k, k, tn - k, fout + 2 * (oo + k * os));
         }
+        if (e == tn + 1) bin(tn, 0, 0, fout + 2 * (oo + tn * os));
       } else if (kind == C2R) {
         for (int64_t t = b; t < e; ++t) fout[oo + t * os] = ar[t] * scale;
       } else if (os == 1) {
