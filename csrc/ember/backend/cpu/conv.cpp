@@ -182,15 +182,6 @@ void conv_impl(const array& xin, const array& win, array& out, const ConvParams&
       return;
     }
   }
-  // A few narrow groups: one GEMM with the block-diagonal weight (G times
-  // the flops) runs faster than G GEMMs of width Og < 32.
-  std::vector<A> wdiag;
-  if (g.G > 1 && g.G <= 4 && g.Og < 32) {
-    wdiag.assign(static_cast<size_t>(g.O * row_len), A(0));
-    for (int64_t oc = 0; oc < g.O; ++oc) {
-      std::memcpy(wdiag.data() + oc * row_len + (oc / g.Og) * g.KC, wp + oc * g.KC, sizeof(A) * g.KC);
-    }
-  }
   const int64_t R = std::clamp<int64_t>(kBlockElems / row_len, 16, 1024);
   const int64_t blocks = (g.rows + R - 1) / R;
   cpu::parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
@@ -207,13 +198,8 @@ void conv_impl(const array& xin, const array& win, array& out, const ConvParams&
       } else {
         dst = tmp.data();
       }
-      if (!wdiag.empty()) {
-        gemm<A>(rb, g.O, row_len, col.data(), row_len, wdiag.data(), row_len, dst, g.O);
-      } else {
-        for (int64_t gi = 0; gi < g.G; ++gi) {
-          gemm<A>(rb, g.Og, g.KC, col.data() + gi * g.KC, row_len, wp + gi * g.Og * g.KC, g.KC, dst + gi * g.Og,
-                  g.O);
-        }
+      for (int64_t gi = 0; gi < g.G; ++gi) {
+        gemm<A>(rb, g.Og, g.KC, col.data() + gi * g.KC, row_len, wp + gi * g.Og * g.KC, g.KC, dst + gi * g.Og, g.O);
       }
       if constexpr (!std::is_same_v<T, A>) {
         T* ob = o + r0 * g.O;
