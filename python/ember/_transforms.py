@@ -21,8 +21,9 @@ array = _core.array
 # pytrees of arrays
 # --------------------------------------------------------------------------
 
-def _array_leaves(tree, out: Optional[list] = None) -> list:
-    """The array leaves of a tree, in tree_flatten order."""
+def _array_leaves(tree, out: Optional[list] = None, only_arrays: Optional[str] = None) -> list:
+    """The array leaves of a tree, in tree_flatten order. With only_arrays
+    (a transform's name), any other leaf is a TypeError."""
     out = [] if out is None else out
     stack = [tree]
     while stack:
@@ -33,6 +34,9 @@ def _array_leaves(tree, out: Optional[list] = None) -> list:
         node = _children(t)
         if node is not None:
             stack.extend(child for _, child in reversed(node[0]))
+        elif only_arrays:
+            raise TypeError(f"[{only_arrays}] The function must return arrays or trees of arrays; got a "
+                            f"{_type_name(t)} leaf.")
     return out
 
 
@@ -284,18 +288,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
             it = iter(xs)
             new_args = [_replace_arrays(a, it) for a in args]
             out = fun(*new_args)
-            leaves = []
-            stack = [out]
-            while stack:
-                t = stack.pop()
-                if isinstance(t, array):
-                    leaves.append(t)
-                    continue
-                node = _children(t)
-                if node is None:
-                    raise TypeError(f"[vmap] The function must return arrays or trees of arrays; got a "
-                                    f"{_type_name(t)} leaf.")
-                stack.extend(child for _, child in reversed(node[0]))
+            leaves = _array_leaves(out, only_arrays="vmap")
             structure.append(out)
             return leaves
 

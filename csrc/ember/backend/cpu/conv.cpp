@@ -9,13 +9,13 @@
 // only change which input element a column entry reads. float32/float64 go
 // through OpenBLAS directly; float16/bfloat16 are converted to float32 while
 // the columns are built and the GEMM result is converted back per block.
-#include <cblas.h>
 
 #include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <vector>
 
+#include "ember/backend/cpu/blas.h"
 #include "ember/backend/cpu/kernel_utils.h"
 #include "ember/backend/cpu/threadpool.h"
 #include "ember/primitives/conv.h"
@@ -129,19 +129,6 @@ array dense(const array& a) {
   return d;
 }
 
-// OpenBLAS's own threads busy-wait for each other and stall when the cores
-// are shared; the pool splits the row blocks instead, with OpenBLAS on one
-// thread for the duration (as Matmul does).
-struct SingleThreadedBlas {
-  int prev;
-  SingleThreadedBlas() : prev(scipy_openblas_get_num_threads()) {
-    if (prev > 1) scipy_openblas_set_num_threads(1);
-  }
-  ~SingleThreadedBlas() {
-    if (prev > 1) scipy_openblas_set_num_threads(prev);
-  }
-};
-
 template <class T>
 void conv_impl(const array& xin, const array& win, array& out, const ConvParams& p) {
   using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
@@ -166,7 +153,7 @@ void conv_impl(const array& xin, const array& win, array& out, const ConvParams&
   }
   const T* xp = x.data<T>();
   const int64_t row_len = g.G * g.KC;
-  SingleThreadedBlas single;
+  cpu::SingleThreadedBlas single;
 
   // pointwise, unstrided, unpadded, one group: the input already is the column matrix
   bool direct = g.Kprod == 1 && g.G == 1;
@@ -229,7 +216,7 @@ void weight_grad_impl(const array& xin, const array& ctin, array& out, const Con
   const int64_t blocks = (g.rows + R - 1) / R;
   std::vector<A> total(static_cast<size_t>(out.size()), A(0));
   std::mutex mu;
-  SingleThreadedBlas single;
+  cpu::SingleThreadedBlas single;
   cpu::parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
     std::vector<A> col(static_cast<size_t>(std::min(R, g.rows) * row_len));
     std::vector<A> acc(static_cast<size_t>(out.size()), A(0));

@@ -5,11 +5,11 @@
 // Ember's pool (whole products of a batch, or row/column blocks of one
 // product) with OpenBLAS single-threaded inside. Integer and bool matmul use
 // a plain loop; half types are converted to float32 tile by tile.
-#include <cblas.h>
 
 #include <algorithm>
 #include <cstring>
 
+#include "ember/backend/cpu/blas.h"
 #include "ember/backend/cpu/copy.h"
 #include "ember/backend/cpu/kernel_utils.h"
 #include "ember/backend/cpu/threadpool.h"
@@ -134,20 +134,6 @@ void gemm(const T* a, bool ta, int64_t lda, const T* b, bool tb, int64_t ldb, T*
   }
 }
 
-// OpenBLAS's own threads busy-wait for each other and stall for whole
-// scheduler ticks when the cores are shared; Ember's pool (whose caller takes
-// every chunk a late worker has not) does the splitting instead, with OpenBLAS
-// on one thread for the duration.
-struct SingleThreadedBlas {
-  int prev;
-  SingleThreadedBlas() : prev(scipy_openblas_get_num_threads()) {
-    if (prev > 1) scipy_openblas_set_num_threads(1);
-  }
-  ~SingleThreadedBlas() {
-    if (prev > 1) scipy_openblas_set_num_threads(prev);
-  }
-};
-
 constexpr int64_t kParallelFlops = int64_t(1) << 21;  // below: one thread
 
 }  // namespace
@@ -163,7 +149,7 @@ void Matmul::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outp
     return;
   }
   MatView A = prepare(inputs[0], batch), B = prepare(inputs[1], batch);
-  SingleThreadedBlas single;
+  cpu::SingleThreadedBlas single;
   const double flops = 2.0 * M * N * K;
   dispatch_all(out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
