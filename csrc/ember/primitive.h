@@ -62,6 +62,8 @@ class Primitive {
   // Traits used by passes (compile's fusion and simplification).
   virtual bool is_elementwise() const { return false; }
   virtual bool is_view() const { return false; }  // output aliases input 0's buffer
+  // vjp/jvp treat the outputs as constants (their walks do not enter them)
+  virtual bool stops_gradient() const { return false; }
 
   Stream stream() const { return stream_; }
 

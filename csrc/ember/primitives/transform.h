@@ -28,6 +28,7 @@ class StopGradient final : public Primitive {
  public:
   using Primitive::Primitive;
   const char* name() const override { return "StopGradient"; }
+  bool stops_gradient() const override { return true; }
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
   std::pair<std::vector<array>, std::vector<int>> vmap(const std::vector<array>& inputs,
                                                        const std::vector<int>& axes) override;

@@ -76,7 +76,7 @@ void accumulate(DescMap& m, const array& key, const array& v) {
 }
 
 bool stops_gradient(const array& a) {
-  return a.desc()->node && dynamic_cast<const StopGradient*>(a.desc()->node->prim.get());
+  return a.desc()->node && a.desc()->node->prim->stops_gradient();
 }
 
 // Checks a rule's results against the inputs they belong to.

@@ -255,31 +255,33 @@ void weight_grad_impl(const array& xin, const array& ctin, array& out, const Con
 
 }  // namespace
 
-void ConvGeneral::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
-  array& out = outputs[0];
+namespace {
+// The two conv kernels run on float32/float64 and half types (the op layer
+// rejects the rest).
+template <class F>
+void run_floating(const char* name, array& out, F&& f) {
   out.alloc();
   if (out.size() == 0) return;
   dispatch_all(out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || is_half_v<T>) {
-      conv_impl<T>(inputs[0], inputs[1], out, p_);
+      f(T{});
     } else {
-      cpu::unsupported("ConvGeneral", out.dtype());
+      cpu::unsupported(name, out.dtype());
     }
+  });
+}
+}  // namespace
+
+void ConvGeneral::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  run_floating("ConvGeneral", outputs[0], [&](auto t) {
+    conv_impl<decltype(t)>(inputs[0], inputs[1], outputs[0], p_);
   });
 }
 
 void ConvWeightGrad::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
-  array& out = outputs[0];
-  out.alloc();
-  if (out.size() == 0) return;
-  dispatch_all(out.dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || is_half_v<T>) {
-      weight_grad_impl<T>(inputs[0], inputs[1], out, p_);
-    } else {
-      cpu::unsupported("ConvWeightGrad", out.dtype());
-    }
+  run_floating("ConvWeightGrad", outputs[0], [&](auto t) {
+    weight_grad_impl<decltype(t)>(inputs[0], inputs[1], outputs[0], p_);
   });
 }
 
