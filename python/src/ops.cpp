@@ -183,8 +183,9 @@ void init_ops(py::module_& m) {
       },
       "a"_a, "scale"_a = py::none(), "stream"_a = py::none(),
       "hadamard_transform(a: array, scale: float | None = None, stream: StreamOrDevice = None) -> array\n\n"
-      "The Walsh-Hadamard transform along the last axis, whose length must be a power of 2, multiplied by scale "
-      "(default 1/sqrt(n)). Integer and boolean inputs compute in float32.");
+      "The Hadamard transform along the last axis, multiplied by scale (default 1/sqrt(n)). The length n must "
+      "be m * 2^k with m in (1, 12, 20, 28): the transform is kron(H_m, H_2^k) with Sylvester's H_2^k and the "
+      "same H_m as MLX. Integer and boolean inputs compute in float32.");
   m.def("divmod", [](py::handle a, py::handle b, py::handle s) {
         auto [x, y] = to_arrays(a, b);
         return divmod(x, y, to_stream_arg(s));

@@ -209,14 +209,40 @@ def test_hadamard_transform_rules_and_errors():
     assert mx.hadamard_transform(mx.array(3.0)).item() == 3.0  # 0-d: n = 1
     with pytest.raises(ValueError, match=r"\[hadamard_transform\].*empty"):
         mx.hadamard_transform(mx.ones((0,)))
-    with pytest.raises(ValueError, match=r"\[hadamard_transform\].*power of 2"):
-        mx.hadamard_transform(mx.ones((2, 6)))
+    for bad in (6, 36, 9 * 1024):  # 36 = 12 * 3: not m * 2^k (MLX returns garbage here)
+        with pytest.raises(ValueError, match=r"\[hadamard_transform\].*m \* 2\^k.*got %d" % bad):
+            mx.hadamard_transform(mx.ones((2, bad)))
     x_nc = mx.array(np.arange(32.0).reshape(4, 8)).T  # non-contiguous (8, 4)
     np.testing.assert_allclose(to_numpy(mx.hadamard_transform(x_nc)),
                                np.arange(32.0).reshape(4, 8).T @ sylvester(4).T / 2, rtol=1e-6)
     rng = np.random.default_rng(9)
     gradcheck.check_grads(lambda x: mx.hadamard_transform(x, scale=0.3), [rng.standard_normal((2, 8))], order=2)
     gradcheck.check_vmap(lambda x: mx.hadamard_transform(x), [rng.standard_normal((3, 2, 8))], in_axes=1)
+
+
+# First rows of MLX's m x m factors (a check that the same matrices are used).
+MLX_FACTOR_ROW0 = {12: "+-++++++++++", 20: "+-----++++--++--+--+", 28: "+--------++++--+-++-+-++--++"}
+
+
+@pytest.mark.parametrize("m", [12, 20, 28])
+def test_hadamard_transform_non_power_of_two(m):
+    h = to_numpy(mx.hadamard_transform(mx.eye(m), scale=1.0))
+    assert set(np.unique(h)) == {-1.0, 1.0}
+    np.testing.assert_array_equal(h @ h.T, m * np.eye(m))      # a Hadamard matrix
+    assert "".join("+" if v > 0 else "-" for v in h[0]) == MLX_FACTOR_ROW0[m]
+    for k in (1, 4, 32):                                        # n = m * 2^k: kron(H_m, S_2^k)
+        n = m * k
+        got = to_numpy(mx.hadamard_transform(mx.eye(n, dtype=mx.float64), scale=1.0))
+        np.testing.assert_array_equal(got, np.kron(h, sylvester(k)))
+    rng = np.random.default_rng(m)
+    x = rng.standard_normal((2, 3, 4 * m)).astype(np.float32)
+    want = x.astype(np.float64) @ np.kron(h, sylvester(4)) / np.sqrt(4 * m)
+    np.testing.assert_allclose(to_numpy(mx.hadamard_transform(as_mx(x[:, ::-1]))), want[:, ::-1], rtol=1e-5, atol=1e-5)
+    got16 = mx.hadamard_transform(as_mx(x.astype(np.float16)))
+    assert got16.dtype == mx.float16
+    np.testing.assert_allclose(to_numpy(got16).astype(np.float64), want, rtol=2e-2, atol=2e-2)
+    gradcheck.check_grads(lambda x: mx.hadamard_transform(x), [rng.standard_normal((2, 2 * m))], order=2)
+    gradcheck.check_vmap(lambda x: mx.hadamard_transform(x, scale=0.5), [rng.standard_normal((3, 2, m))], in_axes=1)
 
 
 def expand_mask(m, bs, rows, cols):

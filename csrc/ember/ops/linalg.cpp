@@ -191,23 +191,109 @@ array block_masked_mm(const array& a, const array& b, int block_size, const std:
   return out;
 }
 
+namespace {
+
+// The m x m factors hadamard_transform uses for n = m * 2^k, as sign rows:
+// row i is the transform of the i-th unit vector. They are the matrices
+// MLX's transform applies (read off its output on the identity), so results
+// agree with MLX for every supported n, not just powers of 2.
+struct HadamardFactor {
+  int m;
+  const char* signs;  // m * m of '+' / '-'
+};
+const HadamardFactor kHadamardFactors[] = {
+    {12,
+     "+-++++++++++"
+     "--+-+-+-+-+-"
+     "+++-++----++"
+     "+---+--+-++-"
+     "+++++-++----"
+     "+-+---+--+-+"
+     "++--+++-++--"
+     "+--++---+--+"
+     "++----+++-++"
+     "+--+-++---+-"
+     "++++----+++-"
+     "+-+--+-++---"},
+    {20,
+     "+-----++++--++--+--+"
+     "-+---+-+++---+++-+--"
+     "--+--++-+++---+-+-+-"
+     "---+-+++-+++-----+-+"
+     "----+++++--++--+--+-"
+     "+----+----+-++---++-"
+     "-+----+----+-++---++"
+     "--+----+--+-+-++---+"
+     "---+----+-++-+-++---"
+     "----+----+-++-+-++--"
+     "++--+-+--++----+----"
+     "+++--+-+---+----+---"
+     "-+++--+-+---+----+--"
+     "--+++--+-+---+----+-"
+     "+--+++--+-----+----+"
+     "+-++-++--+-+++++----"
+     "-+-+++++--+-+++-+---"
+     "+-+-+-+++-++-++--+--"
+     "++-+---++++++-+---+-"
+     "-++-++--++++++-----+"},
+    {28,
+     "+--------++++--+-++-+-++--++"
+     "-+--------+++++-+-++-+-++--+"
+     "--+----+---+++-+-+-++++-++--"
+     "---+---++---+++-+-+-+-++-++-"
+     "----+--+++---+++-+-+---++-++"
+     "-----+-++++----++-+-++--++-+"
+     "------+-++++--+-++-+-++--++-"
+     "++----++------+--++---+-++-+"
+     "+++-----+------+--++-+-+-++-"
+     "-+++-----+------+--++-+-+-++"
+     "--+++-----+---+--+--++-+-+-+"
+     "---+++-----+--++--+--++-+-+-"
+     "----+++-----+--++--+--++-+-+"
+     "+----++------+--++--++-++-+-"
+     "+-+--+--++--+++------++----+"
+     "-+-+--++-++--+-+-----+++----"
+     "+-+-+--++-++----+-----+++---"
+     "-+-+-+--++-++----+-----+++--"
+     "--+-+-+--++-++----+-----+++-"
+     "+--+-+-+--++-+-----+-----+++"
+     "-+--+-+++--++-------++----++"
+     "+--++--+-+--+---++++-+------"
+     "-+--++--+-+--+---++++-+-----"
+     "--+--+++-+-+--+---+++--+----"
+     "+--+--+-+-+-+-++---++---+---"
+     "++--+----+-+-++++---+----+--"
+     "-++--+-+--+-+-++++--------+-"
+     "--++--+-+--+-+-++++--------+"},
+};
+
+}  // namespace
+
 array hadamard_transform(const array& a, std::optional<float> scale, const StreamOrDevice& s) {
   if (a.size() == 0) fail("hadamard_transform", "Does not support empty arrays (shape ", shape_str(a.shape()), ").");
-  const int64_t n = a.ndim() ? a.shape(-1) : 1;
-  if (n & (n - 1)) {
-    fail("hadamard_transform", "The last dimension must be a power of 2; got ", n, " (shape ", shape_str(a.shape()),
-         ").");
+  const int64_t len = a.ndim() ? a.shape(-1) : 1;
+  // len = m * 2^k with m = 1 or one of the factors above.
+  const HadamardFactor* factor = nullptr;
+  for (const auto& f : kHadamardFactors) {
+    if (len % f.m == 0 && ((len / f.m) & (len / f.m - 1)) == 0) factor = &f;
   }
+  if ((len & (len - 1)) && !factor) {
+    fail("hadamard_transform", "The last dimension must be m * 2^k with m in (1, 12, 20, 28); got ", len,
+         " (shape ", shape_str(a.shape()), ").");
+  }
+  if (!(len & (len - 1))) factor = nullptr;
+  const int64_t n = factor ? len / factor->m : len;  // the power-of-2 part
   Dtype out_t = is_inexact(a.dtype()) ? a.dtype() : Dtype::float32;
   Dtype t = (out_t == Dtype::float16 || out_t == Dtype::bfloat16) ? Dtype::float32 : out_t;
   array x = astype(a, t, s);
   Shape shape = x.shape();
-  // Butterflies: at stage h the last axis is viewed as (n / 2h, 2, h); the
-  // pairs (u, v) along the middle axis become (u + v, u - v).
+  // Butterflies on the 2^k part: at stage h the last axis is viewed as
+  // (len / 2h, 2, h); the pairs (u, v) along the middle axis become
+  // (u + v, u - v).
   Shape lead(shape.begin(), shape.end() - (a.ndim() ? 1 : 0));
   for (int64_t h = 1; h < n; h *= 2) {
     Shape v = lead;
-    v.insert(v.end(), {n / (2 * h), 2, h});
+    v.insert(v.end(), {len / (2 * h), 2, h});
     array y = reshape(x, v, s);
     int nd = y.ndim();
     Shape start(nd, 0), stop = y.shape(), step(nd, 1);
@@ -218,7 +304,20 @@ array hadamard_transform(const array& a, std::optional<float> scale, const Strea
     array w = slice(y, start, stop, step, s);
     x = reshape(concatenate({add(u, w, s), subtract(u, w, s)}, nd - 2, s), shape, s);
   }
-  double sc = scale ? static_cast<double>(*scale) : 1.0 / std::sqrt(static_cast<double>(n));
+  if (factor) {
+    // The last axis is (m, n) and the transform is kron(F, S_n): after the
+    // butterflies on the n part, out[c, :] = sum_a F[a, c] x[a, :].
+    const int m = factor->m;
+    std::vector<double> ft(m * m);
+    for (int a = 0; a < m; ++a) {
+      for (int c = 0; c < m; ++c) ft[c * m + a] = factor->signs[a * m + c] == '+' ? 1.0 : -1.0;
+    }
+    Shape split = lead;
+    split.insert(split.end(), {m, n});
+    array f_t = astype(array(ft.data(), {m, m}, Dtype::float64), t, s);
+    x = reshape(matmul(f_t, reshape(x, split, s), s), shape, s);
+  }
+  double sc = scale ? static_cast<double>(*scale) : 1.0 / std::sqrt(static_cast<double>(len));
   if (sc != 1.0) x = multiply(x, array(sc, t), s);
   return astype(x, out_t, s);
 }
