@@ -148,6 +148,25 @@ def test_conv_general_random_configs_float32(D, seed):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=str(c))
 
 
+@pytest.mark.parametrize("dt", ["float32", "float64", "float16"])
+@pytest.mark.parametrize("Og", [1, 4, 8, 12, 16, 20, 24, 32, 40])
+def test_grouped_output_widths(dt, Og):
+    # Narrow groups take a register-blocked kernel whose tiles are whole
+    # vectors (8 float32 / 4 float64 lanes) of up to two vectors; these widths
+    # cover exact, partial and multi-chunk tiles and the BLAS fallback, over
+    # row counts that leave tails of the 6-row tiles.
+    rng = _rng(Og)
+    x = rng.standard_normal((2, 5, 7, 3 * 2)).astype(np.float32)
+    w = rng.standard_normal((3 * Og, 3, 2, 2)).astype(np.float32)
+    xm, wm = mx.array(x).astype(getattr(mx, dt)), mx.array(w).astype(getattr(mx, dt))
+    got = mx.conv2d(xm, wm, stride=(1, 2), padding=(1, 0), groups=3)
+    assert got.dtype == getattr(mx, dt)
+    want = ref_conv(to_numpy(xm.astype(mx.float64)), to_numpy(wm.astype(mx.float64)), [1, 2], [1, 0], [1, 0],
+                    [1, 1], [1, 1], 3, False)
+    tol = {"float32": 1e-5, "float64": 1e-12, "float16": 2e-2}[dt]
+    np.testing.assert_allclose(to_numpy(got.astype(mx.float64)), want, rtol=tol, atol=tol * 4)
+
+
 @pytest.mark.parametrize("dt", ["float16", "bfloat16"])
 def test_half_types(dt):
     rng = _rng(3)

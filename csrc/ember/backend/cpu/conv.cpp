@@ -45,18 +45,17 @@ void gemm(int64_t M, int64_t N, int64_t K, const A* a, int64_t lda, const A* b, 
   }
 }
 
-// Writes column-matrix row `row` (length G * KC) to dst; offs has room for
-// K[0] + K[1] + K[2] offsets.
-template <class T, class A>
-void build_row(const T* x, A* dst, int64_t row, const Geometry& g, const ConvParams& p, int64_t* offs) {
-  int64_t* od[3] = {offs, offs + g.K[0], offs + g.K[0] + g.K[1]};
+// Input offsets (elements from x) of output row `row`'s kernel positions,
+// offs[kpos] in (k0, k1, k2) order, -1 where the dilated, padded input has no
+// element; scratch has room for K[0] + K[1] + K[2] per-dim offsets.
+void kernel_offsets(int64_t row, const Geometry& g, const ConvParams& p, int64_t* scratch, int64_t* offs) {
+  int64_t* od[3] = {scratch, scratch + g.K[0], scratch + g.K[0] + g.K[1]};
   int64_t n = row / g.OSprod, rem = row % g.OSprod;
   int64_t pos[3] = {0, 0, 0};
   for (int d = g.D - 1; d >= 0; --d) {
     pos[d] = rem % g.OS[d];
     rem /= g.OS[d];
   }
-  // per dim: input offset (elements) of each kernel index, or -1
   for (int d = 0; d < g.D; ++d) {
     for (int64_t k = 0; k < g.K[d]; ++k) {
       int64_t kk = p.flip ? g.K[d] - 1 - k : k;
@@ -65,33 +64,124 @@ void build_row(const T* x, A* dst, int64_t row, const Geometry& g, const ConvPar
       od[d][k] = (q < 0 || q >= g.in_d[d] || q % id != 0) ? -1 : (q / id) * g.in_stride[d];
     }
   }
-  const T* xb = x + n * g.in_batch;
-  int64_t k0n = g.K[0], k1n = g.D > 1 ? g.K[1] : 1, k2n = g.D > 2 ? g.K[2] : 1;
+  int64_t k1n = g.D > 1 ? g.K[1] : 1, k2n = g.D > 2 ? g.K[2] : 1;
   int64_t kpos = 0;
-  for (int64_t k0 = 0; k0 < k0n; ++k0) {
+  for (int64_t k0 = 0; k0 < g.K[0]; ++k0) {
     for (int64_t k1 = 0; k1 < k1n; ++k1) {
       for (int64_t k2 = 0; k2 < k2n; ++k2, ++kpos) {
-        int64_t o0 = od[0][k0];
-        int64_t o1 = g.D > 1 ? od[1][k1] : 0;
-        int64_t o2 = g.D > 2 ? od[2][k2] : 0;
-        bool valid = o0 >= 0 && o1 >= 0 && o2 >= 0;
-        for (int64_t gi = 0; gi < g.G; ++gi) {
-          A* dd = dst + gi * g.KC + kpos * g.Cg;
-          if (!valid) {
-            std::memset(dd, 0, sizeof(A) * g.Cg);
-            continue;
-          }
-          const T* src = xb + o0 + o1 + o2 + gi * g.Cg;
-          if constexpr (std::is_same_v<T, A>) {
-            std::memcpy(dd, src, sizeof(A) * g.Cg);
-          } else {
-            for (int64_t c = 0; c < g.Cg; ++c) dd[c] = static_cast<A>(src[c]);
-          }
-        }
+        int64_t o0 = od[0][k0], o1 = g.D > 1 ? od[1][k1] : 0, o2 = g.D > 2 ? od[2][k2] : 0;
+        offs[kpos] = (o0 < 0 || o1 < 0 || o2 < 0) ? -1 : n * g.in_batch + o0 + o1 + o2;
       }
     }
   }
 }
+
+// Writes column-matrix row `row` (length G * KC) to dst; offs has room for
+// Kprod + K[0] + K[1] + K[2] entries.
+template <class T, class A>
+void build_row(const T* x, A* dst, int64_t row, const Geometry& g, const ConvParams& p, int64_t* offs) {
+  kernel_offsets(row, g, p, offs + g.Kprod, offs);
+  for (int64_t kpos = 0; kpos < g.Kprod; ++kpos) {
+    for (int64_t gi = 0; gi < g.G; ++gi) {
+      A* dd = dst + gi * g.KC + kpos * g.Cg;
+      if (offs[kpos] < 0) {
+        std::memset(dd, 0, sizeof(A) * g.Cg);
+        continue;
+      }
+      const T* src = x + offs[kpos] + gi * g.Cg;
+      if constexpr (std::is_same_v<T, A>) {
+        std::memcpy(dd, src, sizeof(A) * g.Cg);
+      } else {
+        for (int64_t c = 0; c < g.Cg; ++c) dd[c] = static_cast<A>(src[c]);
+      }
+    }
+  }
+}
+
+// Grouped convolutions have narrow per-group products (with 4 groups of a
+// 32 -> 64 conv, each is rows x 16 x 72): BLAS spends more on packing than
+// on arithmetic, and building the column matrix costs more memory traffic
+// than the products. This register-blocked kernel reads the inputs in place
+// (implicit GEMM): for a tile of output rows it takes, per kernel position,
+// a pointer to each row's Cg input channels (a zero run where the input is
+// padding), and computes
+//   out[r, g*Og + o] = sum_{kpos, c} src[r][kpos][g*goff + c] * wt[g][kpos*Cg + c][o]
+// with the weights pre-transposed to wt[g][KC][Ogp] (Og padded with zeros
+// to whole vectors). kMR rows x up to 2 vectors of accumulators stay in
+// registers; each step loads the weight vectors once for all the rows.
+template <class A>
+struct SmallGemm {
+  static constexpr int kW = 32 / sizeof(A);  // lanes of one vector
+  typedef A V __attribute__((vector_size(32)));
+  static constexpr int kMR = 6;
+
+  static bool applies(const Geometry& g) { return g.G > 1 && g.Og <= 4 * kW; }
+  static int64_t padded(const Geometry& g) { return (g.Og + kW - 1) / kW * kW; }
+
+  // src: MR rows of Kprod pointers each (already offset to the group).
+  template <int MR, int NR>
+  static void tile(const A* const* src, const Geometry& g, const A* wt, int64_t ogp, A* out, int64_t ncols) {
+    V acc[MR][NR];
+    for (int r = 0; r < MR; ++r)
+      for (int j = 0; j < NR; ++j) acc[r][j] = V{};
+    for (int64_t kp = 0; kp < g.Kprod; ++kp) {
+      const A* s[MR];
+      for (int r = 0; r < MR; ++r) s[r] = src[r * g.Kprod + kp];
+      const A* w = wt + kp * g.Cg * ogp;
+      for (int64_t c = 0; c < g.Cg; ++c) {
+        V b[NR];
+        for (int j = 0; j < NR; ++j) std::memcpy(&b[j], w + c * ogp + j * kW, sizeof(V));
+        for (int r = 0; r < MR; ++r) {
+          V a = s[r][c] - V{};  // a broadcast (x - +0 is x for every x; x + 0 is not, for -0)
+          for (int j = 0; j < NR; ++j) acc[r][j] += a * b[j];
+        }
+      }
+    }
+    for (int r = 0; r < MR; ++r) {
+      if (ncols == NR * kW) {  // whole vectors: fixed-size stores (a variable memcpy is a slow `rep movs`)
+        std::memcpy(out + r * g.O, acc[r], sizeof(acc[r]));
+        continue;
+      }
+      for (int64_t i = 0; i < ncols; ++i) out[r * g.O + i] = acc[r][i / kW][i % kW];
+    }
+  }
+
+  template <int NR>
+  static void columns(int64_t mr, const A* const* src, const Geometry& g, const A* wt, int64_t ogp, A* out,
+                      int64_t n) {
+    if (mr == kMR) return tile<kMR, NR>(src, g, wt, ogp, out, n);
+    for (int64_t r = 0; r < mr; ++r) tile<1, NR>(src + r * g.Kprod, g, wt, ogp, out + r * g.O, n);
+  }
+
+  // rows x (G * Og) outputs from ptr (rows x Kprod pointers to group 0;
+  // group gi starts goff elements further on).
+  static void run(int64_t rows, const A** ptr, int64_t goff, const A* wt, const Geometry& g, int64_t ogp, A* out) {
+    std::vector<const A*> src(static_cast<size_t>(kMR * g.Kprod));  // a tile's pointers for one group
+    for (int64_t r0 = 0; r0 < rows; r0 += kMR) {
+      const int64_t mr = std::min<int64_t>(kMR, rows - r0);
+      for (int64_t gi = 0; gi < g.G; ++gi) {
+        for (int64_t i = 0; i < mr * g.Kprod; ++i) src[i] = ptr[r0 * g.Kprod + i] + gi * goff;
+        const A* const* sp = src.data();
+        const A* w = wt + gi * g.KC * ogp;
+        for (int64_t o0 = 0; o0 < g.Og; o0 += 2 * kW) {
+          A* dst = out + r0 * g.O + gi * g.Og + o0;
+          const int64_t n = std::min<int64_t>(2 * kW, g.Og - o0);
+          if (n > kW) columns<2>(mr, sp, g, w + o0, ogp, dst, n);
+          else columns<1>(mr, sp, g, w + o0, ogp, dst, n);
+        }
+      }
+    }
+  }
+
+  // wt[g][k][o] from w[g*Og + o][k], zero-padded to ogp columns.
+  static std::vector<A> transpose_weights(const A* w, const Geometry& g, int64_t ogp) {
+    std::vector<A> wt(static_cast<size_t>(g.G * g.KC * ogp), A(0));
+    for (int64_t gi = 0; gi < g.G; ++gi)
+      for (int64_t o = 0; o < g.Og; ++o)
+        for (int64_t k = 0; k < g.KC; ++k) wt[(gi * g.KC + k) * ogp + o] = w[(gi * g.Og + o) * g.KC + k];
+    return wt;
+  }
+};
 
 // x (N, *S, C), weight shape (O, *K, Cg), output (N, *OS, O).
 Geometry make_geometry(const Shape& xs, const Shape& ws, const Shape& os, const ConvParams& p) {
@@ -169,26 +259,53 @@ void conv_impl(const array& xin, const array& win, array& out, const ConvParams&
       return;
     }
   }
+  // Narrow groups go through SmallGemm (see there), reading float32/float64
+  // inputs in place; the rest through column blocks and BLAS.
+  const bool small = SmallGemm<A>::applies(g);
+  const int64_t ogp = SmallGemm<A>::padded(g);
+  const std::vector<A> wt = small ? SmallGemm<A>::transpose_weights(wp, g, ogp) : std::vector<A>();
+  const std::vector<A> zeros(static_cast<size_t>(small ? g.C : 0), A(0));  // what padding reads
+  constexpr bool in_place = std::is_same_v<T, A>;
   const int64_t R = std::clamp<int64_t>(kBlockElems / row_len, 16, 1024);
   const int64_t blocks = (g.rows + R - 1) / R;
   cpu::parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
-    std::vector<A> col(static_cast<size_t>(std::min(R, g.rows) * row_len));
-    std::vector<int64_t> offs(g.K[0] + g.K[1] + g.K[2]);
+    const int64_t rmax = std::min(R, g.rows);
+    std::vector<A> col(static_cast<size_t>(small && in_place ? 0 : rmax * row_len));
+    std::vector<const A*> ptr(static_cast<size_t>(small ? rmax * g.Kprod : 0));
+    std::vector<int64_t> offs(g.Kprod + g.K[0] + g.K[1] + g.K[2]);
     std::vector<A> tmp;
-    if constexpr (!std::is_same_v<T, A>) tmp.resize(static_cast<size_t>(R * g.O));
+    if constexpr (!in_place) tmp.resize(static_cast<size_t>(R * g.O));
     for (int64_t blk = b0; blk < b1; ++blk) {
       int64_t r0 = blk * R, rb = std::min(R, g.rows - r0);
-      for (int64_t r = 0; r < rb; ++r) build_row<T, A>(xp, col.data() + r * row_len, r0 + r, g, p, offs.data());
       A* dst;
-      if constexpr (std::is_same_v<T, A>) {
+      if constexpr (in_place) {
         dst = o + r0 * g.O;
       } else {
         dst = tmp.data();
       }
-      for (int64_t gi = 0; gi < g.G; ++gi) {
-        gemm<A>(rb, g.Og, g.KC, col.data() + gi * g.KC, row_len, wp + gi * g.Og * g.KC, g.KC, dst + gi * g.Og, g.O);
+      if (small && in_place) {
+        for (int64_t r = 0; r < rb; ++r) {
+          kernel_offsets(r0 + r, g, p, offs.data() + g.Kprod, offs.data());
+          for (int64_t kp = 0; kp < g.Kprod; ++kp) {
+            ptr[r * g.Kprod + kp] = offs[kp] < 0 ? zeros.data() : reinterpret_cast<const A*>(xp) + offs[kp];
+          }
+        }
+        SmallGemm<A>::run(rb, ptr.data(), g.Cg, wt.data(), g, ogp, dst);
+      } else {
+        for (int64_t r = 0; r < rb; ++r) build_row<T, A>(xp, col.data() + r * row_len, r0 + r, g, p, offs.data());
+        if (small) {
+          for (int64_t r = 0; r < rb; ++r) {
+            for (int64_t kp = 0; kp < g.Kprod; ++kp) ptr[r * g.Kprod + kp] = col.data() + r * row_len + kp * g.Cg;
+          }
+          SmallGemm<A>::run(rb, ptr.data(), g.KC, wt.data(), g, ogp, dst);
+        } else {
+          for (int64_t gi = 0; gi < g.G; ++gi) {
+            gemm<A>(rb, g.Og, g.KC, col.data() + gi * g.KC, row_len, wp + gi * g.Og * g.KC, g.KC, dst + gi * g.Og,
+                    g.O);
+          }
+        }
       }
-      if constexpr (!std::is_same_v<T, A>) {
+      if constexpr (!in_place) {
         T* ob = o + r0 * g.O;
         for (int64_t i = 0; i < rb * g.O; ++i) ob[i] = cpu::convert<T>(tmp[i]);
       }
@@ -220,7 +337,7 @@ void weight_grad_impl(const array& xin, const array& ctin, array& out, const Con
   cpu::parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
     std::vector<A> col(static_cast<size_t>(std::min(R, g.rows) * row_len));
     std::vector<A> acc(static_cast<size_t>(out.size()), A(0));
-    std::vector<int64_t> offs(g.K[0] + g.K[1] + g.K[2]);
+    std::vector<int64_t> offs(g.Kprod + g.K[0] + g.K[1] + g.K[2]);
     std::vector<A> cbuf;
     if constexpr (!std::is_same_v<T, A>) cbuf.resize(static_cast<size_t>(R * g.O));
     for (int64_t blk = b0; blk < b1; ++blk) {
