@@ -25,6 +25,7 @@
 // Rows are spread over the thread pool when there are enough of them;
 // otherwise each stage of a long transform is split across the threads.
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -46,7 +47,11 @@ constexpr int64_t kParMin = int64_t(1) << 14;  // split one transform across thr
 struct Stage {
   int r;
   int64_t m, s;                 // sub-length after this stage, interleave before it
-  std::vector<float> twr, twi;  // w_L^(p k) at (k - 1) * m + p
+  std::vector<float> twr, twi;  // w_L^(p k) at (k - 1) * m + p (only k = 1 when derived)
+  // Radix 8 over a long sub-length keeps only w_L^p and derives the other
+  // powers in registers (at most three products deep, a few ulp): the full
+  // table would be 7/8 of the data's size, streamed from memory beside it.
+  bool derived = false;
   std::vector<float> wr, wi;    // w_r^j
 };
 
@@ -89,14 +94,15 @@ void pfor(int64_t n, bool par, int64_t grain, const F& f) {
 }
 
 // ---- butterflies: a = inputs (r values), writes b = DFT_r(a)
-template <int R>
-inline void butterfly(const float* ar, const float* ai, float* br, float* bi, const Stage& st) {
+// (T is float, or a vector of floats for the 2/4/8 butterflies)
+template <int R, class T = float>
+inline void butterfly(const T* ar, const T* ai, T* br, T* bi, const Stage& st) {
   if constexpr (R == 2) {
     br[0] = ar[0] + ar[1], bi[0] = ai[0] + ai[1];
     br[1] = ar[0] - ar[1], bi[1] = ai[0] - ai[1];
   } else if constexpr (R == 4) {
-    float t0r = ar[0] + ar[2], t0i = ai[0] + ai[2], t1r = ar[0] - ar[2], t1i = ai[0] - ai[2];
-    float t2r = ar[1] + ar[3], t2i = ai[1] + ai[3], t3r = ar[1] - ar[3], t3i = ai[1] - ai[3];
+    T t0r = ar[0] + ar[2], t0i = ai[0] + ai[2], t1r = ar[0] - ar[2], t1i = ai[0] - ai[2];
+    T t2r = ar[1] + ar[3], t2i = ai[1] + ai[3], t3r = ar[1] - ar[3], t3i = ai[1] - ai[3];
     br[0] = t0r + t2r, bi[0] = t0i + t2i;
     br[2] = t0r - t2r, bi[2] = t0i - t2i;
     br[1] = t1r + t3i, bi[1] = t1i - t3r;
@@ -104,15 +110,15 @@ inline void butterfly(const float* ar, const float* ai, float* br, float* bi, co
   } else if constexpr (R == 8) {
     // two 4-point DFTs (even and odd inputs), combined with w_8^k
     constexpr float h = 0.70710678118654752440f;
-    float er[4] = {ar[0], ar[2], ar[4], ar[6]}, ei[4] = {ai[0], ai[2], ai[4], ai[6]};
-    float orr[4] = {ar[1], ar[3], ar[5], ar[7]}, oi[4] = {ai[1], ai[3], ai[5], ai[7]};
-    float Er[4], Ei[4], Or[4], Oi[4];
-    butterfly<4>(er, ei, Er, Ei, st);
-    butterfly<4>(orr, oi, Or, Oi, st);
+    T er[4] = {ar[0], ar[2], ar[4], ar[6]}, ei[4] = {ai[0], ai[2], ai[4], ai[6]};
+    T orr[4] = {ar[1], ar[3], ar[5], ar[7]}, oi[4] = {ai[1], ai[3], ai[5], ai[7]};
+    T Er[4], Ei[4], Or[4], Oi[4];
+    butterfly<4, T>(er, ei, Er, Ei, st);
+    butterfly<4, T>(orr, oi, Or, Oi, st);
     // w_8^1 = h (1 - i), w_8^2 = -i, w_8^3 = -h (1 + i)
-    float t1r = h * (Or[1] + Oi[1]), t1i = h * (Oi[1] - Or[1]);
-    float t2r = Oi[2], t2i = -Or[2];
-    float t3r = h * (Oi[3] - Or[3]), t3i = -h * (Or[3] + Oi[3]);
+    T t1r = h * (Or[1] + Oi[1]), t1i = h * (Oi[1] - Or[1]);
+    T t2r = Oi[2], t2i = -Or[2];
+    T t3r = h * (Oi[3] - Or[3]), t3i = -h * (Or[3] + Oi[3]);
     br[0] = Er[0] + Or[0], bi[0] = Ei[0] + Oi[0];
     br[4] = Er[0] - Or[0], bi[4] = Ei[0] - Oi[0];
     br[1] = Er[1] + t1r, bi[1] = Ei[1] + t1i;
@@ -160,7 +166,79 @@ inline void butterfly(const float* ar, const float* ai, float* br, float* bi, co
   }
 }
 
-template <int R>
+constexpr int64_t kDerivedMin = int64_t(1) << 14;  // sub-lengths m that use derived twiddles
+
+typedef float v8f __attribute__((vector_size(32)));
+
+// Transposes the 8 x 8 block v[k][lane] in registers.
+inline void transpose8(v8f* v) {
+  v8f t[8], u[8];
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = __builtin_shufflevector(v[2 * i], v[2 * i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+    t[2 * i + 1] = __builtin_shufflevector(v[2 * i], v[2 * i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+  }
+  for (int h = 0; h < 2; ++h) {
+    u[2 * h] = __builtin_shufflevector(t[h], t[2 + h], 0, 1, 8, 9, 4, 5, 12, 13);
+    u[2 * h + 1] = __builtin_shufflevector(t[h], t[2 + h], 2, 3, 10, 11, 6, 7, 14, 15);
+    u[4 + 2 * h] = __builtin_shufflevector(t[4 + h], t[6 + h], 0, 1, 8, 9, 4, 5, 12, 13);
+    u[5 + 2 * h] = __builtin_shufflevector(t[4 + h], t[6 + h], 2, 3, 10, 11, 6, 7, 14, 15);
+  }
+  for (int i = 0; i < 4; ++i) {
+    v[i] = __builtin_shufflevector(u[i], u[4 + i], 0, 1, 2, 3, 8, 9, 10, 11);
+    v[i + 4] = __builtin_shufflevector(u[i], u[4 + i], 4, 5, 6, 7, 12, 13, 14, 15);
+  }
+}
+
+// The first radix-8 stage (interleave 1) for p in [p0, p1): eight butterflies
+// at once, one per vector lane, whose eight outputs each land next to each
+// other (y[8p + k]) after a register transpose -- where the plain loop
+// vectorizes over p only with one scalar store per output. Returns the
+// first p left for the scalar loop.
+template <bool kDerived>
+int64_t first_stage8(const Stage& st, const float* __restrict xr, const float* __restrict xi,
+                     float* __restrict yr, float* __restrict yi, int64_t p0, int64_t p1) {
+  const int64_t m = st.m;
+  const float* twr = st.twr.data();
+  const float* twi = st.twi.data();
+  int64_t p = p0;
+  for (; p + 8 <= p1; p += 8) {
+    v8f ar[8], ai[8], br[8], bi[8];
+    for (int j = 0; j < 8; ++j) {
+      std::memcpy(&ar[j], xr + p + j * m, sizeof(v8f));
+      std::memcpy(&ai[j], xi + p + j * m, sizeof(v8f));
+    }
+    butterfly<8, v8f>(ar, ai, br, bi, st);
+    v8f wr[8], wi[8];
+    if constexpr (kDerived) {
+      std::memcpy(&wr[1], twr + p, sizeof(v8f));
+      std::memcpy(&wi[1], twi + p, sizeof(v8f));
+      auto mul = [&](int c, int a, int b) {
+        wr[c] = wr[a] * wr[b] - wi[a] * wi[b];
+        wi[c] = wr[a] * wi[b] + wi[a] * wr[b];
+      };
+      mul(2, 1, 1), mul(4, 2, 2), mul(3, 1, 2), mul(5, 1, 4), mul(6, 2, 4), mul(7, 3, 4);
+    } else {
+      for (int k = 1; k < 8; ++k) {
+        std::memcpy(&wr[k], twr + (k - 1) * m + p, sizeof(v8f));
+        std::memcpy(&wi[k], twi + (k - 1) * m + p, sizeof(v8f));
+      }
+    }
+    for (int k = 1; k < 8; ++k) {
+      v8f r = br[k] * wr[k] - bi[k] * wi[k];
+      bi[k] = br[k] * wi[k] + bi[k] * wr[k];
+      br[k] = r;
+    }
+    transpose8(br);
+    transpose8(bi);
+    for (int i = 0; i < 8; ++i) {
+      std::memcpy(yr + 8 * (p + i), &br[i], sizeof(v8f));
+      std::memcpy(yi + 8 * (p + i), &bi[i], sizeof(v8f));
+    }
+  }
+  return p;
+}
+
+template <int R, bool kDerived = false>
 void run_stage(const Stage& st, const float* __restrict xr, const float* __restrict xi, float* __restrict yr,
                float* __restrict yi, int64_t p0, int64_t p1, int64_t q0, int64_t q1) {
   const int r = R ? R : st.r;
@@ -176,12 +254,29 @@ void run_stage(const Stage& st, const float* __restrict xr, const float* __restr
     butterfly<R>(ar, ai, br, bi, st);
     const int64_t o = q + s * r * p;
     yr[o] = br[0], yi[o] = bi[0];
-    for (int k = 1; k < r; ++k) {
-      float wr = twr[(k - 1) * m + p], wi = twi[(k - 1) * m + p];
-      yr[o + s * k] = br[k] * wr - bi[k] * wi;
-      yi[o + s * k] = br[k] * wi + bi[k] * wr;
+    if constexpr (kDerived) {
+      float wr[8], wi[8];
+      auto mul = [&](int c, int a, int b) {
+        wr[c] = wr[a] * wr[b] - wi[a] * wi[b];
+        wi[c] = wr[a] * wi[b] + wi[a] * wr[b];
+      };
+      wr[1] = twr[p], wi[1] = twi[p];
+      mul(2, 1, 1), mul(4, 2, 2), mul(3, 1, 2), mul(5, 1, 4), mul(6, 2, 4), mul(7, 3, 4);
+      for (int k = 1; k < 8; ++k) {
+        yr[o + s * k] = br[k] * wr[k] - bi[k] * wi[k];
+        yi[o + s * k] = br[k] * wi[k] + bi[k] * wr[k];
+      }
+    } else {
+      for (int k = 1; k < r; ++k) {
+        float wr = twr[(k - 1) * m + p], wi = twi[(k - 1) * m + p];
+        yr[o + s * k] = br[k] * wr - bi[k] * wi;
+        yi[o + s * k] = br[k] * wi + bi[k] * wr;
+      }
     }
   };
+  if constexpr (R == 8) {
+    if (s == 1) p0 = first_stage8<kDerived>(st, xr, xi, yr, yi, p0, p1);
+  }
   if (s >= 8) {
     for (int64_t p = p0; p < p1; ++p)
 #pragma GCC ivdep
@@ -200,7 +295,10 @@ void stage(const Stage& st, const float* xr, const float* xi, float* yr, float* 
       case 3: run_stage<3>(st, xr, xi, yr, yi, p0, p1, q0, q1); break;
       case 4: run_stage<4>(st, xr, xi, yr, yi, p0, p1, q0, q1); break;
       case 5: run_stage<5>(st, xr, xi, yr, yi, p0, p1, q0, q1); break;
-      case 8: run_stage<8>(st, xr, xi, yr, yi, p0, p1, q0, q1); break;
+      case 8:
+        if (st.derived) run_stage<8, true>(st, xr, xi, yr, yi, p0, p1, q0, q1);
+        else run_stage<8>(st, xr, xi, yr, yi, p0, p1, q0, q1);
+        break;
       default: run_stage<0>(st, xr, xi, yr, yi, p0, p1, q0, q1); break;
     }
   };
@@ -239,9 +337,11 @@ std::shared_ptr<const Plan> make_plan(int64_t n) {
       st.r = r;
       st.m = L / r;
       st.s = s;
-      st.twr.resize((r - 1) * st.m);
-      st.twi.resize((r - 1) * st.m);
-      for (int k = 1; k < r; ++k)
+      st.derived = r == 8 && st.m >= kDerivedMin;
+      const int kmax = st.derived ? 1 : r - 1;
+      st.twr.resize(kmax * st.m);
+      st.twi.resize(kmax * st.m);
+      for (int k = 1; k <= kmax; ++k)
         for (int64_t p = 0; p < st.m; ++p) {
           // angle of w_L^(p k), with p k reduced mod L
           double a = -2.0 * kPi * static_cast<double>((p * k) % L) / static_cast<double>(L);
@@ -323,20 +423,16 @@ std::shared_ptr<const std::vector<float>> real_twiddles(int64_t n) {
   return cache.emplace(n, v).first->second;
 }
 
-// Forward DFT of the row in (ar, ai) (length n); the result is written back
-// into (ar, ai). `work` has room for 4 * max(n, M) floats.
-void transform(const Plan& P, float* ar, float* ai, float* work, bool par) {
+// Forward DFT of the row in (ar, ai) (length n); returns the buffer pair
+// holding the result: (ar, ai) or the start of `work` (re at work, im at
+// work + n). `work` has room for 4 * max(n, M) floats.
+std::pair<float*, float*> transform(const Plan& P, float* ar, float* ai, float* work, bool par) {
   const int64_t n = P.n;
   if (!P.bluestein) {
     float* br = work;
     float* bi = work + n;
-    if (run_plain(P, ar, ai, br, bi, par)) {
-      pfor(n, par, kParMin, [&](int64_t b, int64_t e) {
-        std::copy(br + b, br + e, ar + b);
-        std::copy(bi + b, bi + e, ai + b);
-      });
-    }
-    return;
+    if (run_plain(P, ar, ai, br, bi, par)) return {br, bi};
+    return {ar, ai};
   }
   const int64_t M = P.M;
   float* ur = work;
@@ -377,6 +473,7 @@ void transform(const Plan& P, float* ar, float* ai, float* work, bool par) {
       ai[k] = re * ci[k] + im * cr[k];
     }
   });
+  return {ar, ai};
 }
 
 }  // namespace
@@ -479,7 +576,10 @@ void FFT::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs
         }
       }
     });
-    cpu::transform(*P, ar, ai, work, par);
+    {
+      auto [rr, ri] = cpu::transform(*P, ar, ai, work, par);
+      ar = rr, ai = ri;  // the output pass reads the result where it is
+    }
     cpu::pfor(Lout, par, cpu::kParMin, [&](int64_t b, int64_t e) {
       if (half_real && kind == C2R) {
         for (int64_t t = b; t < e; ++t) {
