@@ -16,7 +16,8 @@
 //     with the mixed-radix plan; the chirp exp(-i pi k^2 / n) is evaluated
 //     in double with k^2 reduced mod 2n.
 //
-// Twiddles are computed in double and rounded once; plans (stages,
+// Twiddles are computed in double and rounded once (long radix-8 stages
+// keep only w^p and derive its powers, see Stage::derived); plans (stages,
 // twiddles, chirp and the transformed chirp filter) are cached by length.
 // Inverse transforms conjugate on the way in and out. R2C of even length
 // packs the real row into a half-length complex one and untangles the
