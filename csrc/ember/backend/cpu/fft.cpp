@@ -190,53 +190,84 @@ inline void transpose8(v8f* v) {
   }
 }
 
+// w^2 .. w^7 from w = (wr[1], wi[1]): at most three products deep.
+template <class T>
+inline void derive_powers(T* wr, T* wi) {
+  auto mul = [&](int c, int a, int b) {
+    wr[c] = wr[a] * wr[b] - wi[a] * wi[b];
+    wi[c] = wr[a] * wi[b] + wi[a] * wr[b];
+  };
+  mul(2, 1, 1), mul(4, 2, 2), mul(3, 1, 2), mul(5, 1, 4), mul(6, 2, 4), mul(7, 3, 4);
+}
+
+// Where the first stage reads: split real/imaginary rows, or the caller's
+// interleaved complex row (conjugated by sg), saving the pass that splits it.
+struct SplitSrc {
+  const float* xr;
+  const float* xi;
+  template <class T>
+  void load(int64_t i, T& re, T& im) const {
+    std::memcpy(&re, xr + i, sizeof(T));
+    std::memcpy(&im, xi + i, sizeof(T));
+  }
+};
+struct InterleavedSrc {
+  const float* xc;
+  float sg;
+  template <class T>
+  void load(int64_t i, T& re, T& im) const {
+    if constexpr (std::is_same_v<T, float>) {
+      re = xc[2 * i], im = sg * xc[2 * i + 1];
+    } else {
+      v8f a, b;
+      std::memcpy(&a, xc + 2 * i, sizeof(v8f));
+      std::memcpy(&b, xc + 2 * i + 8, sizeof(v8f));
+      re = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
+      im = sg * __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15);
+    }
+  }
+};
+
 // The first radix-8 stage (interleave 1) for p in [p0, p1): eight butterflies
 // at once, one per vector lane, whose eight outputs each land next to each
 // other (y[8p + k]) after a register transpose -- where the plain loop
-// vectorizes over p only with one scalar store per output. Returns the
-// first p left for the scalar loop.
-template <bool kDerived>
-int64_t first_stage8(const Stage& st, const float* __restrict xr, const float* __restrict xi,
-                     float* __restrict yr, float* __restrict yi, int64_t p0, int64_t p1) {
+// vectorizes over p only with one scalar store per output. The last p that
+// do not fill a vector go one at a time (T = float).
+template <bool kDerived, class T, class Src>
+inline void first_stage8_at(const Stage& st, const Src& src, float* __restrict yr, float* __restrict yi, int64_t p) {
   const int64_t m = st.m;
-  const float* twr = st.twr.data();
-  const float* twi = st.twi.data();
-  int64_t p = p0;
-  for (; p + 8 <= p1; p += 8) {
-    v8f ar[8], ai[8], br[8], bi[8];
-    for (int j = 0; j < 8; ++j) {
-      std::memcpy(&ar[j], xr + p + j * m, sizeof(v8f));
-      std::memcpy(&ai[j], xi + p + j * m, sizeof(v8f));
-    }
-    butterfly<8, v8f>(ar, ai, br, bi, st);
-    v8f wr[8], wi[8];
-    if constexpr (kDerived) {
-      std::memcpy(&wr[1], twr + p, sizeof(v8f));
-      std::memcpy(&wi[1], twi + p, sizeof(v8f));
-      auto mul = [&](int c, int a, int b) {
-        wr[c] = wr[a] * wr[b] - wi[a] * wi[b];
-        wi[c] = wr[a] * wi[b] + wi[a] * wr[b];
-      };
-      mul(2, 1, 1), mul(4, 2, 2), mul(3, 1, 2), mul(5, 1, 4), mul(6, 2, 4), mul(7, 3, 4);
-    } else {
-      for (int k = 1; k < 8; ++k) {
-        std::memcpy(&wr[k], twr + (k - 1) * m + p, sizeof(v8f));
-        std::memcpy(&wi[k], twi + (k - 1) * m + p, sizeof(v8f));
-      }
-    }
+  T ar[8], ai[8], br[8], bi[8], wr[8], wi[8];
+  for (int j = 0; j < 8; ++j) src.template load<T>(p + j * m, ar[j], ai[j]);
+  butterfly<8, T>(ar, ai, br, bi, st);
+  if constexpr (kDerived) {
+    std::memcpy(&wr[1], st.twr.data() + p, sizeof(T));
+    std::memcpy(&wi[1], st.twi.data() + p, sizeof(T));
+    derive_powers(wr, wi);
+  } else {
     for (int k = 1; k < 8; ++k) {
-      v8f r = br[k] * wr[k] - bi[k] * wi[k];
-      bi[k] = br[k] * wi[k] + bi[k] * wr[k];
-      br[k] = r;
-    }
-    transpose8(br);
-    transpose8(bi);
-    for (int i = 0; i < 8; ++i) {
-      std::memcpy(yr + 8 * (p + i), &br[i], sizeof(v8f));
-      std::memcpy(yi + 8 * (p + i), &bi[i], sizeof(v8f));
+      std::memcpy(&wr[k], st.twr.data() + (k - 1) * m + p, sizeof(T));
+      std::memcpy(&wi[k], st.twi.data() + (k - 1) * m + p, sizeof(T));
     }
   }
-  return p;
+  for (int k = 1; k < 8; ++k) {
+    T r = br[k] * wr[k] - bi[k] * wi[k];
+    bi[k] = br[k] * wi[k] + bi[k] * wr[k];
+    br[k] = r;
+  }
+  if constexpr (std::is_same_v<T, v8f>) {
+    transpose8(br);
+    transpose8(bi);
+  }
+  std::memcpy(yr + 8 * p, br, sizeof(br));
+  std::memcpy(yi + 8 * p, bi, sizeof(bi));
+}
+
+template <bool kDerived, class Src>
+void first_stage8(const Stage& st, const Src& src, float* __restrict yr, float* __restrict yi, int64_t p0,
+                  int64_t p1) {
+  int64_t p = p0;
+  for (; p + 8 <= p1; p += 8) first_stage8_at<kDerived, v8f>(st, src, yr, yi, p);
+  for (; p < p1; ++p) first_stage8_at<kDerived, float>(st, src, yr, yi, p);
 }
 
 template <int R, bool kDerived = false>
@@ -257,12 +288,8 @@ void run_stage(const Stage& st, const float* __restrict xr, const float* __restr
     yr[o] = br[0], yi[o] = bi[0];
     if constexpr (kDerived) {
       float wr[8], wi[8];
-      auto mul = [&](int c, int a, int b) {
-        wr[c] = wr[a] * wr[b] - wi[a] * wi[b];
-        wi[c] = wr[a] * wi[b] + wi[a] * wr[b];
-      };
       wr[1] = twr[p], wi[1] = twi[p];
-      mul(2, 1, 1), mul(4, 2, 2), mul(3, 1, 2), mul(5, 1, 4), mul(6, 2, 4), mul(7, 3, 4);
+      derive_powers(wr, wi);
       for (int k = 1; k < 8; ++k) {
         yr[o + s * k] = br[k] * wr[k] - bi[k] * wi[k];
         yi[o + s * k] = br[k] * wi[k] + bi[k] * wr[k];
@@ -276,7 +303,7 @@ void run_stage(const Stage& st, const float* __restrict xr, const float* __restr
     }
   };
   if constexpr (R == 8) {
-    if (s == 1) p0 = first_stage8<kDerived>(st, xr, xi, yr, yi, p0, p1);
+    if (s == 1) return first_stage8<kDerived>(st, SplitSrc{xr, xi}, yr, yi, p0, p1);
   }
   if (s >= 8) {
     for (int64_t p = p0; p < p1; ++p)
@@ -320,6 +347,30 @@ int run_plain(const Plan& P, float* ar, float* ai, float* br, float* bi, bool pa
   for (const Stage& st : P.stages) {
     if (cur == 0) stage(st, ar, ai, br, bi, par);
     else stage(st, br, bi, ar, ai, par);
+    cur ^= 1;
+  }
+  return cur;
+}
+
+// Whether run_plain_interleaved applies: a first stage of radix 8.
+bool reads_interleaved(const Plan& P) { return !P.bluestein && !P.stages.empty() && P.stages[0].r == 8; }
+
+// run_plain on the interleaved complex row xc (conjugated by sg), which the
+// first stage reads in place of (ar, ai); (ar, ai) then serve as scratch.
+int run_plain_interleaved(const Plan& P, const float* xc, float sg, float* ar, float* ai, float* br, float* bi,
+                          bool par) {
+  const Stage& st0 = P.stages[0];
+  const InterleavedSrc src{xc, sg};
+  auto first = [&](int64_t b, int64_t e) {
+    if (st0.derived) first_stage8<true>(st0, src, ar, ai, b, e);
+    else first_stage8<false>(st0, src, ar, ai, b, e);
+  };
+  if (!par || st0.m * 8 < kParMin) first(0, st0.m);
+  else parallel_for(st0.m, 4096, first);
+  int cur = 0;
+  for (size_t i = 1; i < P.stages.size(); ++i) {
+    if (cur == 0) stage(P.stages[i], ar, ai, br, bi, par);
+    else stage(P.stages[i], br, bi, ar, ai, par);
     cur ^= 1;
   }
   return cur;
@@ -427,12 +478,16 @@ std::shared_ptr<const std::vector<float>> real_twiddles(int64_t n) {
 // Forward DFT of the row in (ar, ai) (length n); returns the buffer pair
 // holding the result: (ar, ai) or the start of `work` (re at work, im at
 // work + n). `work` has room for 4 * max(n, M) floats.
-std::pair<float*, float*> transform(const Plan& P, float* ar, float* ai, float* work, bool par) {
+// With xc, the input is read from the interleaved row xc (conjugated by sg)
+// instead of (ar, ai); only where reads_interleaved(P).
+std::pair<float*, float*> transform(const Plan& P, float* ar, float* ai, float* work, bool par,
+                                    const float* xc = nullptr, float sg = 1.f) {
   const int64_t n = P.n;
   if (!P.bluestein) {
     float* br = work;
     float* bi = work + n;
-    if (run_plain(P, ar, ai, br, bi, par)) return {br, bi};
+    int w = xc ? run_plain_interleaved(P, xc, sg, ar, ai, br, bi, par) : run_plain(P, ar, ai, br, bi, par);
+    if (w) return {br, bi};
     return {ar, ai};
   }
   const int64_t M = P.M;
@@ -535,7 +590,10 @@ void FFT::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs
     float* ar = mem;
     float* ai = mem + tn;
     float* work = mem + 2 * tn;
-    cpu::pfor(tn, par, cpu::kParMin, [&](int64_t b, int64_t e) {
+    // a contiguous complex row whose plan starts with radix 8 is read by
+    // the first stage itself
+    const bool fused = kind == C2C && is == 1 && cpu::reads_interleaved(*P);
+    if (!fused) cpu::pfor(tn, par, cpu::kParMin, [&](int64_t b, int64_t e) {
       if (half_real && kind == R2C && is == 1) {
         const float* src = fin + io;
         for (int64_t t = b; t < e; ++t) ar[t] = src[2 * t], ai[t] = src[2 * t + 1];
@@ -578,7 +636,7 @@ void FFT::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs
       }
     });
     {
-      auto [rr, ri] = cpu::transform(*P, ar, ai, work, par);
+      auto [rr, ri] = cpu::transform(*P, ar, ai, work, par, fused ? fin + 2 * io : nullptr, sg);
       ar = rr, ai = ri;  // the output pass reads the result where it is
     }
     cpu::pfor(Lout, par, cpu::kParMin, [&](int64_t b, int64_t e) {
