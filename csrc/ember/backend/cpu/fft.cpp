@@ -1,7 +1,8 @@
 // FFT kernel (the FFT primitive of primitives/fft.h).
 //
 // Every row along the axis is gathered (with its stride) into split
-// real/imaginary float32 buffers and transformed there:
+// real/imaginary float32 buffers and transformed there (a contiguous complex
+// row whose first stage is radix 8 is read by that stage directly):
 //
 //   * lengths whose prime factors are all <= kMaxRadix: an iterative Stockham
 //     (autosort, decimation in frequency) mixed-radix FFT -- radix 8, 4, 2, 3 and 5
