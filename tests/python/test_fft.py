@@ -338,13 +338,19 @@ def test_vmap_of_grad():
 # stft
 # --------------------------------------------------------------------------
 
-def _stft_ref(x, n_fft, hop=None, wl=None, window=None, center=True, mode="reflect", onesided=None, norm="backward"):
-    hop = hop or n_fft // 4
+def _padded_window(n_fft, wl, window):
+    """The window (ones of length wl by default) centred in n_fft zeros."""
     if window is None:
         window = np.ones(wl or n_fft)
     left = (n_fft - len(window)) // 2
     win = np.zeros(n_fft)
     win[left:left + len(window)] = window
+    return win
+
+
+def _stft_ref(x, n_fft, hop=None, wl=None, window=None, center=True, mode="reflect", onesided=None, norm="backward"):
+    hop = hop or n_fft // 4
+    win = _padded_window(n_fft, wl, window)
     if onesided is None:
         onesided = not np.iscomplexobj(x)
     if center:
@@ -420,11 +426,7 @@ def _istft_ref(S, n_fft=None, hop=None, wl=None, window=None, center=True, norm=
     if n_fft is None:
         n_fft = 2 * (n_freq - 1) if onesided else n_freq
     hop = hop or n_fft // 4
-    if window is None:
-        window = np.ones(wl or n_fft)
-    left = (n_fft - len(window)) // 2
-    win = np.zeros(n_fft)
-    win[left:left + len(window)] = window
+    win = _padded_window(n_fft, wl, window)
     Sf = np.swapaxes(S, -1, -2)
     fr = np.fft.irfft(Sf, n=n_fft, axis=-1, norm=norm) if onesided else \
         np.real(np.fft.ifft(Sf, n=n_fft, axis=-1, norm=norm))

@@ -343,11 +343,12 @@ void stage(const Stage& st, const float* xr, const float* xi, float* yr, float* 
 
 // Forward DFT of (ar, ai) using (br, bi) as scratch; returns the buffer pair
 // holding the result (0: a, 1: b).
-int run_plain(const Plan& P, float* ar, float* ai, float* br, float* bi, bool par) {
+// (from stage `first` on: run_plain_interleaved has done the first itself)
+int run_plain(const Plan& P, float* ar, float* ai, float* br, float* bi, bool par, size_t first = 0) {
   int cur = 0;
-  for (const Stage& st : P.stages) {
-    if (cur == 0) stage(st, ar, ai, br, bi, par);
-    else stage(st, br, bi, ar, ai, par);
+  for (size_t i = first; i < P.stages.size(); ++i) {
+    if (cur == 0) stage(P.stages[i], ar, ai, br, bi, par);
+    else stage(P.stages[i], br, bi, ar, ai, par);
     cur ^= 1;
   }
   return cur;
@@ -368,13 +369,7 @@ int run_plain_interleaved(const Plan& P, const float* xc, float sg, float* ar, f
   };
   if (!par || st0.m * 8 < kParMin) first(0, st0.m);
   else parallel_for(st0.m, 4096, first);
-  int cur = 0;
-  for (size_t i = 1; i < P.stages.size(); ++i) {
-    if (cur == 0) stage(P.stages[i], ar, ai, br, bi, par);
-    else stage(P.stages[i], br, bi, ar, ai, par);
-    cur ^= 1;
-  }
-  return cur;
+  return run_plain(P, ar, ai, br, bi, par, 1);
 }
 
 std::shared_ptr<const Plan> get_plan(int64_t n);
