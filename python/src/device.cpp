@@ -118,8 +118,28 @@ void init_device(py::module_& m) {
         long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
         info["memory_size"] = static_cast<int64_t>(pages) * page;
         info["num_threads"] = static_cast<int>(std::thread::hardware_concurrency());
+        info["isa"] = cpu_config().isa;
         return info;
       }, "d"_a = py::none());
+  m.def("__config__", []() {
+        CpuConfig c = cpu_config();
+        py::dict d;
+        d["isa"] = c.isa;
+        d["isa_supported"] = c.isa_supported;
+        d["isa_levels"] = c.isa_levels;
+        d["cpu_features"] = c.features;
+        d["isa_dispatch"] = c.dispatch;
+        d["num_threads"] = c.threads;
+        return d;
+      },
+      "How this Ember runs on this machine: the kernels' instruction-set level in use\n"
+      "(``isa``: baseline, avx2 or avx512; ``native`` for a -march=native build), the best\n"
+      "one the CPU supports (``isa_supported``), the levels the build contains, the CPU\n"
+      "features the kernels use, whether kernels are chosen at run time\n"
+      "(``isa_dispatch``) and the kernel thread count. Set the environment variable\n"
+      "``EMBER_ISA`` before import to cap the level.");
+  m.def("_set_cpu_isa", [](const std::string& level) { return set_cpu_isa(level); }, "level"_a,
+        "Cap the kernels' instruction-set level (testing: call it while nothing is evaluating).");
   auto metal = m.def_submodule("metal", "Apple GPU backend (not available on this platform).");
   metal.def("is_available", []() { return false; });
   auto cuda = m.def_submodule("cuda", "CUDA backend (not available in this build).");

@@ -32,6 +32,8 @@ class ArgReduce final : public Primitive {
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
   EMBER_TRANSFORM_RULES
   bool is_equivalent(const Primitive& o) const override;
+  Kind kind() const { return kind_; }
+  int axis() const { return axis_; }
 
  private:
   Kind kind_;
@@ -46,6 +48,7 @@ class Softmax final : public Primitive {
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
   EMBER_TRANSFORM_RULES
   bool is_equivalent(const Primitive& o) const override;
+  bool precise() const { return precise_; }
 
  private:
   bool precise_;

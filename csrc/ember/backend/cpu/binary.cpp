@@ -1,13 +1,17 @@
 // Binary elementwise kernels: Binary<Op>::eval_cpu for every op in the list.
-// Inputs arrive with the same dtype and broadcastable shapes.
+// Inputs arrive with the same dtype and broadcastable shapes. Compiled once
+// per ISA level (backend/cpu/isa.h).
+#include "ember/backend/cpu/isa_unit.h"
+
 #include "ember/backend/cpu/copy.h"
 #include "ember/backend/cpu/functors.h"
 #include "ember/backend/cpu/kernel_utils.h"
 #include "ember/backend/cpu/loops.h"
+#include "ember/primitives/elementwise.h"
 
-namespace ember {
+namespace ember::cpu::EMBER_ISA_NS {
 
-namespace cpu {
+namespace {
 template <class T, class O, class F>
 void binary_loop(const array& a, const array& b, array& out, F f) {
   using C = compute_t<T>;
@@ -35,21 +39,34 @@ void binary_loop(const array& a, const array& b, array& out, F f) {
         }
       });
 }
-}  // namespace cpu
+}  // namespace
 
 template <class Op>
-void Binary<Op>::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+void binary_eval(const std::vector<array>& inputs, std::vector<array>& outputs) {
   const array& a = inputs[0];
   const array& b = inputs[1];
   array& out = outputs[0];
-  cpu::alloc_or_donate(out, inputs);
-  cpu::dispatch_elementwise<cpu::Fn<Op>, 2>(Op::name, a.dtype(), out, [&](auto t, auto o) {
-    cpu::binary_loop<typename decltype(t)::type, typename decltype(o)::type>(a, b, out, cpu::Fn<Op>{});
+  alloc_or_donate(out, inputs);
+  dispatch_elementwise<Fn<Op>, 2>(Op::name, a.dtype(), out, [&](auto t, auto o) {
+    binary_loop<typename decltype(t)::type, typename decltype(o)::type>(a, b, out, Fn<Op>{});
   });
 }
 
-#define EMBER_INSTANTIATE(N) template class Binary<op::N>;
+#define EMBER_INSTANTIATE(N) \
+  template void binary_eval<op::N>(const std::vector<array>&, std::vector<array>&);
 EMBER_BINARY_OPS(EMBER_INSTANTIATE)
 #undef EMBER_INSTANTIATE
 
+}  // namespace ember::cpu::EMBER_ISA_NS
+
+#if EMBER_ISA_BASE_UNIT
+namespace ember {
+template <class Op>
+void Binary<Op>::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  EMBER_ISA_CALL(binary_eval<Op>)(inputs, outputs);
+}
+#define EMBER_INSTANTIATE(N) template class Binary<op::N>;
+EMBER_BINARY_OPS(EMBER_INSTANTIATE)
+#undef EMBER_INSTANTIATE
 }  // namespace ember
+#endif

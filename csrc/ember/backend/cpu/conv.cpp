@@ -10,17 +10,11 @@
 // through OpenBLAS directly; float16/bfloat16 are converted to float32 while
 // the columns are built and the GEMM result is converted back per block.
 
-#include <algorithm>
-#include <cstring>
-#include <mutex>
-#include <vector>
+#include "ember/backend/cpu/isa_unit.h"
 
-#include "ember/backend/cpu/blas.h"
 #include "ember/backend/cpu/kernel_utils.h"
-#include "ember/backend/cpu/threadpool.h"
-#include "ember/primitives/conv.h"
 
-namespace ember {
+namespace ember::cpu::EMBER_ISA_NS {
 
 namespace {
 
@@ -390,16 +384,27 @@ void run_floating(const char* name, array& out, F&& f) {
 }
 }  // namespace
 
-void ConvGeneral::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+void conv_eval(const ConvGeneral& prim, const std::vector<array>& inputs, std::vector<array>& outputs) {
   run_floating("ConvGeneral", outputs[0], [&](auto t) {
-    conv_impl<decltype(t)>(inputs[0], inputs[1], outputs[0], p_);
+    conv_impl<decltype(t)>(inputs[0], inputs[1], outputs[0], prim.params());
   });
 }
 
-void ConvWeightGrad::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+void conv_weight_grad_eval(const ConvWeightGrad& prim, const std::vector<array>& inputs, std::vector<array>& outputs) {
   run_floating("ConvWeightGrad", outputs[0], [&](auto t) {
-    weight_grad_impl<decltype(t)>(inputs[0], inputs[1], outputs[0], p_);
+    weight_grad_impl<decltype(t)>(inputs[0], inputs[1], outputs[0], prim.params());
   });
 }
 
+}  // namespace ember::cpu::EMBER_ISA_NS
+
+#if EMBER_ISA_BASE_UNIT
+namespace ember {
+void ConvGeneral::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  EMBER_ISA_CALL(conv_eval)(*this, inputs, outputs);
+}
+void ConvWeightGrad::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  EMBER_ISA_CALL(conv_weight_grad_eval)(*this, inputs, outputs);
+}
 }  // namespace ember
+#endif

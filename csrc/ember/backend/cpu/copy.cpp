@@ -1,49 +1,16 @@
-// Copies and conversions (AsType, dense copies of strided arrays), where(),
-// and the small helpers every kernel shares.
-#include <sstream>
+// Copies and conversions (AsType, dense copies of strided arrays) and
+// where(). Compiled once per ISA level (backend/cpu/isa.h); the entry
+// points copy_into / copy_to are in kernel_utils.cpp.
+#include "ember/backend/cpu/isa_unit.h"
 
-#include "ember/backend/cpu/copy.h"
 #include "ember/backend/cpu/kernel_utils.h"
 #include "ember/backend/cpu/loops.h"
-#include "ember/primitives/elementwise.h"
 
-namespace ember {
+namespace ember::cpu::EMBER_ISA_NS {
 
-namespace cpu {
-
-bool can_donate(const array& in, const array& out) {
-  return in.desc().use_count() == 1 && in.buffer() && in.buffer().use_count() == 1 && in.row_contiguous() &&
-         in.offset() == 0 && in.itemsize() == out.itemsize() && in.size() == out.size() && in.dtype() == out.dtype();
-}
-
-void alloc_or_donate(array& out, const std::vector<array>& inputs, size_t first) {
-  for (size_t i = first; i < inputs.size(); ++i) {
-    if (can_donate(inputs[i], out)) {
-      out.set_data(inputs[i].buffer());
-      return;
-    }
-  }
-  out.alloc();
-}
-
-void unsupported(const char* op, Dtype t) {
-  std::ostringstream os;
-  os << "[" << op << "] Not supported for dtype " << dtype_name(t) << ".";
-  throw std::invalid_argument(os.str());
-}
-
-Strides broadcast_strides(const array& a, const Shape& shape) {
-  Strides s(shape.size(), 0);
-  int off = static_cast<int>(shape.size()) - a.ndim();
-  for (int i = 0; i < a.ndim(); ++i) {
-    s[i + off] = a.shape()[i] == 1 ? 0 : a.strides()[i];
-  }
-  return s;
-}
-
-void copy_into(const array& src, const Shape& shape, const Strides& src_strides, char* src_base,
-               Dtype dst_dtype, const Strides& dst_strides, char* dst_base) {
-  dispatch_all(src.dtype(), [&](auto stag) {
+void copy_kernel(Dtype src_dtype, const Shape& shape, const Strides& src_strides, char* src_base, Dtype dst_dtype,
+                 const Strides& dst_strides, char* dst_base) {
+  dispatch_all(src_dtype, [&](auto stag) {
     using S = typename decltype(stag)::type;
     dispatch_all(dst_dtype, [&](auto dtag) {
       using D = typename decltype(dtag)::type;
@@ -65,35 +32,16 @@ void copy_into(const array& src, const Shape& shape, const Strides& src_strides,
   });
 }
 
-void copy_to(const array& src, array& dst) {
-  // src is broadcast to dst's shape; dst already has storage
-  Strides ss = broadcast_strides(src, dst.shape());
-  copy_into(src, dst.shape(), ss, src.data<char>(), dst.dtype(), dst.strides(), dst.data<char>());
-}
-
-}  // namespace cpu
-
-void copy_to_dense(const array& a, void* dst) {
-  Strides ds = row_strides(a.shape());
-  cpu::copy_into(a, a.shape(), a.strides(), a.data<char>(), a.dtype(), ds, static_cast<char*>(dst));
-}
-
-void AsType::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
-  array& out = outputs[0];
-  cpu::alloc_or_donate(out, inputs);
-  cpu::copy_to(inputs[0], out);
-}
-
-void Select::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+void select_eval(const std::vector<array>& inputs, std::vector<array>& outputs) {
   const array &c = inputs[0], &x = inputs[1], &y = inputs[2];
   array& out = outputs[0];
-  cpu::alloc_or_donate(out, inputs, 1);
-  Strides sc = cpu::broadcast_strides(c, out.shape()), sx = cpu::broadcast_strides(x, out.shape()),
-          sy = cpu::broadcast_strides(y, out.shape());
+  alloc_or_donate(out, inputs, 1);
+  Strides sc = broadcast_strides(c, out.shape()), sx = broadcast_strides(x, out.shape()),
+          sy = broadcast_strides(y, out.shape());
   dispatch_all(out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const int is = sizeof(T);
-    cpu::for_each_row<4>(
+    for_each_row<4>(
         out.shape(), {out.strides().data(), sc.data(), sx.data(), sy.data()},
         {out.data<char>(), c.data<char>(), x.data<char>(), y.data<char>()}, {is, 1, is, is},
         [](std::array<char*, 4> p, std::array<int64_t, 4> s, int64_t n) {
@@ -110,4 +58,20 @@ void Select::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outp
   });
 }
 
+}  // namespace ember::cpu::EMBER_ISA_NS
+
+#if EMBER_ISA_BASE_UNIT
+namespace ember {
+
+void AsType::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  array& out = outputs[0];
+  cpu::alloc_or_donate(out, inputs);
+  cpu::copy_to(inputs[0], out);
+}
+
+void Select::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  EMBER_ISA_CALL(select_eval)(inputs, outputs);
+}
+
 }  // namespace ember
+#endif

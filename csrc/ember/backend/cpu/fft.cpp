@@ -26,20 +26,10 @@
 // real row as a complex one, and odd C2R rebuilds the full Hermitian spectrum. Scratch comes from the caching allocator.
 // Rows are spread over the thread pool when there are enough of them;
 // otherwise each stage of a long transform is split across the threads.
-#include <cmath>
-#include <cstring>
-#include <map>
-#include <memory>
-#include <mutex>
-#include <vector>
+#include "ember/backend/cpu/isa_unit.h"
 
-#include "ember/allocator.h"
-#include "ember/backend/cpu/threadpool.h"
-#include "ember/primitives/fft.h"
+namespace ember::cpu::EMBER_ISA_NS {
 
-namespace ember {
-
-namespace cpu {
 namespace {
 
 constexpr int kMaxRadix = 32;
@@ -529,22 +519,17 @@ std::pair<float*, float*> transform(const Plan& P, float* ar, float* ai, float* 
 }
 
 }  // namespace
-}  // namespace cpu
 
-bool FFT::is_equivalent(const Primitive& o) const {
-  auto* p = dynamic_cast<const FFT*>(&o);
-  return p && p->kind_ == kind_ && p->axis_ == axis_ && p->inverse_ == inverse_ && p->n_ == n_ &&
-         p->scale_ == scale_;
-}
-
-void FFT::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+void fft_eval(const FFT& p, const std::vector<array>& inputs, std::vector<array>& outputs) {
+  using Kind = FFT::Kind;
+  constexpr Kind C2C = FFT::C2C, R2C = FFT::R2C, C2R = FFT::C2R;
   const array& in = inputs[0];
   array& out = outputs[0];
   out.alloc();
   if (out.size() == 0) return;
-  const int ax = axis_;
+  const int ax = p.axis();
   const int nd = in.ndim();
-  const int64_t n = n_;
+  const int64_t n = p.n();
   const int64_t Lin = in.shape(ax), Lout = out.shape(ax);
   const int64_t is = in.strides()[ax];
   const Strides ostr = row_strides(out.shape());
@@ -568,15 +553,15 @@ void FFT::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs
   // Even-length C2R runs the same packing backwards: with h = n/2,
   // Z_k = (X_k + conj X_(h-k)) + i w^-k (X_k - conj X_(h-k)) for k < h, whose
   // inverse transform holds x_2t in its real and x_2t+1 in its imaginary part.
-  const bool half_real = (kind_ == R2C || kind_ == C2R) && n % 2 == 0;
+  const bool half_real = (p.kind() == R2C || p.kind() == C2R) && n % 2 == 0;
   const int64_t tn = half_real ? n / 2 : n;  // complex transform length
   auto P = cpu::get_plan(tn);
   std::shared_ptr<const std::vector<float>> rtw;
   if (half_real) rtw = cpu::real_twiddles(n);
   const int64_t work_len = 4 * std::max<int64_t>(tn, P->bluestein ? P->M : 0);
-  const float scale = static_cast<float>(scale_);
-  const float sg = inverse_ ? -1.f : 1.f;  // conjugation of input and output
-  const Kind kind = kind_;
+  const float scale = static_cast<float>(p.scale());
+  const float sg = p.inverse() ? -1.f : 1.f;  // conjugation of input and output
+  const Kind kind = p.kind();
   const float* fin = kind == R2C ? in.data<float>() : reinterpret_cast<const float*>(in.data<complex64_t>());
   float* fout = kind == C2R ? out.data<float>() : reinterpret_cast<float*>(out.data<complex64_t>());
 
@@ -694,4 +679,20 @@ void FFT::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs
   }
 }
 
+}  // namespace ember::cpu::EMBER_ISA_NS
+
+#if EMBER_ISA_BASE_UNIT
+namespace ember {
+
+bool FFT::is_equivalent(const Primitive& o) const {
+  auto* p = dynamic_cast<const FFT*>(&o);
+  return p && p->kind_ == kind_ && p->axis_ == axis_ && p->inverse_ == inverse_ && p->n_ == n_ &&
+         p->scale_ == scale_;
+}
+
+void FFT::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  EMBER_ISA_CALL(fft_eval)(*this, inputs, outputs);
+}
+
 }  // namespace ember
+#endif

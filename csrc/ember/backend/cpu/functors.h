@@ -12,11 +12,13 @@
 #include <limits>
 #include <type_traits>
 
+#include "ember/backend/cpu/isa.h"
 #include "ember/backend/cpu/simd_math.h"
 #include "ember/dtype.h"
 #include "ember/primitives/elementwise.h"
 
 namespace ember::cpu {
+inline namespace EMBER_ISA_NS {  // one copy per ISA level (backend/cpu/isa.h)
 
 template <class T>
 constexpr bool is_int_v = std::is_integral_v<T> && !std::is_same_v<T, bool>;
@@ -398,4 +400,5 @@ EMBER_FN(NaNEqual) {
 };
 #undef EMBER_FN
 
+}  // namespace EMBER_ISA_NS
 }  // namespace ember::cpu

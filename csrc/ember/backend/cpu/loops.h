@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "ember/array.h"
+#include "ember/backend/cpu/isa.h"
 #include "ember/backend/cpu/threadpool.h"
 
 namespace ember::cpu {
@@ -39,6 +40,7 @@ using RowFn = void (*)(void* ctx, char* const* p, const int64_t* s, int64_t n);
 void for_each_row_impl(int nops, const Shape& shape, const int64_t* const* strides, char* const* base,
                        const int* itemsize, RowFn fn, void* ctx, int64_t grain);
 
+inline namespace EMBER_ISA_NS {  // one copy per ISA level (backend/cpu/isa.h)
 // Calls inner(ptrs, inner_strides, n) for runs along the last merged dim.
 template <int N, class F>
 void for_each_row(const Shape& shape, const std::array<const int64_t*, N>& strides,
@@ -58,4 +60,5 @@ void for_each_row(const Shape& shape, const std::array<const int64_t*, N>& strid
                     const_cast<void*>(static_cast<const void*>(&inner)), grain);
 }
 
+}  // namespace EMBER_ISA_NS
 }  // namespace ember::cpu

@@ -4,18 +4,15 @@
 // transpose flag; others are copied once. Work is split across cores by
 // Ember's pool (whole products of a batch, or row/column blocks of one
 // product) with OpenBLAS single-threaded inside. Integer and bool matmul use
-// a plain loop; half types are converted to float32 tile by tile.
+// a plain loop; half types are converted to float32 tile by tile. Compiled
+// once per ISA level (backend/cpu/isa.h): the conversions and the integer
+// loop vectorize for the level.
 
-#include <algorithm>
-#include <cstring>
+#include "ember/backend/cpu/isa_unit.h"
 
-#include "ember/backend/cpu/blas.h"
-#include "ember/backend/cpu/copy.h"
 #include "ember/backend/cpu/kernel_utils.h"
-#include "ember/backend/cpu/threadpool.h"
-#include "ember/primitives/linalg.h"
 
-namespace ember {
+namespace ember::cpu::EMBER_ISA_NS {
 
 namespace {
 
@@ -138,7 +135,7 @@ constexpr int64_t kParallelFlops = int64_t(1) << 21;  // below: one thread
 
 }  // namespace
 
-void Matmul::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+void matmul_eval(const std::vector<array>& inputs, std::vector<array>& outputs) {
   array& out = outputs[0];
   out.alloc();
   if (out.size() == 0) return;
@@ -182,4 +179,12 @@ void Matmul::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outp
   });
 }
 
+}  // namespace ember::cpu::EMBER_ISA_NS
+
+#if EMBER_ISA_BASE_UNIT
+namespace ember {
+void Matmul::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  EMBER_ISA_CALL(matmul_eval)(inputs, outputs);
+}
 }  // namespace ember
+#endif

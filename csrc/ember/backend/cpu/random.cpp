@@ -6,20 +6,11 @@
 // pair's value depends only on its key and counter, so the output does not
 // depend on how the work is split. Pairs are hashed in blocks of kBlock
 // counters with a branch-free loop the compiler vectorizes.
-#include <algorithm>
-#include <cmath>
-#include <cstring>
-#include <limits>
-#include <stdexcept>
-#include <string>
-#include <vector>
+#include "ember/backend/cpu/isa_unit.h"
 
-#include "ember/allocator.h"
 #include "ember/backend/cpu/simd_math.h"
-#include "ember/backend/cpu/threadpool.h"
-#include "ember/primitives/random.h"
 
-namespace ember {
+namespace ember::cpu::EMBER_ISA_NS {
 
 namespace {
 
@@ -72,7 +63,9 @@ inline void store_word(char* base, int64_t nbytes, int64_t w, uint32_t v) {
 
 }  // namespace
 
-void RandomBits::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+void random_bits_eval(const RandomBits& p, const std::vector<array>& inputs, std::vector<array>& outputs) {
+  using Kind = RandomBits::Kind;
+  constexpr Kind Bits = RandomBits::Bits, Uniform = RandomBits::Uniform;
   const array& keys = inputs[0];
   array& out = outputs[0];
   out.alloc();
@@ -86,7 +79,7 @@ void RandomBits::eval_cpu(const std::vector<array>& inputs, std::vector<array>& 
   const int64_t half = words / 2, odd = words % 2;
   const int64_t slots = half + odd;  // hash calls per key
   char* base = static_cast<char*>(out.raw_data());
-  const Kind kind = kind_;
+  const Kind kind = p.kind();
   const bool whole_words = (nbytes % 4 == 0);
 
   auto run = [&](int64_t begin, int64_t end) {
@@ -217,7 +210,7 @@ void cholesky_batch(const array& in, array& out) {
 
 }  // namespace
 
-void RandomCholesky::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+void random_cholesky_eval(const RandomCholesky&, const std::vector<array>& inputs, std::vector<array>& outputs) {
   array& out = outputs[0];
   out.alloc();
   if (inputs[0].dtype() == Dtype::float64) {
@@ -227,4 +220,18 @@ void RandomCholesky::eval_cpu(const std::vector<array>& inputs, std::vector<arra
   }
 }
 
+}  // namespace ember::cpu::EMBER_ISA_NS
+
+#if EMBER_ISA_BASE_UNIT
+namespace ember {
+
+void RandomBits::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  EMBER_ISA_CALL(random_bits_eval)(*this, inputs, outputs);
+}
+
+void RandomCholesky::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  EMBER_ISA_CALL(random_cholesky_eval)(*this, inputs, outputs);
+}
+
 }  // namespace ember
+#endif

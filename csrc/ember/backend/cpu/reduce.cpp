@@ -7,23 +7,14 @@
 // first transposed so the reduced dims come last. Sums accumulate in blocks
 // with 16 independent accumulators and combine blocks pairwise, so float32
 // sums stay accurate far past 2^24 elements.
-#include <algorithm>
-#include <cmath>
-#include <cstring>
-#include <type_traits>
-#include <limits>
-#include <memory>
-#include <sstream>
+#include "ember/backend/cpu/isa_unit.h"
 
-#include "ember/backend/cpu/copy.h"
 #include "ember/backend/cpu/functors.h"
 #include "ember/backend/cpu/kernel_utils.h"
 #include "ember/backend/cpu/loops.h"
-#include "ember/primitives/reduce.h"
 
-namespace ember {
+namespace ember::cpu::EMBER_ISA_NS {
 
-namespace cpu {
 namespace {
 
 template <class A>
@@ -223,25 +214,15 @@ void reduce_dense(const T* x, O* out, int64_t outer, int64_t R, int64_t K) {
 template <class T>
 using sum_out_t = typename SumOut<T>::type;
 
-}  // namespace cpu
-
-const char* Reduce::name() const {
-  static const char* names[] = {"Sum", "Prod", "Max", "Min", "All", "Any"};
-  return names[kind_];
-}
-
-bool Reduce::is_equivalent(const Primitive& o) const {
-  auto p = dynamic_cast<const Reduce*>(&o);
-  return p && p->kind_ == kind_ && p->axes_ == axes_;
-}
-
-void Reduce::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+void reduce_eval(const Reduce& p, const std::vector<array>& inputs, std::vector<array>& outputs) {
+  const auto kind = p.kind();
+  const auto& axes = p.axes();
   const array& in = inputs[0];
   array& out = outputs[0];
   out.alloc();
   const int nd = in.ndim();
   std::vector<bool> red(nd, false);
-  for (int a : axes_) red[a] = true;
+  for (int a : axes) red[a] = true;
 
   // Merge dims (skipping size-1 ones) into segments of the same kind.
   std::vector<int64_t> seg;
@@ -310,7 +291,7 @@ void Reduce::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outp
       using A = typename decltype(acc_tag)::type;
       using O = typename decltype(out_tag)::type;
       if (static_cast<int>(sizeof(O)) != out.itemsize() || type_to_dtype<O>::value != out.dtype()) {
-        cpu::unsupported(name(), out.dtype());
+        cpu::unsupported(p.name(), out.dtype());
       }
       if (R == 0) {
         O* o = out.data<O>();
@@ -321,44 +302,41 @@ void Reduce::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outp
     };
     using S = cpu::sum_out_t<T>;
     using SA = compute_t<S>;
-    switch (kind_) {
-      case And:
+    switch (kind) {
+      case Reduce::And:
         if constexpr (std::is_same_v<T, bool>) return run(Tag<cpu::AndOp>{}, Tag<bool>{}, Tag<bool>{});
         break;
-      case Or:
+      case Reduce::Or:
         if constexpr (std::is_same_v<T, bool>) return run(Tag<cpu::OrOp>{}, Tag<bool>{}, Tag<bool>{});
         break;
-      case Sum:
+      case Reduce::Sum:
         return run(Tag<cpu::SumOp<SA>>{}, Tag<SA>{}, Tag<S>{});
-      case Prod:
+      case Reduce::Prod:
         return run(Tag<cpu::ProdOp<SA>>{}, Tag<SA>{}, Tag<S>{});
-      case Max:
+      case Reduce::Max:
         if constexpr (std::is_same_v<T, bool>) return run(Tag<cpu::OrOp>{}, Tag<bool>{}, Tag<bool>{});
         else return run(Tag<cpu::MaxOp<C>>{}, Tag<C>{}, Tag<T>{});
-      case Min:
+      case Reduce::Min:
         if constexpr (std::is_same_v<T, bool>) return run(Tag<cpu::AndOp>{}, Tag<bool>{}, Tag<bool>{});
         else return run(Tag<cpu::MinOp<C>>{}, Tag<C>{}, Tag<T>{});
     }
-    cpu::unsupported(name(), in.dtype());
+    cpu::unsupported(p.name(), in.dtype());
   });
 }
 
-bool ArgReduce::is_equivalent(const Primitive& o) const {
-  auto p = dynamic_cast<const ArgReduce*>(&o);
-  return p && p->kind_ == kind_ && p->axis_ == axis_;
-}
-
-void ArgReduce::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+void arg_reduce_eval(const ArgReduce& p, const std::vector<array>& inputs, std::vector<array>& outputs) {
+  const auto kind = p.kind();
+  const int axis = p.axis();
   const array& in = inputs[0];
-  array& out = outputs[0];  // uint32, shape of `in` with axis_ size 1
+  array& out = outputs[0];  // uint32, shape of `in` with axis size 1
   out.alloc();
   if (out.size() == 0) return;
-  int64_t len = in.shape()[axis_];
+  int64_t len = in.shape()[axis];
   // iterate outputs with the input's strides; walk the axis for each
   Strides st = in.strides();
-  int64_t ax_stride = st[axis_];
-  st[axis_] = 0;
-  bool is_max = kind_ == ArgMax;
+  int64_t ax_stride = st[axis];
+  st[axis] = 0;
+  bool is_max = kind == ArgReduce::ArgMax;
   dispatch_all(in.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = compute_t<T>;
@@ -390,12 +368,7 @@ void ArgReduce::eval_cpu(const std::vector<array>& inputs, std::vector<array>& o
   });
 }
 
-bool Softmax::is_equivalent(const Primitive& o) const {
-  auto p = dynamic_cast<const Softmax*>(&o);
-  return p && p->precise_ == precise_;
-}
-
-void Softmax::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+void softmax_eval(const Softmax&, const std::vector<array>& inputs, std::vector<array>& outputs) {
   const array& in = inputs[0];
   array& out = outputs[0];
   std::shared_ptr<Buffer> tmp;
@@ -435,4 +408,42 @@ void Softmax::eval_cpu(const std::vector<array>& inputs, std::vector<array>& out
   });
 }
 
+}  // namespace ember::cpu::EMBER_ISA_NS
+
+#if EMBER_ISA_BASE_UNIT
+namespace ember {
+
+const char* Reduce::name() const {
+  static const char* names[] = {"Sum", "Prod", "Max", "Min", "All", "Any"};
+  return names[kind_];
+}
+
+bool Reduce::is_equivalent(const Primitive& o) const {
+  auto p = dynamic_cast<const Reduce*>(&o);
+  return p && p->kind_ == kind_ && p->axes_ == axes_;
+}
+
+bool ArgReduce::is_equivalent(const Primitive& o) const {
+  auto p = dynamic_cast<const ArgReduce*>(&o);
+  return p && p->kind_ == kind_ && p->axis_ == axis_;
+}
+
+bool Softmax::is_equivalent(const Primitive& o) const {
+  auto p = dynamic_cast<const Softmax*>(&o);
+  return p && p->precise_ == precise_;
+}
+
+void Reduce::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  EMBER_ISA_CALL(reduce_eval)(*this, inputs, outputs);
+}
+
+void ArgReduce::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  EMBER_ISA_CALL(arg_reduce_eval)(*this, inputs, outputs);
+}
+
+void Softmax::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  EMBER_ISA_CALL(softmax_eval)(*this, inputs, outputs);
+}
+
 }  // namespace ember
+#endif

@@ -79,8 +79,15 @@
 #endif
 #endif
 
+// Each ISA level's kernels get their own copy of these functions, compiled
+// for that level (see backend/cpu/isa.h): the inline namespace EMBER_ISA_NS.
+#if !defined(EMBER_ISA_NS)
+#define EMBER_ISA_NS v2
+#endif
+
 namespace ember {
 namespace simd {
+inline namespace EMBER_ISA_NS {
 
 // |x| up to which sin/cos/tan (float32) meet the 4 ulp bound (exhaustively
 // checked, with and without FMA). The reduction breaks down at 2^22 pi/2.
@@ -1028,5 +1035,6 @@ EMBER_SIMD_INLINE double erf(double x) {
   return copysign_(res, x);
 }
 
+}  // namespace EMBER_ISA_NS
 }  // namespace simd
 }  // namespace ember

@@ -8,8 +8,9 @@
 // comparison. Each row along the sorted axis is gathered (with its stride)
 // into a thread-local key buffer, sorted, and written out:
 //
-//   * sort, 32-bit keys (float32, int32, uint32): an AVX2 quicksort with a
-//     vectorized partition and bitonic networks for pieces of up to 1024;
+//   * sort, 32-bit keys (float32, int32, uint32), where the ISA level has
+//     AVX2: a quicksort with a vectorized partition and bitonic networks for
+//     pieces of up to 1024 (sort_simd.cpp);
 //   * other sorts and argsort: LSD radix sort on 8-bit digits, skipping
 //     digits that are equal across the row; rows too big for the cache get
 //     one MSD pass on the top digit first; std::sort for short rows;
@@ -35,13 +36,11 @@
 #include <numeric>
 #include <vector>
 
-#if defined(__AVX2__)
-#include <immintrin.h>
-#endif
 
 #include "ember/allocator.h"
 #include "ember/backend/cpu/copy.h"
 #include "ember/backend/cpu/functors.h"
+#include "ember/backend/cpu/isa.h"
 #include "ember/backend/cpu/kernel_utils.h"
 #include "ember/backend/cpu/loops.h"
 #include "ember/backend/cpu/threadpool.h"
@@ -355,240 +354,19 @@ E* radix_sort(E* a, E* t, int64_t n, bool parallel) {
   }
 }
 
-// --------------------------------------------------------------------------
-// AVX2 quicksort of int32 keys (the 32-bit sort path)
-//
-// Quicksort whose partition step classifies 8 keys per instruction against
-// the pivot and writes them to both ends with one permutation (a lookup
-// table of lane orders by comparison mask); reading U vectors at a time
-// from whichever end has less free room keeps every store inside space
-// already read. Pieces of up to 1024 keys are finished by a bitonic network
-// in registers: an 8-input sorting network per lane, an 8x8 transpose, then
-// bitonic merges of ever longer runs.
 
-#if defined(__AVX2__)
-namespace vsort {
-
-struct PermTable {
-  alignas(32) int32_t idx[256][8];
-  PermTable() {
-    for (int m = 0; m < 256; ++m) {  // lanes <= pivot first, then the others, each in order
-      int k = 0;
-      for (int j = 0; j < 8; ++j)
-        if (!(m >> j & 1)) idx[m][k++] = j;
-      for (int j = 0; j < 8; ++j)
-        if (m >> j & 1) idx[m][k++] = j;
-    }
-  }
-};
-inline const PermTable& perm_table() {
-  static const PermTable t;
-  return t;
-}
-
-inline __m256i reverse8(__m256i v) { return _mm256_permutevar8x32_epi32(v, _mm256_setr_epi32(7, 6, 5, 4, 3, 2, 1, 0)); }
-
-inline void cx(__m256i& a, __m256i& b) {
-  __m256i t = _mm256_min_epi32(a, b);
-  b = _mm256_max_epi32(a, b);
-  a = t;
-}
-
-// A bitonic vector sorted ascending (distances 4, 2, 1 within the vector).
-inline __m256i bitonic_clean(__m256i v) {
-  __m256i w = _mm256_permute2x128_si256(v, v, 1);
-  v = _mm256_blend_epi32(_mm256_min_epi32(v, w), _mm256_max_epi32(v, w), 0xF0);
-  w = _mm256_shuffle_epi32(v, _MM_SHUFFLE(1, 0, 3, 2));
-  v = _mm256_blend_epi32(_mm256_min_epi32(v, w), _mm256_max_epi32(v, w), 0xCC);
-  w = _mm256_shuffle_epi32(v, _MM_SHUFFLE(2, 3, 0, 1));
-  return _mm256_blend_epi32(_mm256_min_epi32(v, w), _mm256_max_epi32(v, w), 0xAA);
-}
-
-inline void transpose8(__m256i* r) {
-  __m256i t0 = _mm256_unpacklo_epi32(r[0], r[1]), t1 = _mm256_unpackhi_epi32(r[0], r[1]);
-  __m256i t2 = _mm256_unpacklo_epi32(r[2], r[3]), t3 = _mm256_unpackhi_epi32(r[2], r[3]);
-  __m256i t4 = _mm256_unpacklo_epi32(r[4], r[5]), t5 = _mm256_unpackhi_epi32(r[4], r[5]);
-  __m256i t6 = _mm256_unpacklo_epi32(r[6], r[7]), t7 = _mm256_unpackhi_epi32(r[6], r[7]);
-  __m256i u0 = _mm256_unpacklo_epi64(t0, t2), u1 = _mm256_unpackhi_epi64(t0, t2);
-  __m256i u2 = _mm256_unpacklo_epi64(t1, t3), u3 = _mm256_unpackhi_epi64(t1, t3);
-  __m256i u4 = _mm256_unpacklo_epi64(t4, t6), u5 = _mm256_unpackhi_epi64(t4, t6);
-  __m256i u6 = _mm256_unpacklo_epi64(t5, t7), u7 = _mm256_unpackhi_epi64(t5, t7);
-  r[0] = _mm256_permute2x128_si256(u0, u4, 0x20);
-  r[1] = _mm256_permute2x128_si256(u1, u5, 0x20);
-  r[2] = _mm256_permute2x128_si256(u2, u6, 0x20);
-  r[3] = _mm256_permute2x128_si256(u3, u7, 0x20);
-  r[4] = _mm256_permute2x128_si256(u0, u4, 0x31);
-  r[5] = _mm256_permute2x128_si256(u1, u5, 0x31);
-  r[6] = _mm256_permute2x128_si256(u2, u6, 0x31);
-  r[7] = _mm256_permute2x128_si256(u3, u7, 0x31);
-}
-
-// Merges the sorted runs r[0, K) and r[K, 2K) of vectors. Vectors from
-// `lim` on do not exist: they stand for +inf, which no compare-exchange
-// moves, so their work is skipped.
-template <int K>
-inline void merge_runs(__m256i* r, int lim) {
-  if (lim <= K) return;
-  for (int i = 0; i < K; ++i) {
-    const int j = 2 * K - 1 - i;  // second run reversed: the pair is bitonic
-    if (j >= lim) continue;
-    __m256i b = reverse8(r[j]), a = r[i];
-    r[i] = _mm256_min_epi32(a, b);
-    r[j] = _mm256_max_epi32(a, b);
-  }
-  for (int h = 0; h < 2; ++h) {
-    __m256i* q = r + h * K;
-    const int ql = std::min(K, lim - h * K);
-    for (int d = K / 2; d >= 1; d /= 2) {
-      for (int i = 0; i + d < ql; ++i) {
-        if ((i & d) == 0) cx(q[i], q[i + d]);
-      }
-    }
-    for (int i = 0; i < ql; ++i) q[i] = bitonic_clean(q[i]);
-  }
-}
-
-// 64 keys in 8 vectors, sorted in vector order.
-inline void sort64(__m256i* r) {
-  // Batcher's odd-even merge network on 8 inputs, each lane on its own
-  cx(r[0], r[1]), cx(r[2], r[3]), cx(r[4], r[5]), cx(r[6], r[7]);
-  cx(r[0], r[2]), cx(r[1], r[3]), cx(r[4], r[6]), cx(r[5], r[7]);
-  cx(r[1], r[2]), cx(r[5], r[6]);
-  cx(r[0], r[4]), cx(r[1], r[5]), cx(r[2], r[6]), cx(r[3], r[7]);
-  cx(r[2], r[4]), cx(r[3], r[5]);
-  cx(r[1], r[2]), cx(r[3], r[4]), cx(r[5], r[6]);
-  transpose8(r);  // 8 sorted runs of 8
-  for (int i = 0; i < 8; i += 2) merge_runs<1>(r + i, 2);
-  for (int i = 0; i < 8; i += 4) merge_runs<2>(r + i, 4);
-  merge_runs<4>(r, 8);
-}
-
-// a[0, n), n <= 8 * NV, by a bitonic network over whole 64-key groups.
-template <int NV>
-void sort_net(int32_t* a, int64_t n) {
-  alignas(32) int32_t buf[NV * 8];
-  const int nv = static_cast<int>((n + 63) / 64) * 8;
-  std::memcpy(buf, a, static_cast<size_t>(n) * 4);
-  for (int64_t i = n; i < nv * 8; ++i) buf[i] = std::numeric_limits<int32_t>::max();
-  __m256i r[NV];
-  for (int i = 0; i < nv; ++i) r[i] = _mm256_load_si256(reinterpret_cast<const __m256i*>(buf + 8 * i));
-  for (int i = 0; i < nv; i += 8) sort64(r + i);
-  if constexpr (NV >= 16)
-    for (int i = 0; i < nv; i += 16) merge_runs<8>(r + i, nv - i);
-  if constexpr (NV >= 32)
-    for (int i = 0; i < nv; i += 32) merge_runs<16>(r + i, nv - i);
-  if constexpr (NV >= 64)
-    for (int i = 0; i < nv; i += 64) merge_runs<32>(r + i, nv - i);
-  if constexpr (NV >= 128) merge_runs<64>(r, nv);
-  for (int i = 0; i < nv; ++i) _mm256_store_si256(reinterpret_cast<__m256i*>(buf + 8 * i), r[i]);
-  std::memcpy(a, buf, static_cast<size_t>(n) * 4);
-}
-
-constexpr int64_t kLeaf = 1024;
-
-void sort_small(int32_t* a, int64_t n) {
-  if (n <= 16) {
-    for (int64_t i = 1; i < n; ++i) {  // insertion sort
-      int32_t x = a[i];
-      int64_t j = i;
-      for (; j > 0 && a[j - 1] > x; --j) a[j] = a[j - 1];
-      a[j] = x;
-    }
-  } else if (n <= 64) {
-    sort_net<8>(a, n);
-  } else if (n <= 128) {
-    sort_net<16>(a, n);
-  } else if (n <= 256) {
-    sort_net<32>(a, n);
-  } else if (n <= 512) {
-    sort_net<64>(a, n);
-  } else {
-    sort_net<128>(a, n);
-  }
-}
-
-// Partitions a[0, n) (n >= 16U): a[0, m) <= p < a[m, n); returns m.
-template <int U>
-int64_t partition(int32_t* a, int64_t n, int32_t p) {
-  const PermTable& T = perm_table();
-  const __m256i P = _mm256_set1_epi32(p);
-  __m256i save[2 * U];  // both ends, read first: room for the first writes
-  for (int i = 0; i < U; ++i) {
-    save[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + 8 * i));
-    save[U + i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + n - 8 * (i + 1)));
-  }
-  int64_t lr = 8 * U, rr = n - 8 * U, lw = 0, rw = n;  // read / write fronts
-  for (int64_t rem = (rr - lr) % (8 * U); rem > 0; --rem) {
-    int32_t x = a[lr++];
-    if (x <= p) a[lw++] = x;
-    else a[--rw] = x;
-  }
-  auto put = [&](__m256i v) {
-    int m = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(v, P)));
-    __m256i w = _mm256_permutevar8x32_epi32(v, _mm256_load_si256(reinterpret_cast<const __m256i*>(T.idx[m])));
-    int gt = __builtin_popcount(static_cast<unsigned>(m));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(a + lw), w);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(a + rw - 8), w);
-    lw += 8 - gt;
-    rw -= gt;
-  };
-  while (rr > lr) {
-    const bool left = lr - lw <= rw - rr;  // read where the room is smaller
-    const int64_t at = left ? lr : rr - 8 * U;
-    lr += left ? 8 * U : 0;
-    rr -= left ? 0 : 8 * U;
-    __m256i v[U];
-    for (int i = 0; i < U; ++i) v[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + at + 8 * i));
-    for (int i = 0; i < U; ++i) put(v[i]);
-  }
-  for (int i = 0; i < 2 * U; ++i) put(save[i]);
-  return lw;
-}
-
-inline int32_t med3(int32_t a, int32_t b, int32_t c) { return std::max(std::min(a, b), std::min(std::max(a, b), c)); }
-
-void quicksort(int32_t* a, int64_t n, int depth) {
-  while (n > kLeaf) {
-    if (depth-- == 0) {  // pathological pivots: fall back to introsort
-      std::sort(a, a + n);
-      return;
-    }
-    const int64_t s = n / 8;
-    const int32_t p = med3(med3(a[0], a[s], a[2 * s]), med3(a[3 * s], a[4 * s], a[5 * s]),
-                           med3(a[6 * s], a[7 * s], a[n - 1]));
-    int64_t m = partition<4>(a, n, p);
-    if (m == n) {  // nothing above the pivot: split off the keys equal to it
-      if (p == std::numeric_limits<int32_t>::min()) return;
-      n = partition<4>(a, n, p - 1);
-      continue;
-    }
-    if (m < n - m) {
-      quicksort(a, m, depth);
-      a += m;
-      n -= m;
-    } else {
-      quicksort(a + m, n - m, depth);
-      n = m;
-    }
-  }
-  sort_small(a, n);
-}
-
-void sort(int32_t* a, int64_t n) {
-  int depth = 2 * (64 - __builtin_clzll(static_cast<unsigned long long>(n) | 1));
-  quicksort(a, n, depth);
-}
-
-}  // namespace vsort
-
-// One huge row on all threads: the top levels of the quicksort split the row
+// One huge row on all threads (levels with a vector sort): the top levels of
+// the quicksort split the row
 // into 4 parts per thread (the parts of a level partitioned in parallel,
 // around the median of a sample), then the threads sort the parts, each
 // taking the next one when done.
 int32_t* par_sort_i32(int32_t* a, int64_t n) {
+  constexpr int64_t kLeaf = 1024;  // parts this small are not split further
   const int nt = num_threads();
+  const auto sort_part = EMBER_ISA_CALL(sort_i32);
+  const auto partition = EMBER_ISA_CALL(partition_i32);
   if (nt <= 1) {
-    vsort::sort(a, n);
+    sort_part(a, n);
     return a;
   }
   struct Part {
@@ -601,7 +379,7 @@ int32_t* par_sort_i32(int32_t* a, int64_t n) {
     dynamic_for(static_cast<int64_t>(parts.size()), no_state, [&](int64_t i, NoState&) {
       Part p = parts[i];
       int32_t* x = a + p.begin;
-      if (p.done || p.len <= vsort::kLeaf) {
+      if (p.done || p.len <= kLeaf) {
         next[2 * i] = p;
         next[2 * i + 1] = {p.begin + p.len, 0, true};
         return;
@@ -610,10 +388,10 @@ int32_t* par_sort_i32(int32_t* a, int64_t n) {
       for (int j = 0; j < 63; ++j) sample[j] = x[(j * 2 + 1) * p.len / 126];
       std::nth_element(sample, sample + 31, sample + 63);
       const int32_t pivot = sample[31];
-      int64_t m = vsort::partition<4>(x, p.len, pivot);
+      int64_t m = partition(x, p.len, pivot);
       bool upper_equal = false;
       if (m == p.len) {  // nothing above the pivot: split off the keys equal to it
-        m = pivot == std::numeric_limits<int32_t>::min() ? 0 : vsort::partition<4>(x, p.len, pivot - 1);
+        m = pivot == std::numeric_limits<int32_t>::min() ? 0 : partition(x, p.len, pivot - 1);
         upper_equal = true;
       }
       next[2 * i] = {p.begin, m, false};
@@ -624,17 +402,16 @@ int32_t* par_sort_i32(int32_t* a, int64_t n) {
       if (p.len > 0) parts.push_back(p);
     }
     bool any_open = false;
-    for (const Part& p : parts) any_open |= !p.done && p.len > vsort::kLeaf;
+    for (const Part& p : parts) any_open |= !p.done && p.len > kLeaf;
     if (!any_open) break;
   }
   // largest parts first, so the last ones to finish are small
   std::sort(parts.begin(), parts.end(), [](const Part& x, const Part& y) { return x.len > y.len; });
   dynamic_for(static_cast<int64_t>(parts.size()), no_state, [&](int64_t i, NoState&) {
-    if (!parts[i].done) vsort::sort(a + parts[i].begin, parts[i].len);
+    if (!parts[i].done) sort_part(a + parts[i].begin, parts[i].len);
   });
   return a;
 }
-#endif  // __AVX2__
 
 // --------------------------------------------------------------------------
 // rows along an axis
@@ -830,25 +607,18 @@ void sort_values_row(const KeyOps<K>& ops, const void* xv, int64_t st, int64_t n
     auto* e = arg_sort_row(ops, xv, st, n, s, par);
     for (int64_t i = 0; i < n; ++i) o[i * ost] = x[Arg<K>::index(e[i]) * st];
   } else {
-#if defined(__AVX2__)
-    // 32-bit keys go to the vectorized quicksort as int32: flip the top bit
-    constexpr bool vec = std::is_same_v<K, uint32_t>;
-#else
-    constexpr bool vec = false;
-#endif
-    constexpr K flip = vec ? static_cast<K>(K(1) << (sizeof(K) * 8 - 1)) : K(0);
+    // 32-bit keys go to the vectorized quicksort as int32 (flip the top
+    // bit) where the ISA level has one
+    const bool vec = std::is_same_v<K, uint32_t> && isa_level() >= kIsaAvx2;
+    const K flip = vec ? static_cast<K>(K(1) << (sizeof(K) * 8 - 1)) : K(0);
     K* k = s.keys.get(n);
     const bool special = gather_row(ops, xv, st, n, k, flip, par);  // -0 / NaN: bits to restore
-#if defined(__AVX2__)
-    if constexpr (vec) {
+    if (vec) {
       int32_t* ik = reinterpret_cast<int32_t*>(k);
-      k = reinterpret_cast<K*>(par ? par_sort_i32(ik, n) : (vsort::sort(ik, n), ik));
+      k = reinterpret_cast<K*>(par ? par_sort_i32(ik, n) : (EMBER_ISA_CALL(sort_i32)(ik, n), ik));
     } else {
       k = radix_sort<K, 0, sizeof(K)>(k, s.ktmp.get(n), n, par);
     }
-#else
-    k = radix_sort<K, 0, sizeof(K)>(k, s.ktmp.get(n), n, par);
-#endif
     chunked(n, par, [&](int64_t b, int64_t e) { ops.emit(k, b, e, ov, ost, flip); });
     // The keys folded -0 onto +0 and all NaNs together: their exact values
     // go back in input order (the sort is stable).

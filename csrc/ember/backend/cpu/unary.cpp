@@ -1,11 +1,15 @@
 // Unary elementwise kernels: Unary<Op>::eval_cpu for every op in the list.
+// Compiled once per ISA level (backend/cpu/isa.h).
+#include "ember/backend/cpu/isa_unit.h"
+
 #include "ember/backend/cpu/functors.h"
 #include "ember/backend/cpu/kernel_utils.h"
 #include "ember/backend/cpu/loops.h"
+#include "ember/primitives/elementwise.h"
 
-namespace ember {
+namespace ember::cpu::EMBER_ISA_NS {
 
-namespace cpu {
+namespace {
 template <class T, class O, class F>
 void unary_loop(const array& a, array& out, F f) {
   using C = compute_t<T>;
@@ -22,20 +26,33 @@ void unary_loop(const array& a, array& out, F f) {
         }
       });
 }
-}  // namespace cpu
+}  // namespace
 
 template <class Op>
-void Unary<Op>::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+void unary_eval(const std::vector<array>& inputs, std::vector<array>& outputs) {
   const array& a = inputs[0];
   array& out = outputs[0];
-  cpu::alloc_or_donate(out, inputs);
-  cpu::dispatch_elementwise<cpu::Fn<Op>, 1>(Op::name, a.dtype(), out, [&](auto t, auto o) {
-    cpu::unary_loop<typename decltype(t)::type, typename decltype(o)::type>(a, out, cpu::Fn<Op>{});
+  alloc_or_donate(out, inputs);
+  dispatch_elementwise<Fn<Op>, 1>(Op::name, a.dtype(), out, [&](auto t, auto o) {
+    unary_loop<typename decltype(t)::type, typename decltype(o)::type>(a, out, Fn<Op>{});
   });
 }
 
-#define EMBER_INSTANTIATE(N) template class Unary<op::N>;
+#define EMBER_INSTANTIATE(N) \
+  template void unary_eval<op::N>(const std::vector<array>&, std::vector<array>&);
 EMBER_UNARY_OPS(EMBER_INSTANTIATE)
 #undef EMBER_INSTANTIATE
 
+}  // namespace ember::cpu::EMBER_ISA_NS
+
+#if EMBER_ISA_BASE_UNIT
+namespace ember {
+template <class Op>
+void Unary<Op>::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  EMBER_ISA_CALL(unary_eval<Op>)(inputs, outputs);
+}
+#define EMBER_INSTANTIATE(N) template class Unary<op::N>;
+EMBER_UNARY_OPS(EMBER_INSTANTIATE)
+#undef EMBER_INSTANTIATE
 }  // namespace ember
+#endif
