@@ -36,28 +36,25 @@ def pe_ref(w, x, y):
     return 2 * r[:, None] * x
 
 
+def _pe_loss(m):
+    """The squared error of one example, in module `m`'s ops."""
+    return lambda w, xi, yi: m.square(m.sum(xi * w) - yi)
+
+
 def pe_mlx(mx, w, x, y):
-    def loss(w, xi, yi):
-        return mx.square(mx.sum(xi * w) - yi)
-    f = mx.vmap(mx.grad(loss), in_axes=(None, 0, 0))
+    f = mx.vmap(mx.grad(_pe_loss(mx)), in_axes=(None, 0, 0))
     return lambda: f(w, x, y)
 
 
 def pe_jax(jnp, w, x, y):
     import jax
-
-    def loss(w, xi, yi):
-        return jnp.square(jnp.sum(xi * w) - yi)
-    f = jax.jit(jax.vmap(jax.grad(loss), in_axes=(None, 0, 0)))
+    f = jax.jit(jax.vmap(jax.grad(_pe_loss(jnp)), in_axes=(None, 0, 0)))
     return lambda: f(w, x, y)
 
 
 def pe_torch(torch, w, x, y):
     from torch.func import grad, vmap
-
-    def loss(w, xi, yi):
-        return torch.square(torch.sum(xi * w) - yi)
-    f = vmap(grad(loss), in_dims=(None, 0, 0))
+    f = vmap(grad(_pe_loss(torch)), in_dims=(None, 0, 0))
     return lambda: f(w, x, y)
 
 
@@ -110,37 +107,32 @@ def mlp_ref(*arrs):
     return (loss, *grads)
 
 
-def mlp_mlx(mx, *arrs, jit=False):
+def _mlp_step(m, value_and_grad, compile_fn, logsumexp, arrs, jit):
+    """One value_and_grad step of the MLP's loss, (loss, *grads), in an
+    MLX-like API (module `m` and its transforms); compiled when `jit`."""
     params, x, y = list(arrs[:-2]), arrs[-2], arrs[-1]
 
     def loss(params, x, y):
-        logits = _mlp_forward(mx, params, x, lambda h: mx.maximum(h, 0), mx.logsumexp)
-        return mx.mean(mx.logsumexp(logits, axis=1) - mx.sum(logits * y, axis=1))
-    vg = mx.value_and_grad(loss)
+        logits = _mlp_forward(m, params, x, lambda h: m.maximum(h, 0), logsumexp)
+        return m.mean(logsumexp(logits, axis=1) - m.sum(logits * y, axis=1))
+    vg = value_and_grad(loss)
     if jit:
-        vg = mx.compile(vg)
+        vg = compile_fn(vg)
 
     def step():
         v, g = vg(params, x, y)
         return (v, *g)
     return step
+
+
+def mlp_mlx(mx, *arrs, jit=False):
+    # mx.compile looked up only when used: Ember has none yet
+    return _mlp_step(mx, mx.value_and_grad, lambda f: mx.compile(f), mx.logsumexp, arrs, jit)
 
 
 def mlp_jax(jnp, *arrs, jit=False):
     import jax
-    params, x, y = list(arrs[:-2]), arrs[-2], arrs[-1]
-
-    def loss(params, x, y):
-        logits = _mlp_forward(jnp, params, x, lambda h: jnp.maximum(h, 0), None)
-        return jnp.mean(jax.nn.logsumexp(logits, axis=1) - jnp.sum(logits * y, axis=1))
-    vg = jax.value_and_grad(loss)
-    if jit:
-        vg = jax.jit(vg)
-
-    def step():
-        v, g = vg(params, x, y)
-        return (v, *g)
-    return step
+    return _mlp_step(jnp, jax.value_and_grad, jax.jit, jax.nn.logsumexp, arrs, jit)
 
 
 def mlp_torch(torch, *arrs):

@@ -8,9 +8,10 @@ runs each case's implementation, checks its result against a float64 NumPy
 reference *before* any time counts, and times it: warm-up runs, then the median
 of N runs, each run synchronized the way the framework needs (``mx.eval`` for
 ember/mlx, ``block_until_ready`` for jax; numpy and CPU torch are eager). The
-parent process prints one table: a row per case, a column per framework with
-the case's metric, and a final column with Ember's ratio to the best peer
-(> 1 means Ember is faster, whatever the metric's direction).
+parent process prints a header (the machine, and each framework's version,
+threads and ISA level), then the table: a row per case, a column per
+framework with the case's metric, and a final column with Ember's ratio to
+the best peer (> 1 means Ember is faster, whatever the metric's direction).
 
 A framework that is not importable is skipped with a note ("n/a" in its
 column). A case with no implementation for a framework shows "—" there.
@@ -31,6 +32,20 @@ one-time work (``jax.jit``, ``torch.compile``, ``mx.compile``) belongs in
 ``impl``; the first call of ``fn`` (compilation) falls in the warm-up. An
 implementation for "mlx" is used for "ember" too unless the case gives one
 for "ember": Ember's API is MLX's.
+
+Every run's time is kept: the main table shows each case's median, a second
+table the spread (lowest / median / highest over all timed runs of all
+rounds), so that a peer whose speed jumps between two modes shows as such.
+
+``--isa LEVEL`` (baseline = x86-64-v2, avx2 = x86-64-v3, avx512 = x86-64-v4)
+caps every framework at that level through its own control, set in the
+environment of the worker processes (see ``isa_environment``); each worker
+reports the level its framework actually runs at (``Adapter.isa``), and the
+table header prints it per framework.
+
+A script may add options and table columns: ``main(..., add_args=f)`` calls
+``f(parser)``; ``main(..., extras=g)`` calls ``g(args, by_fw, machine)`` after
+the runs, which returns an :class:`Extras` (more columns, header lines, JSON).
 """
 
 from __future__ import annotations
@@ -43,6 +58,7 @@ import math
 import os
 import platform
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -52,6 +68,8 @@ import traceback
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
+
+from machine import LoadMeter, cache_dir, cpu_info
 
 FRAMEWORKS = ("ember", "numpy", "torch", "jax", "mlx")
 PEERS = ("numpy", "torch", "jax", "mlx")
@@ -105,11 +123,193 @@ class Case:
 
 
 # --------------------------------------------------------------------------
+# ISA levels: what the CPU has, and each framework's own cap
+
+ISA_LEVELS = ("baseline", "avx2", "avx512")    # x86-64-v2, -v3, -v4
+PSABI = {"baseline": "x86-64-v2", "avx2": "x86-64-v3", "avx512": "x86-64-v4"}
+# /proc/cpuinfo flags each level needs (the psABI's lists)
+LEVEL_FLAGS = (
+    {"cx16", "lahf_lm", "popcnt", "sse4_1", "sse4_2", "ssse3"},
+    {"avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave"},
+    {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"},
+)
+# the flags the header lists
+SHOWN_FLAGS = ("avx2", "fma", "avx512f", "avx512bw", "avx512dq", "avx512vl",
+               "avx512_vnni", "avx512_bf16", "avx512_fp16", "avx_vnni", "amx_tile")
+
+# Each framework's control, and its value per level. OpenBLAS's core type is
+# a forced choice, not a cap: it is only set below the CPU's own level (a
+# forced SkylakeX on a CPU without AVX-512 would crash).
+ISA_CAPS = {
+    "EMBER_ISA": ("baseline", "avx2", "avx512"),
+    "OPENBLAS_CORETYPE": ("Nehalem", "Haswell", "SkylakeX"),
+    "ATEN_CPU_CAPABILITY": ("default", "avx2", "avx512"),
+    "ONEDNN_MAX_CPU_ISA": ("SSE41", "AVX2", "AVX512_CORE"),
+    "MKL_ENABLE_INSTRUCTIONS": ("SSE4_2", "AVX2", "AVX512"),
+    "XLA_FLAGS": ("SSE4_2", "AVX2", "AVX512"),      # --xla_cpu_max_isa=...
+}
+
+
+def cpu_level(flags) -> int:
+    """Index into ISA_LEVELS of the best level the flags allow (-1: none)."""
+    level = -1
+    for need in LEVEL_FLAGS:
+        if not need <= set(flags):
+            break
+        level += 1
+    return level
+
+
+def _numpy_umath():
+    try:
+        from numpy._core import _multiarray_umath as u      # NumPy 2
+    except ImportError:
+        from numpy.core import _multiarray_umath as u       # NumPy 1
+    return u
+
+
+def numpy_level(name: str) -> int:
+    """The level index a NumPy SIMD target needs (3: above x86-64-v4)."""
+    if name in ("X86_V4", "AVX512F", "AVX512CD", "AVX512_SKX", "AVX512BW",
+                "AVX512DQ", "AVX512VL"):
+        return 2
+    if name.startswith("AVX512"):
+        return 3                       # _CLX, _CNL, _ICL, _SPR, VNNI, FP16, ...
+    if name in ("X86_V3", "AVX", "AVX2", "FMA3", "F16C", "FMA4", "XOP"):
+        return 1
+    return 0
+
+
+def isa_environment(level: str, cpu: int) -> Dict[str, str]:
+    """The environment that caps every framework at `level` (on a CPU whose
+    own level index is `cpu`): Ember, OpenBLAS (NumPy's and Ember's), NumPy's
+    SIMD dispatch, PyTorch (ATen, oneDNN, MKL) and XLA. MLX has no control."""
+    i = min(ISA_LEVELS.index(level), max(cpu, 0))
+    env = {k: v[i] for k, v in ISA_CAPS.items()}
+    if i >= cpu:
+        del env["OPENBLAS_CORETYPE"]
+    env["XLA_FLAGS"] = " ".join(
+        [f for f in os.environ.get("XLA_FLAGS", "").split()
+         if not f.startswith("--xla_cpu_max_isa")] + [f"--xla_cpu_max_isa={env['XLA_FLAGS']}"])
+    # Only the targets this NumPy dispatches to: NumPy 1.x raises on others,
+    # NumPy 2.x ignores them silently (so that AVX512F alone does not turn
+    # off its X86_V4 target).
+    off = [t for t in _numpy_umath().__cpu_dispatch__ if numpy_level(t) > i]
+    if off:
+        env["NPY_DISABLE_CPU_FEATURES"] = " ".join(off)
+    return env
+
+
+def loaded_libraries() -> List[str]:
+    """The files mapped into this process (/proc/self/maps), in load order."""
+    try:
+        with open("/proc/self/maps") as f:
+            return list(dict.fromkeys(line.split()[-1] for line in f if "/" in line))
+    except OSError:
+        return []
+
+
+def openblas_cores() -> Dict[str, str]:
+    """{library file: core type} of every OpenBLAS loaded in this process."""
+    import ctypes
+    cores = {}
+    for p in loaded_libraries():
+        if "openblas" not in os.path.basename(p).lower():
+            continue
+        lib = ctypes.CDLL(p)
+        for sym in ("openblas_get_corename", "scipy_openblas_get_corename",
+                    "openblas_get_corename64_", "scipy_openblas_get_corename64_"):
+            fn = getattr(lib, sym, None)
+            if fn is not None:
+                fn.restype = ctypes.c_char_p
+                cores[os.path.basename(p)] = fn().decode()
+                break
+    return cores
+
+
+def _openblas_text(cores: Dict[str, str]) -> str:
+    return ", ".join(f"OpenBLAS {c}" for c in sorted(set(cores.values())))
+
+
+def capture_stdout(fn) -> str:
+    """What `fn()` writes to file descriptor 1 (C libraries' printf too)."""
+    import ctypes
+    sys.stdout.flush()
+    libc = ctypes.CDLL(None)
+    saved = os.dup(1)
+    with tempfile.TemporaryFile() as f:
+        os.dup2(f.fileno(), 1)
+        try:
+            fn()
+            libc.fflush(None)
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+        f.seek(0)
+        return f.read().decode(errors="replace")
+
+
+def vector_isa_of_object(path: str) -> str:
+    """The widest vector ISA the machine code in an object file or shared
+    library uses (from objdump's disassembly)."""
+    objdump = shutil.which("objdump")
+    if not objdump:
+        return "unverified (no objdump)"
+    evex = re.compile(r"[xy]mm(1[6-9]|2\d|3[01])\b|%k[1-7]|\{1to\d+\}")
+    seen = set()
+    with subprocess.Popen([objdump, "-d", "--no-show-raw-insn", path], text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as proc:
+        for line in proc.stdout:
+            if "mm" not in line:
+                continue
+            if "zmm" in line:
+                seen.add("zmm")
+                proc.kill()
+                break
+            if evex.search(line):
+                seen.add("evex")
+            seen.update(k for k in ("ymm", "xmm", "vfmadd") if k in line)
+    if "zmm" in seen:
+        return "AVX-512 (zmm)"
+    if "evex" in seen:
+        return "AVX-512VL (EVEX on ymm)"
+    if "ymm" in seen:
+        return "AVX2 (ymm)" if "vfmadd" in seen else "AVX (ymm)"
+    return "SSE (xmm)" if "xmm" in seen else "scalar"
+
+
+def cached_vector_isa(path: str) -> str:
+    """vector_isa_of_object for a large library, cached by path, size and
+    modification time (a disassembly takes seconds)."""
+    st = os.stat(path)
+    key = f"{path}|{st.st_size}|{int(st.st_mtime)}"
+    cache = os.path.join(cache_dir(), "vector_isa.json")
+    try:
+        with open(cache) as f:
+            known = json.load(f)
+    except (OSError, ValueError):
+        known = {}
+    if key not in known:
+        known[key] = vector_isa_of_object(path)
+        os.makedirs(os.path.dirname(cache), exist_ok=True)
+        with open(cache, "w") as f:
+            json.dump(known, f, indent=1)
+    return known[key]
+
+
+def loaded_library(prefix: str) -> Optional[str]:
+    """The first library loaded in this process whose file name starts with
+    `prefix`."""
+    return next((p for p in loaded_libraries() if os.path.basename(p).startswith(prefix)), None)
+
+
+# --------------------------------------------------------------------------
 # Framework adapters
 
 
 class Adapter:
     name = ""
+    isa_env: Sequence[str] = ()    # the environment variables that cap its ISA
 
     def __init__(self):
         self.m = None          # the module handed to implementations
@@ -118,6 +318,9 @@ class Adapter:
 
     def load(self):            # import; raise on failure
         raise NotImplementedError
+
+    def isa(self) -> str:      # the vector ISA it runs at, as it reports it
+        return ""
 
     def convert(self, a: np.ndarray):
         raise NotImplementedError
@@ -131,6 +334,7 @@ class Adapter:
 
 class NumpyAdapter(Adapter):
     name = "numpy"
+    isa_env = ("NPY_DISABLE_CPU_FEATURES", "OPENBLAS_CORETYPE")
 
     def load(self):
         self.m = np
@@ -144,12 +348,23 @@ class NumpyAdapter(Adapter):
         except Exception:
             pass
 
+    def isa(self):
+        u = _numpy_umath()
+        on = [t for t in u.__cpu_dispatch__ if u.__cpu_features__.get(t)]
+        off = [t for t in u.__cpu_dispatch__ if t not in on]
+        level = max([0] + [numpy_level(t) for t in list(u.__cpu_baseline__) + on])
+        text = f"{ISA_LEVELS[min(level, 2)]} (SIMD {' + '.join(list(u.__cpu_baseline__) + on)}"
+        text += f"; off: {' '.join(off)})" if off else ")"
+        blas = _openblas_text(openblas_cores())
+        return text + (f", {blas}" if blas else "")
+
     def convert(self, a):
         return a
 
 
 class TorchAdapter(Adapter):
     name = "torch"
+    isa_env = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS")
 
     def load(self):
         import torch
@@ -158,6 +373,25 @@ class TorchAdapter(Adapter):
         # Default threads, as shipped; recorded, not changed.
         self.info["threads"] = torch.get_num_threads()
         self.info["interop_threads"] = torch.get_num_interop_threads()
+
+    def isa(self):
+        """ATen's kernel level, and what oneDNN (convolutions) and MKL
+        (matmul) print in verbose mode for one small call each."""
+        torch = self.m
+        parts = [f"ATen {torch.backends.cpu.get_cpu_capability()}"]
+
+        def probe():
+            with torch.backends.mkldnn.verbose(torch.backends.mkldnn.VERBOSE_ON), \
+                    torch.backends.mkl.verbose(torch.backends.mkl.VERBOSE_ON):
+                x = torch.ones(4, 32, 32, 32).contiguous(memory_format=torch.channels_last)
+                torch.nn.functional.conv2d(x, torch.ones(64, 32, 3, 3))
+                torch.ones(64, 64) @ torch.ones(64, 64)
+        text = capture_stdout(probe)
+        m = re.search(r"onednn_verbose.*,isa:(.*)", text)
+        parts.append(f"oneDNN {m.group(1).strip() if m else '?'}")
+        m = re.search(r"architecture.*?\(Intel\(R\) ([^()]+)\)", text)
+        parts.append(f"MKL {m.group(1).strip() if m else '?'}")
+        return ", ".join(parts)
 
     def convert(self, a):
         return self.m.from_numpy(np.require(a, requirements="C"))
@@ -168,6 +402,7 @@ class TorchAdapter(Adapter):
 
 class JaxAdapter(Adapter):
     name = "jax"
+    isa_env = ("XLA_FLAGS",)
 
     def load(self):
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
@@ -177,6 +412,26 @@ class JaxAdapter(Adapter):
         self.m = jnp
         self.version = jax.__version__
         self.info["devices"] = [str(d) for d in jax.devices()]
+
+    def isa(self):
+        """The vectors in the machine code XLA generates for a small
+        elementwise function (compiled with a dump of its object file).
+        Library kernels XLA calls (Eigen convolutions, XNNPACK dots)
+        dispatch on their own and are not covered."""
+        jnp = self.m
+        with tempfile.TemporaryDirectory() as d:
+            f = self.jax.jit(lambda x: jnp.tanh(x) * 2 + x)
+            f.lower(jnp.ones(4096, jnp.float32)).compile(compiler_options={"xla_dump_to": d})
+            objs = [os.path.join(d, p) for p in sorted(os.listdir(d)) if p.endswith(".o")]
+            opts = "".join(open(os.path.join(d, p)).read() for p in os.listdir(d)
+                           if p.endswith(".debug_options"))
+            m = re.search(r'xla_cpu_max_isa: "([^"]*)"', opts)
+            code = vector_isa_of_object(objs[0]) if objs else "?"
+        # Measured: with --xla_cpu_max_isa=SSE4_2, conv2d 3x3 still runs
+        # above the 128-bit peak; the flag reaches XLA's own code only.
+        return f"XLA codegen {code}" + (
+            f", max_isa {m.group(1)} (XLA's library kernels, convolutions and dots, "
+            "dispatch on their own: not capped)" if m else "")
 
     def convert(self, a):
         x = self.jax.device_put(a)
@@ -192,7 +447,8 @@ class MlxLikeAdapter(Adapter):
     def load(self):
         import importlib
         self.m = importlib.import_module(self.module)
-        self.version = getattr(self.m, "__version__", "")
+        top = sys.modules.get(self.module.split(".")[0])
+        self.version = getattr(self.m, "__version__", "") or getattr(top, "__version__", "")
         try:
             self.info["device"] = str(self.m.default_device())
         except Exception:
@@ -214,12 +470,20 @@ class MlxAdapter(MlxLikeAdapter):
     name = "mlx"
     module = "mlx.core"
 
+    def isa(self):
+        """MLX has no ISA control: what its library's machine code uses."""
+        lib = loaded_library("libmlx")
+        code = cached_vector_isa(lib) if lib else "?"
+        return f"no ISA control; libmlx code {code}"
+
 
 class EmberAdapter(MlxLikeAdapter):
     name = "ember"
     module = "ember.core"
+    isa_env = ("EMBER_ISA", "OPENBLAS_CORETYPE")
 
     def load(self):
+        self._blas_before = set(openblas_cores())
         try:
             super().load()
         except ImportError as first:
@@ -235,6 +499,17 @@ class EmberAdapter(MlxLikeAdapter):
                 except Exception:
                     pass
             raise first
+
+    def isa(self):
+        """Ember's level from ``__config__()`` (also kept whole in the
+        result as "config"), and the core of the OpenBLAS it loaded."""
+        cfg = self.m.__config__()
+        self.config = cfg
+        cores = {k: v for k, v in openblas_cores().items() if k not in self._blas_before}
+        blas = _openblas_text(cores or openblas_cores())
+        return (f"{cfg['isa']} of {cfg['isa_supported']} supported"
+                + ("" if cfg.get("isa_dispatch", True) else ", no dispatch")
+                + (f", {blas}" if blas else ""))
 
 
 ADAPTERS = {"ember": EmberAdapter, "numpy": NumpyAdapter, "torch": TorchAdapter,
@@ -340,10 +615,16 @@ def time_case(adapter: Adapter, case: Case, inputs, ref, warmup: int,
     err = check(adapter, case, out, ref)
     if err:
         return {"status": "wrong", "error": "last timed run: " + err}
+    return ok_result(case, times)
+
+
+def ok_result(case: Case, times: List[float]) -> Dict[str, Any]:
+    """A timed case's result: every run's time, and the median's value in
+    the case's metric."""
     med = statistics.median(times)
     to_value, _ = METRICS[case.metric]
-    return {"status": "ok", "median_s": med, "min_s": min(times),
-            "runs": len(times), "value": to_value(case.amount, med)}
+    return {"status": "ok", "median_s": med, "min_s": min(times), "max_s": max(times),
+            "runs": len(times), "times": times, "value": to_value(case.amount, med)}
 
 
 def run_framework(fw: str, cases: List[Case], args) -> Dict[str, Any]:
@@ -357,7 +638,17 @@ def run_framework(fw: str, cases: List[Case], args) -> Dict[str, Any]:
                       note=f"not importable: {type(e).__name__}: {e}".strip())
         log(f"[{fw}] skipped: {result['note']}")
         return result
+    try:
+        adapter.info["isa"] = adapter.isa()
+    except Exception as e:  # noqa: BLE001 - a failed probe is reported, not fatal
+        adapter.info["isa"] = f"unknown ({type(e).__name__}: {e})"[:200]
+    cap = " ".join(f"{k}={os.environ[k]!r}" if " " in os.environ[k] else f"{k}={os.environ[k]}"
+                   for k in adapter.isa_env if k in os.environ)
+    if cap:
+        adapter.info["cap"] = cap
     result.update(available=True, version=adapter.version, info=adapter.info)
+    if getattr(adapter, "config", None):
+        result["config"] = adapter.config
     log(f"[{fw}] {adapter.version} {adapter.info if adapter.info else ''}".rstrip())
 
     for case in cases:
@@ -410,61 +701,28 @@ def machine_info() -> Dict[str, Any]:
     info = {"python": platform.python_version(), "platform": platform.platform(),
             "cpus": os.cpu_count()}
     try:
-        with open("/proc/cpuinfo") as f:
-            text = f.read()
-        m = re.search(r"^model name\s*:\s*(.*)$", text, re.M)
-        info["cpu"] = m.group(1).strip() if m else platform.processor()
-        flags = set(re.search(r"^flags\s*:\s*(.*)$", text, re.M).group(1).split())
-        isa = [f for f in ("avx2", "fma", "avx512f", "avx512bw", "avx512_bf16",
-                           "avx512_vnni", "amx_tile") if f in flags]
-        info["isa"] = " ".join(isa)
+        model, flags = cpu_info()
+        info["cpu"] = model
+        info["cpu_flags"] = " ".join(f for f in SHOWN_FLAGS if f in flags)
+        info["cpu_level"] = cpu_level(flags)
     except Exception:
         info["cpu"] = platform.processor()
     try:
         info["loadavg"] = [round(x, 2) for x in os.getloadavg()]
     except OSError:
         pass
-    env = {k: os.environ[k] for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
-                                      "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                                      "MKL_NUM_THREADS", "XLA_FLAGS")
+    # ISA controls are shown on each framework's line, not here.
+    env = {k: os.environ[k] for k in ("OPENBLAS_L2_SIZE", "OMP_NUM_THREADS",
+                                      "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
            if k in os.environ}
     if env:
         info["env"] = env
     return info
 
 
-def _cpu_seconds():
-    """(busy CPU seconds of the whole machine, CPU seconds of this process
-    and its waited-for children), or None where /proc/stat is missing."""
-    try:
-        with open("/proc/stat") as f:
-            v = [int(x) for x in f.readline().split()[1:]]
-    except (OSError, ValueError):
-        return None
-    # user nice system idle iowait irq softirq steal ...: all but idle/iowait
-    busy = sum(v) - v[3] - (v[4] if len(v) > 4 else 0)
-    t = os.times()
-    return busy / os.sysconf("SC_CLK_TCK"), t.user + t.system + \
-        t.children_user + t.children_system
-
-
-class LoadMeter:
-    """How many cores other processes kept busy while the benchmark ran."""
-
-    def __init__(self):
-        self.t0 = time.perf_counter()
-        self.c0 = _cpu_seconds()
-
-    def other_cores(self) -> Optional[float]:
-        c1 = _cpu_seconds()
-        dt = time.perf_counter() - self.t0
-        if self.c0 is None or c1 is None or dt <= 0:
-            return None
-        other = (c1[0] - self.c0[0]) - (c1[1] - self.c0[1])
-        return max(0.0, other / dt)
-
-
-def cell(res: Optional[Dict[str, Any]], avail: bool, has_impl: bool) -> str:
+def cell(res: Optional[Dict[str, Any]], avail: bool, has_impl: bool, text=None) -> str:
+    """A table cell: `text(res)` (default: the median's value) when the case
+    ran fine, else why not."""
     if not avail:
         return "n/a"
     if not has_impl:
@@ -472,8 +730,17 @@ def cell(res: Optional[Dict[str, Any]], avail: bool, has_impl: bool) -> str:
     if res is None:
         return "FAIL"
     if res["status"] == "ok":
-        return fmt(res["value"])
+        return text(res) if text else fmt(res["value"])
     return {"wrong": "WRONG", "error": "ERROR"}.get(res["status"], "FAIL")
+
+
+def spread_values(case: Case, res: Dict[str, Any]) -> List[float]:
+    """[lowest, median, highest] of the metric over all timed runs (of every
+    round) of an ok result."""
+    sp = res.get("spread") or {"min_s": res["min_s"], "median_s": res["median_s"],
+                               "max_s": res["max_s"]}
+    to_value, _ = METRICS[case.metric]
+    return sorted(to_value(case.amount, sp[k]) for k in ("min_s", "median_s", "max_s"))
 
 
 def ratio(case: Case, by_fw: Dict[str, Dict[str, Any]]):
@@ -492,13 +759,49 @@ def ratio(case: Case, by_fw: Dict[str, Dict[str, Any]]):
     return best[0], r
 
 
-def print_table(title: str, cases: List[Case], by_fw: Dict[str, Dict[str, Any]],
-                frameworks: Sequence[str], machine: Dict[str, Any], rounds: int = 1):
-    out = sys.stdout
-    print(f"\n## {title}\n", file=out)
+@dataclasses.dataclass
+class Extras:
+    """What a script adds to its table (see ``main(..., extras=...)``)."""
+
+    columns: List[Any] = dataclasses.field(default_factory=list)  # (header, case -> text)
+    lines: List[str] = dataclasses.field(default_factory=list)    # under the header
+    json: Dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+def markdown_table(header: Sequence[str], rows: List[List[str]], left: int = 2) -> str:
+    """A Markdown table, its first `left` columns left-aligned, the rest right."""
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+    right = [i >= left for i in range(len(header))]
+
+    def line(vals):
+        return "| " + " | ".join(str(v).rjust(w) if r else str(v).ljust(w)
+                                 for v, w, r in zip(vals, widths, right)) + " |"
+    sep = "|" + "|".join(("-" * (w + 1) + ":") if r else ("-" * (w + 2))
+                         for w, r in zip(widths, right)) + "|"
+    return "\n".join([line(header), sep] + [line(r) for r in rows])
+
+
+def _level_name(i: Optional[int]) -> str:
+    if i is None:
+        return "?"
+    return f"{ISA_LEVELS[i]} = {PSABI[ISA_LEVELS[i]]}" if i >= 0 else "below x86-64-v2"
+
+
+def print_header(by_fw: Dict[str, Dict[str, Any]], frameworks: Sequence[str],
+                 machine: Dict[str, Any], out):
     m = machine
-    print(f"machine: {m.get('cpu')} ({m.get('cpus')} CPUs; {m.get('isa', '')}); "
-          f"Python {m.get('python')}; load avg {m.get('loadavg')}", file=out)
+    print(f"machine: {m.get('cpu')} ({m.get('cpus')} CPUs; flags: {m.get('cpu_flags', '?')}; "
+          f"best level {_level_name(m.get('cpu_level'))}); Python {m.get('python')}; "
+          f"load avg {m.get('loadavg')}", file=out)
+    cfg = by_fw.get("ember", {}).get("config")
+    if cfg:
+        print(f"Ember runs at {cfg.get('isa')} ({PSABI.get(cfg.get('isa'), '?')}); the best this "
+              f"CPU supports is {cfg.get('isa_supported')} (Ember's levels: "
+              f"{', '.join(cfg.get('isa_levels', []))}; {cfg.get('num_threads')} threads)", file=out)
+    if m.get("isa_cap"):
+        print(f"--isa {m['isa_cap']}: every framework capped at {PSABI[m['isa_cap']]} through "
+              "its own control (cap=, and the level it reports, isa=, on its line); "
+              "MLX has no control", file=out)
     oc = m.get("other_cores")
     if oc is not None:
         warn = (" — the machine was shared: numbers are unreliable, rerun when idle"
@@ -515,31 +818,34 @@ def print_table(title: str, cases: List[Case], by_fw: Dict[str, Dict[str, Any]],
                   file=out)
         else:
             print(f"- {fw}: n/a — {r.get('note', 'not run')}", file=out)
+
+
+def print_table(title: str, cases: List[Case], by_fw: Dict[str, Dict[str, Any]],
+                frameworks: Sequence[str], machine: Dict[str, Any], rounds: int = 1,
+                extras: Optional[Extras] = None):
+    out = sys.stdout
+    extras = extras or Extras()
+    print(f"\n## {title}\n", file=out)
+    print_header(by_fw, frameworks, machine, out)
+    for line in extras.lines:
+        print(line, file=out)
     print(file=out)
 
-    header = ["workload", "metric", *frameworks, "best peer", "ember/best"]
+    def row(case, text=None):
+        r = [case.name, case.metric]
+        for fw in frameworks:
+            f = by_fw.get(fw, {})
+            r.append(cell(f.get("results", {}).get(case.name), bool(f.get("available")),
+                          case.impl_for(fw) is not None, text and (lambda res: text(case, res))))
+        return r
+
     rows = []
     for case in cases:
-        row = [case.name, case.metric]
-        for fw in frameworks:
-            r = by_fw.get(fw, {})
-            row.append(cell(r.get("results", {}).get(case.name),
-                            bool(r.get("available")), case.impl_for(fw) is not None))
         best, rr = ratio(case, by_fw)
-        row.append(best or "—")
-        row.append("n/a" if rr is None else f"{rr:.2f}×")
-        rows.append(row)
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
-    right = [False, False] + [True] * (len(header) - 2)
-
-    def line(vals):
-        return "| " + " | ".join(str(v).rjust(w) if r else str(v).ljust(w)
-                                 for v, w, r in zip(vals, widths, right)) + " |"
-    print(line(header), file=out)
-    print("|" + "|".join(("-" * (w + 1) + ":") if r else ("-" * (w + 2))
-                         for w, r in zip(widths, right)) + "|", file=out)
-    for row in rows:
-        print(line(row), file=out)
+        rows.append(row(case) + [best or "—", "n/a" if rr is None else f"{rr:.2f}×"]
+                    + [col(case) for _, col in extras.columns])
+    print(markdown_table(["workload", "metric", *frameworks, "best peer", "ember/best",
+                          *[h for h, _ in extras.columns]], rows), file=out)
 
     problems = []
     for case in cases:
@@ -554,6 +860,26 @@ def print_table(title: str, cases: List[Case], by_fw: Dict[str, Dict[str, Any]],
     print(f"\nmedian of timed runs after warm-up{best_of}; every result checked against "
           "NumPy first. ember/best > 1: Ember is faster than the best peer. "
           "n/a: not importable; —: no such variant.", file=out)
+
+    # The spread: a framework whose runs fall into two modes shows it here.
+    rows = []
+    for case in cases:
+        widest = []
+        for fw in frameworks:
+            r = by_fw.get(fw, {}).get("results", {}).get(case.name)
+            if r and r["status"] == "ok":
+                lo, _, hi = spread_values(case, r)
+                widest.append((hi / lo if lo > 0 else math.inf, fw))
+        w = max(widest) if widest else None
+        rows.append(row(case, lambda c, r: " / ".join(fmt(v) for v in spread_values(c, r)))
+                    + [f"{w[1]} {w[0]:.2f}×" if w else "—"])
+    print("\n### spread over timed runs (lowest / median / highest)\n", file=out)
+    print(markdown_table(["workload", "metric", *frameworks, "widest"], rows), file=out)
+    over = f"all timed runs of the {rounds} rounds" if rounds > 1 else "all timed runs"
+    print(f"\nlowest / median / highest of the metric over {over}; widest: the framework "
+          "whose highest / lowest ratio is the largest. A wide spread is the VM's drift "
+          "or a framework switching between two speeds: rerun with --rounds 3 to tell.",
+          file=out)
     out.flush()
 
 
@@ -561,7 +887,7 @@ def print_table(title: str, cases: List[Case], by_fw: Dict[str, Dict[str, Any]],
 # Entry point
 
 
-def parse_args(argv=None):
+def parse_args(argv=None, add_args=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true",
                    help="fewer runs (1 warm-up, 3 timed): a smoke test, not a measurement")
@@ -580,12 +906,20 @@ def parse_args(argv=None):
                         "take their median over more of the VM's drift (default 1, quick 0)")
     p.add_argument("--rounds", type=int, default=1,
                    help="run every framework this many times, alternating the order, "
-                        "and keep each case's fastest round (default 1)")
+                        "and keep each case's fastest round; the spread table covers "
+                        "every round (default 1)")
+    p.add_argument("--isa", choices=ISA_LEVELS,
+                   help="cap every framework at this x86-64 level (baseline = v2, avx2 = v3, "
+                        "avx512 = v4) through its own control (EMBER_ISA, OPENBLAS_CORETYPE, "
+                        "NPY_DISABLE_CPU_FEATURES, ATEN_CPU_CAPABILITY, ONEDNN_MAX_CPU_ISA, "
+                        "MKL_ENABLE_INSTRUCTIONS, XLA_FLAGS=--xla_cpu_max_isa); MLX has none")
     p.add_argument("--in-process", action="store_true",
                    help="run all frameworks in this process (debugging; timings "
-                        "may disturb one another)")
+                        "may disturb one another; NumPy's caps do not apply)")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--worker-out", help=argparse.SUPPRESS)
+    if add_args:
+        add_args(p)
     a = p.parse_args(argv)
     a.repeat = a.repeat or (3 if a.quick else 10)
     a.warmup = a.warmup if a.warmup is not None else (1 if a.quick else 2)
@@ -607,7 +941,8 @@ def select(cases: List[Case], pattern: Optional[str]) -> List[Case]:
 
 
 def _run_worker(fw: str, args) -> Dict[str, Any]:
-    """One framework over the selected cases, in its own process."""
+    """One framework over the selected cases, in its own process (which
+    inherits this one's environment, --isa's caps included)."""
     if args.in_process:
         return run_framework(fw, args.cases, args)
     with tempfile.TemporaryDirectory() as d:
@@ -623,20 +958,33 @@ def _run_worker(fw: str, args) -> Dict[str, Any]:
             "note": f"worker exited with status {proc.returncode}"}
 
 
-def _best_of(prev: Optional[Dict[str, Any]], new: Dict[str, Any]) -> Dict[str, Any]:
-    """Merge one round into the previous ones: per case, the fastest ok run."""
-    if prev is None or not prev.get("available"):
-        return new
-    for name, r in new.get("results", {}).items():
-        old = prev["results"].get(name)
-        if old is None or (r["status"] == "ok" and
-                           (old["status"] != "ok" or r["median_s"] < old["median_s"])):
-            prev["results"][name] = r
-    return prev
+def combine_rounds(rounds: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """One framework's rounds as one result: per case, the ok round with the
+    fastest median (the main table), plus "spread" over the timed runs of
+    every ok round (the spread table)."""
+    out = dict(next((r for r in rounds if r.get("available")), rounds[-1]), results={})
+    for name in dict.fromkeys(n for r in rounds for n in r.get("results", {})):
+        rs = [r["results"][name] for r in rounds if name in r.get("results", {})]
+        ok = [r for r in rs if r["status"] == "ok"]
+        if not ok:
+            out["results"][name] = rs[-1]
+            continue
+        best = dict(min(ok, key=lambda r: r["median_s"]))
+        times = [t for r in ok for t in r["times"]]
+        best["spread"] = {"min_s": min(times), "median_s": statistics.median(times),
+                          "max_s": max(times), "runs": len(times), "rounds": len(ok),
+                          "round_medians_s": [r["median_s"] for r in ok]}
+        out["results"][name] = best
+    return out
 
 
-def main(cases: List[Case], title: str = "Ember benchmarks", argv=None) -> int:
-    args = parse_args(argv)
+def main(cases: List[Case], title: str = "Ember benchmarks", argv=None,
+         add_args: Optional[Callable[[argparse.ArgumentParser], None]] = None,
+         extras: Optional[Callable[[Any, Dict[str, Any], Dict[str, Any]], Extras]] = None) -> int:
+    """Run `cases` for every framework and print the tables. `add_args(parser)`
+    adds a script's own options; `extras(args, by_fw, machine)`, called after
+    the runs, returns an :class:`Extras` for the table."""
+    args = parse_args(argv, add_args)
     cases = select(cases, args.only)
     args.cases = cases
     names = [c.name for c in cases]
@@ -653,44 +1001,62 @@ def main(cases: List[Case], title: str = "Ember benchmarks", argv=None) -> int:
         log(f"no workload matches --only {args.only!r}")
         return 1
     machine = machine_info()
+    if args.isa:
+        env = isa_environment(args.isa, machine.get("cpu_level", 2))
+        os.environ.update(env)           # the workers inherit it
+        machine.update(isa_cap=args.isa, isa_env=env)
     meter = LoadMeter()
-    by_fw: Dict[str, Dict[str, Any]] = {}
-    # Rounds alternate the framework order (forward, then reversed) and keep
-    # each case's fastest round: this VM's speed drifts by 10-30% over tens of
-    # seconds, and one pass in a fixed order hands that drift to whichever
-    # framework ran during the slow stretch.
+    rounds: Dict[str, List[Dict[str, Any]]] = {fw: [] for fw in args.frameworks}
+    # Rounds alternate the framework order (forward, then reversed): this
+    # VM's speed drifts by 10-30% over tens of seconds, and one pass in a
+    # fixed order hands that drift to whichever framework ran during the
+    # slow stretch.
     for rnd in range(args.rounds):
-        order = args.frameworks if rnd % 2 == 0 else args.frameworks[::-1]
-        for fw in order:
-            res = _run_worker(fw, args)
-            by_fw[fw] = _best_of(by_fw.get(fw), res)
+        for fw in (args.frameworks if rnd % 2 == 0 else args.frameworks[::-1]):
+            rounds[fw].append(_run_worker(fw, args))
+    by_fw = {fw: combine_rounds(rs) for fw, rs in rounds.items()}
 
     oc = meter.other_cores()
     if oc is not None:
         machine["other_cores"] = round(oc, 3)
-    print_table(title, cases, by_fw, args.frameworks, machine, args.rounds)
+    ext = extras(args, by_fw, machine) if extras else Extras()
+    print_table(title, cases, by_fw, args.frameworks, machine, args.rounds, ext)
     if args.json:
-        rows = []
-        for case in cases:
-            best, rr = ratio(case, by_fw)
-            rows.append({"workload": case.name, "metric": case.metric,
-                         "amount": case.amount, "best_peer": best,
-                         "ember_vs_best": rr,
-                         "results": {fw: by_fw.get(fw, {}).get("results", {}).get(case.name)
-                                     for fw in args.frameworks}})
-        doc = {"title": title, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-               "argv": sys.argv, "machine": machine,
-               "settings": {"quick": args.quick, "repeat": args.repeat,
-                            "warmup": args.warmup, "max_seconds": args.max_seconds,
-                            "min_seconds": args.min_seconds, "rounds": args.rounds,
-                            "in_process": args.in_process},
-               "frameworks": {fw: {k: v for k, v in by_fw.get(fw, {}).items()
-                                   if k != "results"} for fw in args.frameworks},
-               "rows": rows}
-        with open(args.json, "w") as f:
-            json.dump(doc, f, indent=1, ensure_ascii=False)
-        log(f"saved {args.json}")
+        write_json(args, title, cases, by_fw, machine, ext)
     return 0
+
+
+def write_json(args, title: str, cases: List[Case], by_fw: Dict[str, Dict[str, Any]],
+               machine: Dict[str, Any], ext: Extras):
+    """Machine, settings, each framework's line and every result (its runs'
+    times left out; min/median/max kept, in seconds and in the metric)."""
+    rows = []
+    for case in cases:
+        best, rr = ratio(case, by_fw)
+        results = {}
+        for fw in args.frameworks:
+            r = by_fw.get(fw, {}).get("results", {}).get(case.name)
+            if r is not None:
+                r = {k: v for k, v in r.items() if k != "times"}
+                if r["status"] == "ok":
+                    r["spread_values"] = dict(zip(("lowest", "median", "highest"),
+                                                  spread_values(case, r)))
+            results[fw] = r
+        rows.append({"workload": case.name, "metric": case.metric,
+                     "amount": case.amount, "best_peer": best,
+                     "ember_vs_best": rr, "results": results})
+    doc = {"title": title, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+           "argv": sys.argv, "machine": machine,
+           "settings": {"quick": args.quick, "repeat": args.repeat,
+                        "warmup": args.warmup, "max_seconds": args.max_seconds,
+                        "min_seconds": args.min_seconds, "rounds": args.rounds,
+                        "isa": args.isa, "in_process": args.in_process},
+           "frameworks": {fw: {k: v for k, v in by_fw.get(fw, {}).items()
+                               if k != "results"} for fw in args.frameworks},
+           "rows": rows, **({"extras": ext.json} if ext.json else {})}
+    with open(args.json, "w") as f:
+        json.dump(doc, f, indent=1, ensure_ascii=False)
+    log(f"saved {args.json}")
 
 
 def _passthrough(args) -> List[str]:
