@@ -1,14 +1,33 @@
-// ConvGeneral on the CPU: blocked im2col + BLAS for every configuration.
-// The output rows (n, output position) are taken in blocks of bounded size,
-// split across the pool (OpenBLAS single-threaded inside); for each block the
-// column matrix col[r][g][kernel position][c] (zeros where the dilated,
-// padded input has no element) is built, then one GEMM per group multiplies
-// it with that group's weights:
-//   out[rows, g*Og:(g+1)*Og] = col_g[rows, K*Cg] @ w_g[Og, K*Cg]^T.
-// Strides, padding (negative included), kernel and input dilation and flip
-// only change which input element a column entry reads. float32/float64 go
-// through OpenBLAS directly; float16/bfloat16 are converted to float32 while
-// the columns are built and the GEMM result is converted back per block.
+// ConvGeneral and ConvWeightGrad on the CPU: register-blocked implicit GEMM,
+// compiled once per ISA level (backend/cpu/isa.h), so the tiles below are
+// sized for the level's vectors and registers.
+//
+// Every configuration goes through one description of the input: for each
+// output row (n, output position) and kernel position, a pointer to the
+// row's input channels (a zero run where the dilated, padded input has no
+// element). Strides, padding (negative included), kernel and input dilation
+// and flip only change those pointers (kernel_offsets). Nothing is copied
+// into a column matrix.
+//
+//   forward   out[r, g*Og + o] = sum_{kpos, c} src[r][kpos][g*Cg + c] * w[g*Og + o, kpos, c]
+//             A tile of MR rows x NR vectors of output channels stays in
+//             registers; each (kpos, c) step loads NR weight vectors once and
+//             broadcasts one input value per row (FMA:load = MR*NR : MR+NR).
+//             The weights are packed once per call (or taken from a cache
+//             while the same weight array is reused) as
+//             [group][column block][kpos][c][NR*W], and the (kpos, c) range
+//             is cut into chunks whose weights fit in L1; the output block
+//             of a task is accumulated chunk by chunk.
+//   depthwise (groups == channels, one output per group) vectorizes over the
+//             channels instead: acc[r][c-vector] += x[src(r, kpos)][c] * w[c, kpos].
+//   weight    dW[g*Og + o, kpos, c] = sum_r ct[r, g*Og + o] * src[r][kpos][g*Cg + c]:
+//   gradient  tiles of MR input channels x NR vectors of output channels,
+//             accumulated over a fixed partition of the rows (partial sums
+//             added in partition order, so the result does not depend on the
+//             thread count), then transposed to (O, *K, Cg).
+//
+// float16/bfloat16 are converted to float32 first and the result converted
+// back; float64 runs the same kernels on double vectors.
 
 #include "ember/backend/cpu/isa_unit.h"
 
@@ -18,163 +37,95 @@ namespace ember::cpu::EMBER_ISA_NS {
 
 namespace {
 
-constexpr int64_t kBlockElems = int64_t(1) << 18;  // elements of one task's column block
+// ---------------------------------------------------------------- vectors
+
+constexpr int kVectorBytes = EMBER_ISA_VECTOR_BYTES;
+
+template <class A>
+struct Simd {
+  static constexpr int W = kVectorBytes / static_cast<int>(sizeof(A));
+  typedef A V __attribute__((vector_size(kVectorBytes)));
+};
+
+// a * b + c, fused where the level has FMA (the baseline multiplies, then adds)
+template <class V>
+inline V vfma(V a, V b, V c) {
+  using E = std::remove_reference_t<decltype(a[0])>;
+#if EMBER_ISA_HAS_AVX512
+  if constexpr (sizeof(V) == 64) {
+    if constexpr (sizeof(E) == 4) return (V)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+    else return (V)_mm512_fmadd_pd((__m512d)a, (__m512d)b, (__m512d)c);
+  }
+#endif
+#if EMBER_ISA_HAS_AVX2
+  if constexpr (sizeof(V) == 32) {
+    if constexpr (sizeof(E) == 4) return (V)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
+    else return (V)_mm256_fmadd_pd((__m256d)a, (__m256d)b, (__m256d)c);
+  }
+#endif
+  (void)sizeof(E);
+  return a * b + c;
+}
+
+template <class V, class A>
+inline V vload(const A* p) {
+  V v;
+  std::memcpy(&v, p, sizeof(V));
+  return v;
+}
+template <class V, class A>
+inline void vstore(A* p, V v) {
+  std::memcpy(p, &v, sizeof(V));
+}
+// x in every lane (x - +0 is x for every x, -0 included, so this is a plain broadcast)
+template <class V, class A>
+inline V splat(A x) {
+  return x - V{};
+}
+
+// Scratch from Ember's allocator: 64-byte aligned (vector loads of packed
+// weights that straddle cache lines run at half speed) and recycled by its
+// cache.
+template <class A>
+struct Scratch {
+  std::shared_ptr<Buffer> buf;
+  A* data = nullptr;
+  int64_t size = 0;
+  explicit Scratch(int64_t n, A fill = A(0)) : buf(allocator::malloc(static_cast<size_t>(std::max<int64_t>(n, 1)) * sizeof(A))),
+                                                data(static_cast<A*>(buf->ptr())), size(n) {
+    std::fill(data, data + n, fill);
+  }
+};
+
+// Tile shapes per level: NR vectors of output channels x MR rows, as many
+// accumulators as the registers hold with room for the operands (32 vector
+// registers with AVX-512, 16 below it).
+template <class A>
+constexpr int max_nr() {
+  return EMBER_ISA_HAS_AVX512 ? 4 : 2;
+}
+template <class A>
+constexpr int rows_for(int nr) {
+  if (EMBER_ISA_HAS_AVX512) return nr >= 4 ? 6 : 8;
+  return nr >= 2 ? (EMBER_ISA_HAS_AVX2 ? 6 : 4) : 8;
+}
+// Weight bytes of one chunk of the forward reduction: they stream from L2
+// (faster than cutting the reduction shorter to stay in L1, which costs
+// reloading the accumulators from the output); longer reductions are cut.
+constexpr int64_t kChunkBytes = 256 << 10;
+// output rows of a forward task (its pointer table and output block)
+constexpr int64_t kBlockRows = 256;
+
+// ---------------------------------------------------------------- geometry
 
 struct Geometry {
   int D = 0;
   int64_t N = 0, C = 0, O = 0, G = 1, Cg = 0, Og = 0;
-  int64_t S[3] = {1, 1, 1}, K[3] = {1, 1, 1}, OS[3] = {1, 1, 1};
+  int64_t K[3] = {1, 1, 1}, OS[3] = {1, 1, 1};
   int64_t in_d[3] = {1, 1, 1};
   int64_t Kprod = 1, KC = 0, OSprod = 1, rows = 0;
   int64_t in_stride[3] = {0, 0, 0};  // element strides of the dense input's spatial dims
   int64_t in_batch = 0;
-};
-
-template <class A>
-void gemm(int64_t M, int64_t N, int64_t K, const A* a, int64_t lda, const A* b, int64_t ldb, A* c, int64_t ldc) {
-  if constexpr (std::is_same_v<A, float>) {
-    scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
-  } else {
-    scipy_cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0, a, lda, b, ldb, 0.0, c, ldc);
-  }
-}
-
-// Input offsets (elements from x) of output row `row`'s kernel positions,
-// offs[kpos] in (k0, k1, k2) order, -1 where the dilated, padded input has no
-// element; scratch has room for K[0] + K[1] + K[2] per-dim offsets.
-void kernel_offsets(int64_t row, const Geometry& g, const ConvParams& p, int64_t* scratch, int64_t* offs) {
-  int64_t* od[3] = {scratch, scratch + g.K[0], scratch + g.K[0] + g.K[1]};
-  int64_t n = row / g.OSprod, rem = row % g.OSprod;
-  int64_t pos[3] = {0, 0, 0};
-  for (int d = g.D - 1; d >= 0; --d) {
-    pos[d] = rem % g.OS[d];
-    rem /= g.OS[d];
-  }
-  for (int d = 0; d < g.D; ++d) {
-    for (int64_t k = 0; k < g.K[d]; ++k) {
-      int64_t kk = p.flip ? g.K[d] - 1 - k : k;
-      int64_t q = pos[d] * p.stride[d] + kk * p.kernel_dilation[d] - p.pad_lo[d];
-      int64_t id = p.input_dilation[d];
-      od[d][k] = (q < 0 || q >= g.in_d[d] || q % id != 0) ? -1 : (q / id) * g.in_stride[d];
-    }
-  }
-  int64_t k1n = g.D > 1 ? g.K[1] : 1, k2n = g.D > 2 ? g.K[2] : 1;
-  int64_t kpos = 0;
-  for (int64_t k0 = 0; k0 < g.K[0]; ++k0) {
-    for (int64_t k1 = 0; k1 < k1n; ++k1) {
-      for (int64_t k2 = 0; k2 < k2n; ++k2, ++kpos) {
-        int64_t o0 = od[0][k0], o1 = g.D > 1 ? od[1][k1] : 0, o2 = g.D > 2 ? od[2][k2] : 0;
-        offs[kpos] = (o0 < 0 || o1 < 0 || o2 < 0) ? -1 : n * g.in_batch + o0 + o1 + o2;
-      }
-    }
-  }
-}
-
-// Writes column-matrix row `row` (length G * KC) to dst; offs has room for
-// Kprod + K[0] + K[1] + K[2] entries.
-template <class T, class A>
-void build_row(const T* x, A* dst, int64_t row, const Geometry& g, const ConvParams& p, int64_t* offs) {
-  kernel_offsets(row, g, p, offs + g.Kprod, offs);
-  for (int64_t kpos = 0; kpos < g.Kprod; ++kpos) {
-    for (int64_t gi = 0; gi < g.G; ++gi) {
-      A* dd = dst + gi * g.KC + kpos * g.Cg;
-      if (offs[kpos] < 0) {
-        std::memset(dd, 0, sizeof(A) * g.Cg);
-        continue;
-      }
-      const T* src = x + offs[kpos] + gi * g.Cg;
-      if constexpr (std::is_same_v<T, A>) {
-        std::memcpy(dd, src, sizeof(A) * g.Cg);
-      } else {
-        for (int64_t c = 0; c < g.Cg; ++c) dd[c] = static_cast<A>(src[c]);
-      }
-    }
-  }
-}
-
-// Grouped convolutions have narrow per-group products (with 4 groups of a
-// 32 -> 64 conv, each is rows x 16 x 72): BLAS spends more on packing than
-// on arithmetic, and building the column matrix costs more memory traffic
-// than the products. This register-blocked kernel reads the inputs in place
-// (implicit GEMM): for a tile of output rows it takes, per kernel position,
-// a pointer to each row's Cg input channels (a zero run where the input is
-// padding), and computes
-//   out[r, g*Og + o] = sum_{kpos, c} src[r][kpos][g*goff + c] * wt[g][kpos*Cg + c][o]
-// with the weights pre-transposed to wt[g][KC][Ogp] (Og padded with zeros
-// to whole vectors). kMR rows x up to 2 vectors of accumulators stay in
-// registers; each step loads the weight vectors once for all the rows.
-template <class A>
-struct SmallGemm {
-  static constexpr int kW = 32 / sizeof(A);  // lanes of one vector
-  typedef A V __attribute__((vector_size(32)));
-  static constexpr int kMR = 6;
-
-  static bool applies(const Geometry& g) { return g.G > 1 && g.Og <= 4 * kW; }
-  static int64_t padded(const Geometry& g) { return (g.Og + kW - 1) / kW * kW; }
-
-  // src: MR rows of Kprod pointers each (already offset to the group).
-  template <int MR, int NR>
-  static void tile(const A* const* src, const Geometry& g, const A* wt, int64_t ogp, A* out, int64_t ncols) {
-    V acc[MR][NR];
-    for (int r = 0; r < MR; ++r)
-      for (int j = 0; j < NR; ++j) acc[r][j] = V{};
-    for (int64_t kp = 0; kp < g.Kprod; ++kp) {
-      const A* s[MR];
-      for (int r = 0; r < MR; ++r) s[r] = src[r * g.Kprod + kp];
-      const A* w = wt + kp * g.Cg * ogp;
-      for (int64_t c = 0; c < g.Cg; ++c) {
-        V b[NR];
-        for (int j = 0; j < NR; ++j) std::memcpy(&b[j], w + c * ogp + j * kW, sizeof(V));
-        for (int r = 0; r < MR; ++r) {
-          V a = s[r][c] - V{};  // a broadcast (x - +0 is x for every x; x + 0 is not, for -0)
-          for (int j = 0; j < NR; ++j) acc[r][j] += a * b[j];
-        }
-      }
-    }
-    for (int r = 0; r < MR; ++r) {
-      if (ncols == NR * kW) {  // whole vectors: fixed-size stores (a variable memcpy is a slow `rep movs`)
-        std::memcpy(out + r * g.O, acc[r], sizeof(acc[r]));
-        continue;
-      }
-      for (int64_t i = 0; i < ncols; ++i) out[r * g.O + i] = acc[r][i / kW][i % kW];
-    }
-  }
-
-  template <int NR>
-  static void columns(int64_t mr, const A* const* src, const Geometry& g, const A* wt, int64_t ogp, A* out,
-                      int64_t n) {
-    if (mr == kMR) return tile<kMR, NR>(src, g, wt, ogp, out, n);
-    for (int64_t r = 0; r < mr; ++r) tile<1, NR>(src + r * g.Kprod, g, wt, ogp, out + r * g.O, n);
-  }
-
-  // rows x (G * Og) outputs from ptr (rows x Kprod pointers to group 0;
-  // group gi starts goff elements further on).
-  static void run(int64_t rows, const A** ptr, int64_t goff, const A* wt, const Geometry& g, int64_t ogp, A* out) {
-    std::vector<const A*> src(static_cast<size_t>(kMR * g.Kprod));  // a tile's pointers for one group
-    for (int64_t r0 = 0; r0 < rows; r0 += kMR) {
-      const int64_t mr = std::min<int64_t>(kMR, rows - r0);
-      for (int64_t gi = 0; gi < g.G; ++gi) {
-        for (int64_t i = 0; i < mr * g.Kprod; ++i) src[i] = ptr[r0 * g.Kprod + i] + gi * goff;
-        const A* const* sp = src.data();
-        const A* w = wt + gi * g.KC * ogp;
-        for (int64_t o0 = 0; o0 < g.Og; o0 += 2 * kW) {
-          A* dst = out + r0 * g.O + gi * g.Og + o0;
-          const int64_t n = std::min<int64_t>(2 * kW, g.Og - o0);
-          if (n > kW) columns<2>(mr, sp, g, w + o0, ogp, dst, n);
-          else columns<1>(mr, sp, g, w + o0, ogp, dst, n);
-        }
-      }
-    }
-  }
-
-  // wt[g][k][o] from w[g*Og + o][k], zero-padded to ogp columns.
-  static std::vector<A> transpose_weights(const A* w, const Geometry& g, int64_t ogp) {
-    std::vector<A> wt(static_cast<size_t>(g.G * g.KC * ogp), A(0));
-    for (int64_t gi = 0; gi < g.G; ++gi)
-      for (int64_t o = 0; o < g.Og; ++o)
-        for (int64_t k = 0; k < g.KC; ++k) wt[(gi * g.KC + k) * ogp + o] = w[(gi * g.Og + o) * g.KC + k];
-    return wt;
-  }
 };
 
 // x (N, *S, C), weight shape (O, *K, Cg), output (N, *OS, O).
@@ -187,11 +138,12 @@ Geometry make_geometry(const Shape& xs, const Shape& ws, const Shape& os, const 
   g.G = p.groups;
   g.Cg = g.C / g.G;
   g.Og = g.O / g.G;
+  int64_t S[3] = {1, 1, 1};
   for (int d = 0; d < g.D; ++d) {
-    g.S[d] = xs[d + 1];
+    S[d] = xs[d + 1];
     g.K[d] = ws[d + 1];
     g.OS[d] = os[d + 1];
-    g.in_d[d] = g.S[d] > 0 ? (g.S[d] - 1) * p.input_dilation[d] + 1 : 0;
+    g.in_d[d] = S[d] > 0 ? (S[d] - 1) * p.input_dilation[d] + 1 : 0;
     g.Kprod *= g.K[d];
     g.OSprod *= g.OS[d];
   }
@@ -200,11 +152,577 @@ Geometry make_geometry(const Shape& xs, const Shape& ws, const Shape& os, const 
   int64_t st = g.C;
   for (int d = g.D - 1; d >= 0; --d) {
     g.in_stride[d] = st;
-    st *= g.S[d];
+    st *= S[d];
   }
   g.in_batch = st;
   return g;
 }
+
+// Per spatial dim d, the input offset (elements from the batch item's
+// start) that output position pos reads at kernel index k, or -1 where the
+// dilated, padded input has no element: table[d][pos * K[d] + k]. Built once
+// per call; a row's pointers are then a few table lookups and adds.
+struct OffsetTables {
+  std::vector<int64_t> t[3];
+  OffsetTables(const Geometry& g, const ConvParams& p) {
+    for (int d = 0; d < g.D; ++d) {
+      const int64_t K = g.K[d], id = p.input_dilation[d];
+      t[d].resize(static_cast<size_t>(g.OS[d] * K));
+      for (int64_t pos = 0; pos < g.OS[d]; ++pos) {
+        for (int64_t k = 0; k < K; ++k) {
+          const int64_t kk = p.flip ? K - 1 - k : k;
+          const int64_t q = pos * p.stride[d] + kk * p.kernel_dilation[d] - p.pad_lo[d];
+          t[d][pos * K + k] = (q < 0 || q >= g.in_d[d] || q % id != 0) ? -1 : (q / id) * g.in_stride[d];
+        }
+      }
+    }
+  }
+};
+
+// A run of output rows that one register tile computes: its rows' pointers
+// start at table row `at`; it writes output rows [row, row + rows).
+struct Tile {
+  int64_t at, row, rows;
+};
+
+// The per-row input pointers of output rows [r0, r0 + n): ptr[i * Kprod +
+// kpos] for table row i, kernel positions in (k0, k1, k2) order, each
+// pointing at channel 0 of the input pixel the row reads there, or at
+// `zeros` where the input has no element. With mr > 1 the rows are cut into
+// tiles of mr rows that never cross an output line (so neighbouring kernel
+// positions stay contiguous runs), a short tile padded with rows of zeros.
+// The offsets of the leading spatial dims are combined once per output
+// line; a row then costs one lookup, test and add per kernel position.
+template <class A>
+struct RowPointers {
+  std::vector<const A*> ptr;
+  std::vector<int64_t> lead;  // per leading kernel position: offset, or -1
+  std::vector<Tile> tiles;
+  const OffsetTables& tab;
+  // room for max_rows rows cut into tiles of mr
+  RowPointers(const Geometry& g, const OffsetTables& t, int64_t max_rows, int64_t mr)
+      : ptr(static_cast<size_t>((max_rows + (max_rows / std::max<int64_t>(g.OS[g.D - 1], 1) + 2) * mr) * g.Kprod)),
+        lead(static_cast<size_t>(g.Kprod / g.K[g.D - 1])), tab(t) {}
+
+  void fill(const A* x, const A* zeros, int64_t r0, int64_t n, int64_t mr, const Geometry& g) {
+    tiles.clear();
+    if (n <= 0) return;
+    const int L = g.D - 1;  // the last spatial dim
+    const int64_t KL = g.K[L], OL = g.OS[L];
+    int64_t pos[3] = {0, 0, 0};
+    int64_t b = r0 / g.OSprod, rem = r0 % g.OSprod;  // the first row's position; then an odometer
+    for (int d = L; d >= 0; --d) {
+      pos[d] = rem % g.OS[d];
+      rem /= g.OS[d];
+    }
+    line_offsets(pos, g);
+    int64_t at = 0;  // next table row
+    Tile cur{0, r0, 0};
+    auto close = [&] {
+      if (mr > 1) {
+        for (int64_t r = cur.rows; r < mr; ++r, ++at) std::fill_n(ptr.data() + at * g.Kprod, g.Kprod, zeros);
+      }
+      tiles.push_back(cur);
+      cur = Tile{at, cur.row + cur.rows, 0};
+    };
+    for (int64_t r = 0; r < n; ++r) {
+      const A** row = ptr.data() + at * g.Kprod;
+      const A* base = x + b * g.in_batch;
+      const int64_t* tl = tab.t[L].data() + pos[L] * KL;
+      for (size_t h = 0; h < lead.size(); ++h) {
+        const int64_t lo = lead[h];
+        for (int64_t k = 0; k < KL; ++k) *row++ = (lo < 0 || tl[k] < 0) ? zeros : base + lo + tl[k];
+      }
+      ++at;
+      ++cur.rows;
+      const bool line_end = ++pos[L] == OL;
+      if (cur.rows == mr || (mr > 1 && line_end)) close();
+      if (!line_end) continue;
+      pos[L] = 0;  // next output line
+      int d = L - 1;
+      for (; d >= 0; --d) {
+        if (++pos[d] < g.OS[d]) break;
+        pos[d] = 0;
+      }
+      if (d < 0) ++b;
+      line_offsets(pos, g);
+    }
+    if (cur.rows > 0) close();
+  }
+
+ private:
+  // lead[(k0, k1)] for the leading dims' positions pos[0..D-2]
+  void line_offsets(const int64_t* pos, const Geometry& g) {
+    const int L = g.D - 1;
+    if (L == 0) {
+      lead[0] = 0;
+      return;
+    }
+    const int64_t* t0 = tab.t[0].data() + pos[0] * g.K[0];
+    if (L == 1) {
+      for (int64_t k0 = 0; k0 < g.K[0]; ++k0) lead[k0] = t0[k0];
+      return;
+    }
+    const int64_t* t1 = tab.t[1].data() + pos[1] * g.K[1];
+    for (int64_t k0 = 0; k0 < g.K[0]; ++k0)
+      for (int64_t k1 = 0; k1 < g.K[1]; ++k1)
+        lead[k0 * g.K[1] + k1] = (t0[k0] < 0 || t1[k1] < 0) ? -1 : t0[k0] + t1[k1];
+  }
+};
+
+template <class V, class A>
+inline void store_cols(A* dst, const V& v, int64_t cols) {
+  constexpr int W = sizeof(V) / sizeof(A);
+  if (cols >= W) {
+    vstore(dst, v);
+  } else {
+    for (int64_t i = 0; i < cols; ++i) dst[i] = v[i];
+  }
+}
+template <class V, class A>
+inline V load_cols(const A* src, int64_t cols) {
+  constexpr int W = sizeof(V) / sizeof(A);
+  if (cols >= W) return vload<V>(src);
+  V v = V{};
+  for (int64_t i = 0; i < cols; ++i) v[i] = src[i];
+  return v;
+}
+
+// ---------------------------------------------------------------- forward
+
+// out[r, 0:cols] (+)= sum over kpos in [kp0, kp1), c in [c0, c1) of
+// src[r][kpos][goff + c] * w[kpos][c][:], for MR rows (rows >= `rows` point
+// at zeros and are not stored). w is one column block's packed weights. Full
+// tiles (MR rows, whole vectors) keep everything in registers.
+//
+// Kernel positions whose inputs follow each other in memory for every row
+// of the tile (neighbours along the last spatial dim of a stride-1 conv,
+// away from the padding; `cstride` apart) are one run: the inner loop then
+// runs over all their channels with one pointer per row.
+template <class A, int MR, int NR, bool Full>
+void fwd_tile(const A* const* src, int64_t Kprod, int64_t goff, int64_t cstride, int64_t kp0, int64_t kp1,
+              int64_t c0, int64_t c1, const A* w, int64_t w_kstride, A* out, int64_t ldo, int64_t rows, int64_t cols,
+              bool accumulate) {
+  using V = typename Simd<A>::V;
+  constexpr int W = Simd<A>::W;
+  V acc[MR][NR];
+  for (int r = 0; r < MR; ++r) {
+    for (int j = 0; j < NR; ++j) {
+      if (!accumulate) acc[r][j] = V{};
+      else if (Full) acc[r][j] = vload<V>(out + r * ldo + j * W);
+      else acc[r][j] = r < rows ? load_cols<V>(out + r * ldo + j * W, cols - j * W) : V{};
+    }
+  }
+  const bool whole_c = c0 == 0 && c1 == cstride;  // runs may cross kernel positions
+  for (int64_t kp = kp0; kp < kp1;) {
+    const A* s[MR];
+    for (int r = 0; r < MR; ++r) s[r] = src[r * Kprod + kp] + goff;
+    int64_t n = 1;
+    if (whole_c) {
+      for (; kp + n < kp1; ++n) {
+        bool next = true;
+        for (int r = 0; r < MR; ++r) next &= src[r * Kprod + kp + n] + goff == s[r] + n * cstride;
+        if (!next) break;
+      }
+    }
+    const A* wk = w + kp * w_kstride;
+    const int64_t e = (n - 1) * cstride + c1;
+    for (int64_t c = c0; c < e; ++c) {
+      V b[NR];
+      for (int j = 0; j < NR; ++j) b[j] = vload<V>(wk + (c * NR + j) * W);
+      for (int r = 0; r < MR; ++r) {
+        const V a = splat<V>(s[r][c]);
+        for (int j = 0; j < NR; ++j) acc[r][j] = vfma(a, b[j], acc[r][j]);
+      }
+    }
+    kp += n;
+  }
+  if (Full) {
+    for (int r = 0; r < MR; ++r)
+      for (int j = 0; j < NR; ++j) vstore(out + r * ldo + j * W, acc[r][j]);
+    return;
+  }
+  for (int64_t r = 0; r < std::min<int64_t>(rows, MR); ++r) {
+    for (int j = 0; j < NR && j * W < cols; ++j) store_cols(out + r * ldo + j * W, acc[r][j], cols - j * W);
+  }
+}
+
+// fwd_tile for a tile of `rows` < MR rows (the end of an output line), still
+// with everything in registers when its columns are whole vectors.
+template <class A, int MR, int NR>
+void fwd_short_tile(const A* const* src, int64_t Kprod, int64_t goff, int64_t cstride, int64_t kp0, int64_t kp1,
+                    int64_t c0, int64_t c1, const A* w, int64_t w_kstride, A* out, int64_t ldo, int64_t rows,
+                    int64_t cols, bool accumulate) {
+  if constexpr (MR > 1) {
+    if (rows < MR) {
+      return fwd_short_tile<A, MR - 1, NR>(src, Kprod, goff, cstride, kp0, kp1, c0, c1, w, w_kstride, out, ldo, rows,
+                                           cols, accumulate);
+    }
+  }
+  fwd_tile<A, MR, NR, true>(src, Kprod, goff, cstride, kp0, kp1, c0, c1, w, w_kstride, out, ldo, rows, cols,
+                            accumulate);
+}
+
+// The forward kernel's plan: the tile shape for this group width, and the
+// packed weights [g][jb][kpos][c][NR*W] (zero beyond Og).
+template <class A>
+struct ForwardPlan {
+  int nr = 1, mr = 1;
+  int64_t nrw = 0, blocks = 0;  // columns per block, blocks per group
+  std::shared_ptr<const Scratch<A>> packed;
+
+  ForwardPlan(const Geometry& g) {
+    constexpr int W = Simd<A>::W;
+    const int64_t vecs = (g.Og + W - 1) / W;
+    nr = static_cast<int>(std::min<int64_t>(max_nr<A>(), std::max<int64_t>(vecs, 1)));
+    mr = rows_for<A>(nr);
+    nrw = int64_t(nr) * W;
+    blocks = (g.Og + nrw - 1) / nrw;
+  }
+  int64_t block_size(const Geometry& g) const { return g.KC * nrw; }
+};
+
+template <class A>
+std::shared_ptr<const Scratch<A>> pack_forward_weights(const A* w, const Geometry& g, const ForwardPlan<A>& plan) {
+  auto out = std::make_shared<Scratch<A>>(g.G * plan.blocks * plan.block_size(g));
+  for (int64_t gi = 0; gi < g.G; ++gi) {
+    for (int64_t o = 0; o < g.Og; ++o) {
+      const int64_t jb = o / plan.nrw, jj = o % plan.nrw;
+      A* dst = out->data + (gi * plan.blocks + jb) * plan.block_size(g) + jj;
+      const A* row = w + (gi * g.Og + o) * g.KC;
+      for (int64_t k = 0; k < g.KC; ++k) dst[k * plan.nrw] = row[k];
+    }
+  }
+  return out;
+}
+
+// Packed weights of recently used weight arrays. An entry is valid while
+// the weight array it was made from is alive (a weak reference to its
+// descriptor: evaluated arrays are immutable, and a buffer donated to a new
+// array outlives its old descriptor only when nobody else held it) and only
+// for memory Ember allocated (borrowed memory may change under it).
+template <class A>
+class PackCache {
+ public:
+  std::shared_ptr<const Scratch<A>> get(const array& w, const Geometry& g, const ForwardPlan<A>& plan,
+                                        const A* wdata) {
+    const bool cacheable = w.buffer() && w.buffer()->capacity() > 0;
+    if (!cacheable) return pack_forward_weights(wdata, g, plan);
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = entries_.begin(); it != entries_.end();) {
+      if (it->desc.expired()) {
+        it = entries_.erase(it);
+        continue;
+      }
+      if (it->desc.lock() == w.desc() && it->data == w.buffer()->ptr() && it->offset == w.offset() &&
+          it->shape == w.shape() && it->strides == w.strides() && it->G == g.G && it->nrw == plan.nrw) {
+        return it->packed;
+      }
+      ++it;
+    }
+    auto packed = pack_forward_weights(wdata, g, plan);
+    if (entries_.size() >= kEntries) entries_.erase(entries_.begin());
+    entries_.push_back({w.desc(), w.buffer()->ptr(), w.offset(), w.shape(), w.strides(), g.G, plan.nrw, packed});
+    return packed;
+  }
+
+ private:
+  static constexpr size_t kEntries = 16;
+  struct Entry {
+    std::weak_ptr<ArrayDesc> desc;
+    const void* data;
+    int64_t offset;
+    Shape shape;
+    Strides strides;
+    int64_t G, nrw;
+    std::shared_ptr<const Scratch<A>> packed;
+  };
+  std::mutex mu_;
+  std::vector<Entry> entries_;
+};
+
+template <class A>
+PackCache<A>& pack_cache() {
+  static PackCache<A> c;
+  return c;
+}
+
+template <class A, int MR, int NR>
+void forward_blocks(const A* x, const Geometry& g, const ConvParams& p, const ForwardPlan<A>& plan, A* out) {
+  const A* wp = plan.packed->data;
+  // (kpos, c) chunks whose weights fit in L1, of balanced sizes
+  const int64_t per_c = plan.nrw * static_cast<int64_t>(sizeof(A));
+  const int64_t per_kp = std::max<int64_t>(per_c * g.Cg, 1);
+  int64_t kp_step, c_step = g.Cg;
+  if (per_kp <= kChunkBytes) {
+    const int64_t chunks = (g.Kprod * per_kp + kChunkBytes - 1) / kChunkBytes;
+    kp_step = (g.Kprod + chunks - 1) / chunks;
+    // whole kernel rows where they fit: their positions form contiguous runs
+    const int64_t klast = g.K[std::max(g.D - 1, 0)];
+    if (kp_step >= klast && kp_step * per_kp > kChunkBytes / 2) kp_step = kp_step / klast * klast;
+  } else {
+    kp_step = 1;
+    const int64_t chunks = (per_kp + kChunkBytes - 1) / kChunkBytes;
+    c_step = (g.Cg + chunks - 1) / chunks;
+  }
+  const int64_t block_rows = std::max<int64_t>(MR, kBlockRows / MR * MR);
+  const int64_t nblocks = (g.rows + block_rows - 1) / block_rows;
+  const std::vector<A> zeros(static_cast<size_t>(g.C + 1), A(0));
+  const OffsetTables tab(g, p);
+  parallel_for(nblocks, 1, [&](int64_t b0, int64_t b1) {
+    RowPointers<A> rp(g, tab, block_rows, MR);
+    for (int64_t blk = b0; blk < b1; ++blk) {
+      const int64_t r0 = blk * block_rows, nr = std::min(block_rows, g.rows - r0);
+      rp.fill(x, zeros.data(), r0, nr, MR, g);
+      for (int64_t gi = 0; gi < g.G; ++gi) {
+        for (int64_t jb = 0; jb < plan.blocks; ++jb) {
+          const int64_t col0 = jb * plan.nrw, cols = std::min(plan.nrw, g.Og - col0);
+          const A* wb = wp + (gi * plan.blocks + jb) * plan.block_size(g);
+          A* ob = out + gi * g.Og + col0;
+          bool first = true;
+          for (int64_t kp0 = 0; kp0 < g.Kprod; kp0 += kp_step) {
+            const int64_t kp1 = std::min(g.Kprod, kp0 + kp_step);
+            for (int64_t c0 = 0; c0 < g.Cg; c0 += c_step) {
+              const int64_t c1 = std::min(g.Cg, c0 + c_step);
+              const int64_t cstride = g.G == 1 ? g.C : -1;  // grouped inputs never form runs
+              for (const Tile& t : rp.tiles) {
+                auto tile = cols < plan.nrw   ? fwd_tile<A, MR, NR, false>
+                            : t.rows == MR    ? fwd_tile<A, MR, NR, true>
+                                              : fwd_short_tile<A, MR - 1, NR>;
+                tile(rp.ptr.data() + t.at * g.Kprod, g.Kprod, gi * g.Cg, cstride, kp0, kp1, c0, c1, wb,
+                     g.Cg * plan.nrw, ob + t.row * g.O, g.O, t.rows, cols, !first);
+              }
+              first = false;
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
+template <class A>
+void conv_forward(const A* x, const A* w, const array& warr, const Geometry& g, const ConvParams& p, A* out) {
+  ForwardPlan<A> plan(g);
+  plan.packed = pack_cache<A>().get(warr, g, plan, w);
+  switch (plan.nr) {
+    case 1: return forward_blocks<A, rows_for<A>(1), 1>(x, g, p, plan, out);
+    case 2: return forward_blocks<A, rows_for<A>(2), 2>(x, g, p, plan, out);
+#if EMBER_ISA_HAS_AVX512
+    case 3: return forward_blocks<A, rows_for<A>(3), 3>(x, g, p, plan, out);
+    case 4: return forward_blocks<A, rows_for<A>(4), 4>(x, g, p, plan, out);
+#endif
+    default: break;
+  }
+}
+
+// ---------------------------------------------------------------- depthwise
+
+// Depthwise convolutions (groups == channels, one output channel each) do
+// 2 * Kprod flops per output element: the per-row pointer tables would cost
+// more than the arithmetic. This path walks output lines (all but the last
+// spatial dim fixed) instead: per line, the leading kernel positions' input
+// rows (`lead`, -1 where padding), then tiles of MR output pixels along the
+// line. A tile away from the edges reads pixel r at kernel index k from
+// tl[w0][k] + r * stride (affine); edge tiles test each position.
+template <class A, int MR, int NR, bool Interior>
+void dw_tile(const A* base, const int64_t* lead, int64_t nlead, const int64_t* tl, int64_t KL, int64_t w0,
+             int64_t rows, int64_t step, const A* wt, int64_t ldw, int64_t c0, int64_t cols, A* out, int64_t ldo) {
+  using V = typename Simd<A>::V;
+  constexpr int W = Simd<A>::W;
+  V acc[MR][NR];
+  for (int r = 0; r < MR; ++r)
+    for (int j = 0; j < NR; ++j) acc[r][j] = V{};
+  const bool whole = cols >= NR * W;
+  for (int64_t h = 0; h < nlead; ++h) {
+    if (lead[h] < 0) continue;
+    const A* row = base + lead[h] + c0;
+    for (int64_t k = 0; k < KL; ++k) {
+      V b[NR];
+      for (int j = 0; j < NR; ++j) b[j] = vload<V>(wt + (h * KL + k) * ldw + c0 + j * W);
+      if (Interior) {
+        const A* px = row + tl[w0 * KL + k];
+        for (int r = 0; r < MR; ++r)
+          for (int j = 0; j < NR; ++j) {
+            const V v = whole ? vload<V>(px + r * step + j * W) : load_cols<V>(px + r * step + j * W, cols - j * W);
+            acc[r][j] = vfma(v, b[j], acc[r][j]);
+          }
+      } else {
+        for (int r = 0; r < MR && r < rows; ++r) {
+          const int64_t off = tl[(w0 + r) * KL + k];
+          if (off < 0) continue;
+          for (int j = 0; j < NR; ++j) acc[r][j] = vfma(load_cols<V>(row + off + j * W, cols - j * W), b[j], acc[r][j]);
+        }
+      }
+    }
+  }
+  for (int64_t r = 0; r < std::min<int64_t>(rows, MR); ++r) {
+    for (int j = 0; j < NR && j * W < cols; ++j) store_cols(out + r * ldo + j * W, acc[r][j], cols - j * W);
+  }
+}
+
+template <class A>
+void conv_depthwise(const A* x, const A* w, const Geometry& g, const ConvParams& p, A* out) {
+  constexpr int NR = 2, MR = EMBER_ISA_HAS_AVX512 ? 8 : 6;
+  constexpr int64_t W = Simd<A>::W;
+  const int L = g.D - 1;
+  const int64_t KL = g.K[L], OL = g.OS[L], lines = g.rows / std::max<int64_t>(OL, 1);
+  const int64_t cpad = (g.C + W - 1) / W * W;
+  // wt[kpos][c], zero-padded to whole vectors
+  Scratch<A> wt(g.Kprod * cpad);
+  for (int64_t c = 0; c < g.C; ++c)
+    for (int64_t k = 0; k < g.Kprod; ++k) wt.data[k * cpad + c] = w[c * g.Kprod + k];
+  const OffsetTables tab(g, p);
+  const int64_t* tl = tab.t[L].data();
+  // positions whose every kernel index reads the input, affine in the position
+  const int64_t step = p.stride[L] * g.in_stride[L];
+  std::vector<char> inner(static_cast<size_t>(OL), 0);
+  for (int64_t w0 = 0; w0 < OL; ++w0) {
+    bool ok = p.input_dilation[L] == 1;
+    for (int64_t k = 0; k < KL && ok; ++k) ok = tl[w0 * KL + k] >= 0 && (w0 == 0 || tl[w0 * KL + k] == tl[(w0 - 1) * KL + k] + step);
+    inner[w0] = ok;
+  }
+  const int64_t nlead = g.Kprod / KL;
+  const int64_t grain = std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(OL * g.C, 1));
+  parallel_for(lines, grain, [&](int64_t l0, int64_t l1) {
+    std::vector<int64_t> lead(static_cast<size_t>(nlead));
+    for (int64_t line = l0; line < l1; ++line) {
+      // the line's batch item and leading positions
+      int64_t rem = line, pos[3] = {0, 0, 0};
+      for (int d = L - 1; d >= 0; --d) {
+        pos[d] = rem % g.OS[d];
+        rem /= g.OS[d];
+      }
+      const A* base = x + rem * g.in_batch;
+      if (L == 0) {
+        lead[0] = 0;
+      } else if (L == 1) {
+        for (int64_t k0 = 0; k0 < g.K[0]; ++k0) lead[k0] = tab.t[0][pos[0] * g.K[0] + k0];
+      } else {
+        for (int64_t k0 = 0; k0 < g.K[0]; ++k0)
+          for (int64_t k1 = 0; k1 < g.K[1]; ++k1) {
+            const int64_t a = tab.t[0][pos[0] * g.K[0] + k0], b = tab.t[1][pos[1] * g.K[1] + k1];
+            lead[k0 * g.K[1] + k1] = a < 0 || b < 0 ? -1 : a + b;
+          }
+      }
+      A* ol = out + line * OL * g.O;
+      for (int64_t c0 = 0; c0 < g.C; c0 += NR * W) {
+        const int64_t cols = std::min<int64_t>(NR * W, g.C - c0);
+        for (int64_t w0 = 0; w0 < OL; w0 += MR) {
+          const int64_t rows = std::min<int64_t>(MR, OL - w0);
+          bool interior = rows == MR;
+          for (int64_t r = 0; r < rows && interior; ++r) interior = inner[w0 + r] && (r == 0 || inner[w0 + r]);
+          if (interior) {
+            for (int64_t r = 1; r < MR && interior; ++r) interior = tl[(w0 + r) * KL] == tl[w0 * KL] + r * step;
+          }
+          auto tile = interior ? dw_tile<A, MR, NR, true> : dw_tile<A, MR, NR, false>;
+          tile(base, lead.data(), nlead, tl, KL, w0, rows, step, wt.data, cpad, c0, cols, ol + w0 * g.O + c0, g.O);
+        }
+      }
+    }
+  });
+}
+
+// ---------------------------------------------------------------- weight gradient
+
+// dwt[c0 + i][o0 + :cols] += sum_r src[r][kp][coff + i] * ct[r][:cols] for
+// i < MR, over `nrows` rows (dwt rows are ldd apart, ct rows ldc apart).
+template <class A, int MR, int NR>
+void wg_tile(const A* const* src, int64_t Kprod, int64_t kp, int64_t coff, const A* ct, int64_t ldc, int64_t nrows,
+             A* dwt, int64_t ldd, int64_t cols) {
+  using V = typename Simd<A>::V;
+  constexpr int W = Simd<A>::W;
+  V acc[MR][NR];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) acc[i][j] = load_cols<V>(dwt + i * ldd + j * W, cols - j * W);
+  const bool whole = cols >= NR * W;
+  for (int64_t r = 0; r < nrows; ++r) {
+    const A* cr = ct + r * ldc;
+    V b[NR];
+    for (int j = 0; j < NR; ++j) b[j] = whole ? vload<V>(cr + j * W) : load_cols<V>(cr + j * W, cols - j * W);
+    const A* s = src[r * Kprod + kp] + coff;
+    for (int i = 0; i < MR; ++i) {
+      const V a = splat<V>(s[i]);
+      for (int j = 0; j < NR; ++j) acc[i][j] = vfma(a, b[j], acc[i][j]);
+    }
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR && j * W < cols; ++j) store_cols(dwt + i * ldd + j * W, acc[i][j], cols - j * W);
+}
+
+template <class A, int MR, int NR>
+void wg_rows(int64_t mc, const A* const* src, int64_t Kprod, int64_t kp, int64_t coff, const A* ct, int64_t ldc,
+             int64_t nrows, A* dwt, int64_t ldd, int64_t cols) {
+  if constexpr (MR > 1) {
+    if (mc < MR) return wg_rows<A, MR - 1, NR>(mc, src, Kprod, kp, coff, ct, ldc, nrows, dwt, ldd, cols);
+  }
+  wg_tile<A, MR, NR>(src, Kprod, kp, coff, ct, ldc, nrows, dwt, ldd, cols);
+}
+
+template <class A, int NR>
+void weight_grad_partition(const A* x, const A* ct, const Geometry& g, const OffsetTables& tab, int64_t r_begin,
+                           int64_t r_end, int64_t ogp, A* dwt) {
+  constexpr int MR = rows_for<A>(NR);
+  constexpr int64_t W = Simd<A>::W;
+  constexpr int64_t kRows = 256;
+  const std::vector<A> zeros(static_cast<size_t>(g.C + 1), A(0));
+  RowPointers<A> rp(g, tab, kRows, 1);
+  for (int64_t r0 = r_begin; r0 < r_end; r0 += kRows) {
+    const int64_t nr = std::min(kRows, r_end - r0);
+    rp.fill(x, zeros.data(), r0, nr, 1, g);
+    for (int64_t gi = 0; gi < g.G; ++gi) {
+      for (int64_t kp = 0; kp < g.Kprod; ++kp) {
+        for (int64_t c0 = 0; c0 < g.Cg; c0 += MR) {
+          const int64_t mc = std::min<int64_t>(MR, g.Cg - c0);
+          for (int64_t o0 = 0; o0 < g.Og; o0 += NR * W) {
+            const int64_t cols = std::min<int64_t>(NR * W, g.Og - o0);
+            A* d = dwt + ((gi * g.Kprod + kp) * g.Cg + c0) * ogp + o0;
+            wg_rows<A, MR, NR>(mc, rp.ptr.data(), g.Kprod, kp, gi * g.Cg + c0, ct + r0 * g.O + gi * g.Og + o0, g.O,
+                               nr, d, ogp, cols);
+          }
+        }
+      }
+    }
+  }
+}
+
+// dW (O, *K, Cg) from x (N, *S, C) and the cotangent ct (N, *OS, O).
+template <class A>
+void conv_weight_grad(const A* x, const A* ct, const Geometry& g, const ConvParams& p, A* out) {
+  constexpr int64_t W = Simd<A>::W;
+  const int64_t ogp = (g.Og + W - 1) / W * W;
+  const int64_t per = g.G * g.KC * ogp;
+  // A partition of the rows fixed by the shape alone: the partial sums are
+  // added in partition order, whatever the number of threads.
+  const int64_t parts = std::clamp<int64_t>(g.rows / 4096, 1, 8);
+  Scratch<A> acc(parts * per);
+  const int nr = static_cast<int>(std::min<int64_t>(max_nr<A>(), (g.Og + W - 1) / W));
+  const OffsetTables tab(g, p);
+  parallel_for(parts, 1, [&](int64_t q0, int64_t q1) {
+    for (int64_t q = q0; q < q1; ++q) {
+      const int64_t rb = g.rows * q / parts, re = g.rows * (q + 1) / parts;
+      A* d = acc.data + q * per;
+      switch (nr) {
+#if EMBER_ISA_HAS_AVX512
+        case 4: weight_grad_partition<A, 4>(x, ct, g, tab, rb, re, ogp, d); break;
+        case 3: weight_grad_partition<A, 3>(x, ct, g, tab, rb, re, ogp, d); break;
+#endif
+        case 2: weight_grad_partition<A, 2>(x, ct, g, tab, rb, re, ogp, d); break;
+        default: weight_grad_partition<A, 1>(x, ct, g, tab, rb, re, ogp, d); break;
+      }
+    }
+  });
+  for (int64_t q = 1; q < parts; ++q) {
+    const A* src = acc.data + q * per;
+    for (int64_t i = 0; i < per; ++i) acc.data[i] += src[i];
+  }
+  // dwt[g][kpos][c][o] -> out[g*Og + o][kpos][c]
+  for (int64_t gi = 0; gi < g.G; ++gi)
+    for (int64_t o = 0; o < g.Og; ++o)
+      for (int64_t k = 0; k < g.KC; ++k) out[(gi * g.Og + o) * g.KC + k] = acc.data[(gi * g.KC + k) * ogp + o];
+}
+
+// ---------------------------------------------------------------- entry
 
 array dense(const array& a) {
   if (a.row_contiguous()) return a;
@@ -213,162 +731,27 @@ array dense(const array& a) {
   return d;
 }
 
-template <class T>
-void conv_impl(const array& xin, const array& win, array& out, const ConvParams& p) {
-  using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
-  Geometry g = make_geometry(xin.shape(), win.shape(), out.shape(), p);
-  T* o = out.data<T>();
-  if (g.KC == 0) {
-    std::memset(static_cast<void*>(o), 0, out.nbytes());
-    return;
-  }
-  array x = dense(xin), w = win;
-  std::vector<A> wconv;
-  const A* wp;
-  if constexpr (std::is_same_v<T, A>) {
-    w = dense(win);
-    wp = w.data<A>();
-  } else {
-    std::vector<T> tmp(win.size());
-    copy_to_dense(win, tmp.data());
-    wconv.resize(win.size());
-    for (size_t i = 0; i < tmp.size(); ++i) wconv[i] = static_cast<A>(static_cast<float>(tmp[i]));
-    wp = wconv.data();
-  }
-  const T* xp = x.data<T>();
-  const int64_t row_len = g.G * g.KC;
-  cpu::SingleThreadedBlas single;
-
-  // pointwise, unstrided, unpadded, one group: the input already is the column matrix
-  bool direct = g.Kprod == 1 && g.G == 1;
-  for (int d = 0; d < g.D; ++d) {
-    direct = direct && p.stride[d] == 1 && p.pad_lo[d] == 0 && p.pad_hi[d] == 0 && p.input_dilation[d] == 1;
-  }
-  if constexpr (std::is_same_v<T, A>) {
-    if (direct) {
-      int64_t grain = std::max<int64_t>(64, kBlockElems / std::max<int64_t>(g.C, 1));
-      cpu::parallel_for(g.rows, std::min(grain, g.rows), [&](int64_t r0, int64_t r1) {
-        gemm<A>(r1 - r0, g.O, g.C, xp + r0 * g.C, g.C, wp, g.C, o + r0 * g.O, g.O);
-      });
-      return;
+// a's elements as A, dense: a itself when it already is, else a converted copy
+template <class A>
+struct DenseAs {
+  array arr;
+  std::vector<A> copy;
+  const A* data = nullptr;
+  DenseAs(const array& a) {
+    if (a.dtype() == type_to_dtype<A>::value) {
+      arr = dense(a);
+      data = arr.data<A>();
+    } else {
+      copy.resize(static_cast<size_t>(a.size()));
+      copy_into(a, a.shape(), a.strides(), a.data<char>(), type_to_dtype<A>::value, row_strides(a.shape()),
+                reinterpret_cast<char*>(copy.data()));
+      data = copy.data();
     }
   }
-  // Narrow groups go through SmallGemm (see there), reading float32/float64
-  // inputs in place; the rest through column blocks and BLAS.
-  const bool small = SmallGemm<A>::applies(g);
-  const int64_t ogp = SmallGemm<A>::padded(g);
-  const std::vector<A> wt = small ? SmallGemm<A>::transpose_weights(wp, g, ogp) : std::vector<A>();
-  const std::vector<A> zeros(static_cast<size_t>(small ? g.C : 0), A(0));  // what padding reads
-  constexpr bool in_place = std::is_same_v<T, A>;
-  const int64_t R = std::clamp<int64_t>(kBlockElems / row_len, 16, 1024);
-  const int64_t blocks = (g.rows + R - 1) / R;
-  cpu::parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
-    const int64_t rmax = std::min(R, g.rows);
-    std::vector<A> col(static_cast<size_t>(small && in_place ? 0 : rmax * row_len));
-    std::vector<const A*> ptr(static_cast<size_t>(small ? rmax * g.Kprod : 0));
-    std::vector<int64_t> offs(g.Kprod + g.K[0] + g.K[1] + g.K[2]);
-    std::vector<A> tmp;
-    if constexpr (!in_place) tmp.resize(static_cast<size_t>(R * g.O));
-    for (int64_t blk = b0; blk < b1; ++blk) {
-      int64_t r0 = blk * R, rb = std::min(R, g.rows - r0);
-      A* dst;
-      if constexpr (in_place) {
-        dst = o + r0 * g.O;
-      } else {
-        dst = tmp.data();
-      }
-      if (small && in_place) {
-        for (int64_t r = 0; r < rb; ++r) {
-          kernel_offsets(r0 + r, g, p, offs.data() + g.Kprod, offs.data());
-          for (int64_t kp = 0; kp < g.Kprod; ++kp) {
-            ptr[r * g.Kprod + kp] = offs[kp] < 0 ? zeros.data() : reinterpret_cast<const A*>(xp) + offs[kp];
-          }
-        }
-        SmallGemm<A>::run(rb, ptr.data(), g.Cg, wt.data(), g, ogp, dst);
-      } else {
-        for (int64_t r = 0; r < rb; ++r) build_row<T, A>(xp, col.data() + r * row_len, r0 + r, g, p, offs.data());
-        if (small) {
-          for (int64_t r = 0; r < rb; ++r) {
-            for (int64_t kp = 0; kp < g.Kprod; ++kp) ptr[r * g.Kprod + kp] = col.data() + r * row_len + kp * g.Cg;
-          }
-          SmallGemm<A>::run(rb, ptr.data(), g.KC, wt.data(), g, ogp, dst);
-        } else {
-          for (int64_t gi = 0; gi < g.G; ++gi) {
-            gemm<A>(rb, g.Og, g.KC, col.data() + gi * g.KC, row_len, wp + gi * g.Og * g.KC, g.KC, dst + gi * g.Og,
-                    g.O);
-          }
-        }
-      }
-      if constexpr (!in_place) {
-        T* ob = o + r0 * g.O;
-        for (int64_t i = 0; i < rb * g.O; ++i) ob[i] = cpu::convert<T>(tmp[i]);
-      }
-    }
-  });
-}
+};
 
-// dW_g[Og, KC] = sum over row blocks of ct_g[rows, Og]^T @ col_g[rows, KC];
-// each task sums its blocks into its own accumulator, then adds it to the
-// total under a lock.
-template <class T>
-void weight_grad_impl(const array& xin, const array& ctin, array& out, const ConvParams& p) {
-  using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
-  Geometry g = make_geometry(xin.shape(), out.shape(), ctin.shape(), p);
-  T* o = out.data<T>();
-  if (g.rows == 0 || g.KC == 0 || g.Og == 0) {
-    std::memset(static_cast<void*>(o), 0, out.nbytes());
-    return;
-  }
-  array x = dense(xin), ct = dense(ctin);
-  const T* xp = x.data<T>();
-  const T* cp = ct.data<T>();
-  const int64_t row_len = g.G * g.KC;
-  const int64_t R = std::clamp<int64_t>(kBlockElems / row_len, 64, 4096);
-  const int64_t blocks = (g.rows + R - 1) / R;
-  std::vector<A> total(static_cast<size_t>(out.size()), A(0));
-  std::mutex mu;
-  cpu::SingleThreadedBlas single;
-  cpu::parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
-    std::vector<A> col(static_cast<size_t>(std::min(R, g.rows) * row_len));
-    std::vector<A> acc(static_cast<size_t>(out.size()), A(0));
-    std::vector<int64_t> offs(g.Kprod + g.K[0] + g.K[1] + g.K[2]);
-    std::vector<A> cbuf;
-    if constexpr (!std::is_same_v<T, A>) cbuf.resize(static_cast<size_t>(R * g.O));
-    for (int64_t blk = b0; blk < b1; ++blk) {
-      int64_t r0 = blk * R, rb = std::min(R, g.rows - r0);
-      for (int64_t r = 0; r < rb; ++r) build_row<T, A>(xp, col.data() + r * row_len, r0 + r, g, p, offs.data());
-      const A* cblk;
-      if constexpr (std::is_same_v<T, A>) {
-        cblk = cp + r0 * g.O;
-      } else {
-        const T* src = cp + r0 * g.O;
-        for (int64_t i = 0; i < rb * g.O; ++i) cbuf[i] = static_cast<A>(static_cast<float>(src[i]));
-        cblk = cbuf.data();
-      }
-      for (int64_t gi = 0; gi < g.G; ++gi) {
-        const A* a = cblk + gi * g.Og;
-        const A* b = col.data() + gi * g.KC;
-        A* c = acc.data() + gi * g.Og * g.KC;
-        if constexpr (std::is_same_v<A, float>) {
-          scipy_cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, g.Og, g.KC, rb, 1.0f, a, g.O, b, row_len, 1.0f,
-                            c, g.KC);
-        } else {
-          scipy_cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, g.Og, g.KC, rb, 1.0, a, g.O, b, row_len, 1.0,
-                            c, g.KC);
-        }
-      }
-    }
-    std::lock_guard<std::mutex> lock(mu);
-    for (size_t i = 0; i < acc.size(); ++i) total[i] += acc[i];
-  });
-  for (int64_t i = 0; i < out.size(); ++i) o[i] = cpu::convert<T>(total[i]);
-}
-
-}  // namespace
-
-namespace {
-// The two conv kernels run on float32/float64 and half types (the op layer
-// rejects the rest).
+// The conv kernels run on float32/float64 and half types (the op layer
+// rejects the rest); half types compute in float32.
 template <class F>
 void run_floating(const char* name, array& out, F&& f) {
   out.alloc();
@@ -376,23 +759,50 @@ void run_floating(const char* name, array& out, F&& f) {
   dispatch_all(out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || is_half_v<T>) {
-      f(T{});
+      using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+      if constexpr (std::is_same_v<T, A>) {
+        f(A{}, out.data<A>());
+      } else {
+        std::vector<A> tmp(static_cast<size_t>(out.size()));
+        f(A{}, tmp.data());
+        T* o = out.data<T>();  // freshly allocated: dense
+        for (size_t i = 0; i < tmp.size(); ++i) o[i] = convert<T>(tmp[i]);
+      }
     } else {
-      cpu::unsupported(name, out.dtype());
+      unsupported(name, out.dtype());
     }
   });
 }
+
 }  // namespace
 
 void conv_eval(const ConvGeneral& prim, const std::vector<array>& inputs, std::vector<array>& outputs) {
-  run_floating("ConvGeneral", outputs[0], [&](auto t) {
-    conv_impl<decltype(t)>(inputs[0], inputs[1], outputs[0], prim.params());
+  const ConvParams& p = prim.params();
+  run_floating("ConvGeneral", outputs[0], [&](auto tag, auto* o) {
+    using A = decltype(tag);
+    const Geometry g = make_geometry(inputs[0].shape(), inputs[1].shape(), outputs[0].shape(), p);
+    if (g.KC == 0) {
+      std::fill(o, o + outputs[0].size(), A(0));
+      return;
+    }
+    DenseAs<A> x(inputs[0]), w(inputs[1]);
+    if (g.G == g.C && g.Cg == 1 && g.Og == 1) return conv_depthwise(x.data, w.data, g, p, o);
+    conv_forward(x.data, w.data, inputs[1], g, p, o);
   });
 }
 
-void conv_weight_grad_eval(const ConvWeightGrad& prim, const std::vector<array>& inputs, std::vector<array>& outputs) {
-  run_floating("ConvWeightGrad", outputs[0], [&](auto t) {
-    weight_grad_impl<decltype(t)>(inputs[0], inputs[1], outputs[0], prim.params());
+void conv_weight_grad_eval(const ConvWeightGrad& prim, const std::vector<array>& inputs,
+                           std::vector<array>& outputs) {
+  const ConvParams& p = prim.params();
+  run_floating("ConvWeightGrad", outputs[0], [&](auto tag, auto* o) {
+    using A = decltype(tag);
+    const Geometry g = make_geometry(inputs[0].shape(), outputs[0].shape(), inputs[1].shape(), p);
+    if (g.rows == 0 || g.KC == 0 || g.Og == 0) {
+      std::fill(o, o + outputs[0].size(), A(0));
+      return;
+    }
+    DenseAs<A> x(inputs[0]), ct(inputs[1]);
+    conv_weight_grad(x.data, ct.data, g, p, o);
   });
 }
 

@@ -1,0 +1,247 @@
+"""The convolution kernels' own paths, at every ISA level the CPU has.
+
+test_conv.py checks what convolutions compute over randomized small
+configurations; the kernels (csrc/ember/backend/cpu/conv.cpp) choose their
+register tiles from the vector width of the ISA level and the channel
+counts, cut long reductions into chunks, take a separate path for
+depthwise convolutions and cache packed weights. These tests pick sizes that
+reach each of those paths (whole and partial vectors of output channels,
+one to four vectors per tile, tiles cut at the end of an output line,
+reductions longer than a chunk, edge and interior depthwise tiles) and
+compare with the float64 reference of test_conv.py.
+"""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import IS_MLX, ember_only, mx, to_numpy
+from test_conv import ref_conv
+
+pytestmark = ember_only
+
+LEVELS = [] if IS_MLX else mx.__config__()["isa_levels"]
+
+
+@pytest.fixture(params=LEVELS)
+def level(request):
+    before = mx.__config__()["isa"]
+    mx._set_cpu_isa(request.param)
+    yield request.param
+    mx._set_cpu_isa(before)
+
+
+def ref_weight_grad(x, ct, wshape, stride, lo, kd, groups):
+    """dW[o, k, c] = sum over batch and output positions of ct * the input
+    the weight saw there (zero padding; float64)."""
+    x = np.asarray(x, np.float64)
+    ct = np.asarray(ct, np.float64)
+    D = x.ndim - 2
+    C, O = x.shape[-1], wshape[0]
+    Cg, Og = C // groups, O // groups
+    K = wshape[1:-1]
+    pad = [(0, 0)] + [(l, l + (k - 1) * q + s) for l, k, q, s in zip(lo, K, kd, stride)] + [(0, 0)]
+    xp = np.pad(x, pad)
+    dw = np.zeros(wshape)
+    OS = ct.shape[1:-1]
+    for kp in np.ndindex(*K):
+        sl = tuple(slice(k * q, k * q + (o - 1) * s + 1, s) for k, q, o, s in zip(kp, kd, OS, stride))
+        win = xp[(slice(None),) + sl]  # (N, *OS, C)
+        for g in range(groups):
+            a = ct[..., g * Og:(g + 1) * Og].reshape(-1, Og)
+            b = win[..., g * Cg:(g + 1) * Cg].reshape(-1, Cg)
+            dw[(slice(g * Og, (g + 1) * Og),) + kp] = a.T @ b
+    return dw
+
+
+def arr(a):
+    """a as an Ember array of its own dtype (float64 stays float64)."""
+    return mx.array(a, dtype=mx.float64 if a.dtype == np.float64 else mx.float32)
+
+
+def conv_and_ref(x, w, stride=1, pad=1, dil=1, groups=1):
+    D = x.ndim - 2
+    fn = {1: mx.conv1d, 2: mx.conv2d, 3: mx.conv3d}[D]
+    got = fn(arr(x), arr(w), stride, pad, dil, groups)
+    want = ref_conv(x, w, [stride] * D, [pad] * D, [pad] * D, [dil] * D, [1] * D, groups, False)
+    return to_numpy(got), want
+
+
+def tol(dt):
+    return {np.float32: 2e-4, np.float64: 1e-11}[dt]
+
+
+@pytest.mark.parametrize("O", [1, 7, 16, 17, 33, 64, 65, 130])
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_forward_output_widths(level, O, dt):
+    # one to four vectors of output channels per tile, whole and partial,
+    # several column blocks; 13 positions per line leave short tiles
+    rng = np.random.default_rng(O)
+    x = rng.standard_normal((2, 5, 13, 24)).astype(dt)
+    w = rng.standard_normal((O, 3, 3, 24)).astype(dt)
+    got, want = conv_and_ref(x, w)
+    np.testing.assert_allclose(got, want, rtol=tol(dt), atol=tol(dt) * 10)
+
+
+@pytest.mark.parametrize("stride,pad,dil", [(2, 1, 1), (1, 0, 2), (3, 2, 1), (1, 3, 3)])
+def test_forward_strided_dilated(level, stride, pad, dil):
+    rng = np.random.default_rng(stride * 10 + dil)
+    x = rng.standard_normal((2, 11, 17, 20)).astype(np.float32)
+    w = rng.standard_normal((48, 3, 3, 20)).astype(np.float32)
+    got, want = conv_and_ref(x, w, stride, pad, dil)
+    np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-3)
+
+
+@pytest.mark.parametrize("C,K", [(1100, 3), (150, 3), (40, 7)])
+def test_forward_long_reductions(level, C, K):
+    # the weights of one column block exceed the chunk the kernel keeps in
+    # cache: split over channels (C=1100), over kernel positions (C=150)
+    rng = np.random.default_rng(C)
+    x = rng.standard_normal((1, 4, 9, C)).astype(np.float32)
+    w = (rng.standard_normal((64, K, K, C)) / np.sqrt(C * K * K)).astype(np.float32)
+    got, want = conv_and_ref(x, w, pad=K // 2)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("D", [1, 2, 3])
+def test_forward_1d_3d_lines(level, D):
+    rng = np.random.default_rng(D)
+    S = {1: [37], 2: [6, 11], 3: [3, 4, 10]}[D]
+    x = rng.standard_normal((2, *S, 16)).astype(np.float32)
+    w = rng.standard_normal((40, *[3] * D, 16)).astype(np.float32)
+    got, want = conv_and_ref(x, w)
+    np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-3)
+
+
+@pytest.mark.parametrize("C", [1, 5, 16, 32, 33, 48])
+@pytest.mark.parametrize("stride,pad,dil", [(1, 1, 1), (2, 1, 1), (1, 2, 2), (1, 0, 1)])
+def test_depthwise(level, C, stride, pad, dil):
+    rng = np.random.default_rng(C + stride)
+    x = rng.standard_normal((2, 7, 21, C)).astype(np.float32)
+    w = rng.standard_normal((C, 3, 3, 1)).astype(np.float32)
+    got, want = conv_and_ref(x, w, stride, pad, dil, groups=C)
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("D", [1, 3])
+def test_depthwise_1d_3d_and_float64(level, D):
+    rng = np.random.default_rng(D)
+    S = {1: [50], 3: [4, 5, 19]}[D]
+    x = rng.standard_normal((2, *S, 24))
+    w = rng.standard_normal((24, *[3] * D, 1))
+    got, want = conv_and_ref(x, w, groups=24)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_depthwise_flip_input_dilation_multiplier(level):
+    # flip and input dilation take the edge path of the depthwise kernel; a
+    # channel multiplier of 2 is a grouped convolution
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((1, 6, 9, 16))
+    w = rng.standard_normal((16, 3, 2, 1))
+    got = mx.conv_general(arr(x), arr(w), stride=[1, 2], padding=([2, 1], [1, 2]),
+                          input_dilation=[1, 2], groups=16, flip=True)
+    want = ref_conv(x, w, [1, 2], [2, 1], [1, 2], [1, 1], [1, 2], 16, True)
+    np.testing.assert_allclose(to_numpy(got), want, rtol=1e-12, atol=1e-12)
+    w2 = rng.standard_normal((32, 3, 3, 1))
+    got, want = conv_and_ref(x, w2, groups=16)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def weight_grad(x, w, stride, pad, dil, groups):
+    D = x.ndim - 2
+    fn = {1: mx.conv1d, 2: mx.conv2d, 3: mx.conv3d}[D]
+    xm, wm = arr(x), arr(w)
+    y = fn(xm, wm, stride, pad, dil, groups)
+    ct = np.random.default_rng(1).standard_normal(y.shape).astype(x.dtype)
+    _, (dw,) = mx.vjp(lambda b: fn(xm, b, stride, pad, dil, groups), [wm], [arr(ct)])
+    return to_numpy(dw), ref_weight_grad(x, ct, w.shape, [stride] * D, [pad] * D, [dil] * D, groups)
+
+
+@pytest.mark.parametrize("O", [1, 7, 16, 64, 65])
+@pytest.mark.parametrize("C", [1, 6, 13, 32])
+def test_weight_grad_widths(level, O, C):
+    rng = np.random.default_rng(O * 100 + C)
+    x = rng.standard_normal((2, 6, 11, C))
+    w = rng.standard_normal((O, 3, 3, C))
+    got, want = weight_grad(x, w, 1, 1, 1, 1)
+    np.testing.assert_allclose(got, want, rtol=1e-11, atol=1e-10)
+
+
+@pytest.mark.parametrize("stride,pad,dil,groups", [(2, 1, 1, 1), (1, 2, 2, 2), (1, 0, 1, 4), (3, 1, 1, 2)])
+def test_weight_grad_configs(level, stride, pad, dil, groups):
+    rng = np.random.default_rng(stride + groups)
+    x = rng.standard_normal((3, 9, 10, 8)).astype(np.float32)
+    w = rng.standard_normal((24, 3, 3, 8 // groups)).astype(np.float32)
+    got, want = weight_grad(x, w, stride, pad, dil, groups)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
+
+
+def test_weight_grad_many_rows(level):
+    # more rows than one partition of the row sum (the partials are added in order)
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((8, 40, 40, 8)).astype(np.float32)
+    w = rng.standard_normal((16, 3, 3, 8)).astype(np.float32)
+    got, want = weight_grad(x, w, 1, 1, 1, 1)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=2e-2)
+
+
+_DETERMINISM = r"""
+import numpy as np, ember.core as mx, sys
+rng = np.random.default_rng(0)
+x = mx.array(rng.standard_normal((8, 40, 40, 8)).astype(np.float32))
+w = mx.array(rng.standard_normal((16, 3, 3, 8)).astype(np.float32))
+ct = mx.array(rng.standard_normal((8, 40, 40, 16)).astype(np.float32))
+_, (dx, dw) = mx.vjp(lambda a, b: mx.conv2d(a, b, padding=1), [x, w], [ct])
+y = mx.conv2d(x, w, padding=1)
+sys.stdout.write(np.array(dw).tobytes().hex()[:4000] + np.array(dx).tobytes().hex()[::997]
+                 + np.array(y).tobytes().hex()[::991])
+"""
+
+
+def test_results_do_not_depend_on_thread_count():
+    outs = []
+    for n in ("1", "2", "3"):
+        env = dict(os.environ, EMBER_NUM_THREADS=n)
+        outs.append(subprocess.run([sys.executable, "-c", _DETERMINISM], env=env, check=True,
+                                   capture_output=True, text=True).stdout)
+    assert outs[0] == outs[1] == outs[2]
+
+
+def test_packed_weights_follow_the_weight_array():
+    # The kernel keeps packed copies of recently used weight arrays; a new
+    # array (even one reusing the old buffer) must never see stale weights.
+    rng = np.random.default_rng(5)
+    x = mx.array(rng.standard_normal((1, 6, 6, 8)).astype(np.float32))
+    wn = rng.standard_normal((16, 3, 3, 8)).astype(np.float32)
+    w = mx.array(wn)
+    first = to_numpy(mx.conv2d(x, w, padding=1))
+    np.testing.assert_array_equal(to_numpy(mx.conv2d(x, w, padding=1)), first)
+    for step in range(3):
+        w = w * 0.5 + 1.0  # may donate w's buffer to the result
+        wn = wn * 0.5 + 1.0
+        _, want = conv_and_ref(to_numpy(x), wn)
+        np.testing.assert_allclose(to_numpy(mx.conv2d(x, w, padding=1)), want, rtol=1e-4, atol=1e-4)
+    w[0] = 0.0
+    wn[0] = 0.0
+    _, want = conv_and_ref(to_numpy(x), wn)
+    np.testing.assert_allclose(to_numpy(mx.conv2d(x, w, padding=1)), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+def test_half_types_all_paths(level, dt):
+    rng = np.random.default_rng(11)
+    mdt = getattr(mx, dt)
+    x = mx.array(rng.standard_normal((2, 6, 9, 16)).astype(np.float32)).astype(mdt)
+    xr = to_numpy(x.astype(mx.float32)).astype(np.float64)
+    for w_shape, groups in [((24, 3, 3, 16), 1), ((16, 3, 3, 1), 16)]:
+        w = mx.array(rng.standard_normal(w_shape).astype(np.float32)).astype(mdt)
+        wr = to_numpy(w.astype(mx.float32)).astype(np.float64)
+        got = mx.conv2d(x, w, padding=1, groups=groups)
+        assert got.dtype == mdt
+        want = ref_conv(xr, wr, [1, 1], [1, 1], [1, 1], [1, 1], [1, 1], groups, False)
+        t = 3e-2 if dt == "float16" else 2e-1
+        np.testing.assert_allclose(to_numpy(got.astype(mx.float32)), want, rtol=t, atol=t * 4)
