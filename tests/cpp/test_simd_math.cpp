@@ -16,7 +16,14 @@
 // Then the speed of the vectorized loop against a loop over the std::
 // function (float32: 4M elements; float64: 2M), best of 3.
 //
-// Options: --no-bench, --quick (fewer points), --exhaustive NAME STRIDE
+// The code path follows the compiler's target (simd_math.h's EMBER_SIMD_FMA:
+// fused multiply-adds from -march=x86-64-v3 up); CI builds it at
+// -march=x86-64-v2 and -march=x86-64-v3, both with -ffp-contract=off as the
+// library is, and passes --expect-fma 0 / 1 so that a build that took the
+// other path fails.
+//
+// Options: --no-bench, --quick (fewer points), --expect-fma 0|1 (exit 2 if
+// EMBER_SIMD_FMA differs), --exhaustive NAME STRIDE
 // [LO HI] (every STRIDE-th float32 bit pattern, optionally only those of the
 // floats in [LO, HI], through NAME; minutes per function, for development),
 // --unlimited (with --exhaustive: check sin/cos/tan beyond their bound too).
@@ -529,6 +536,7 @@ void check_one_d(const char* name, double bound, double x, double y, long double
 
 int main(int argc, char** argv) {
   bool bench = true, quick = false, unlimited = false;
+  int expect_fma = -1;
   std::string exhaustive;
   uint32_t stride = 1;
   uint64_t u_lo = 0, u_hi = 0xffffffffull;
@@ -537,6 +545,7 @@ int main(int argc, char** argv) {
     if (a == "--no-bench") bench = false;
     else if (a == "--unlimited") unlimited = true;  // check sin/cos/tan beyond their bound too
     else if (a == "--quick") quick = true;
+    else if (a == "--expect-fma" && i + 1 < argc) expect_fma = std::atoi(argv[++i]);
     else if (a == "--exhaustive" && i + 2 < argc) {
       exhaustive = argv[i + 1];
       stride = static_cast<uint32_t>(std::strtoul(argv[i + 2], nullptr, 10));
@@ -547,6 +556,12 @@ int main(int argc, char** argv) {
         i += 2;
       }
     }
+  }
+  std::printf("simd_math: EMBER_SIMD_FMA=%d (%s)\n", EMBER_SIMD_FMA,
+              EMBER_SIMD_FMA ? "fused multiply-adds" : "no FMA: separate multiply and add");
+  if (expect_fma >= 0 && expect_fma != EMBER_SIMD_FMA) {
+    std::printf("FAILED: expected EMBER_SIMD_FMA=%d\n", expect_fma);
+    return 2;
   }
   const auto t_start = std::chrono::steady_clock::now();
   std::vector<Fn> table = make_table();

@@ -8,16 +8,13 @@ cache, which is not counted as active.
 """
 
 import gc
-import subprocess
-import sys
-import textwrap
 import threading
 
 import numpy as np
 import pytest
 
 from conftest import (BACKEND, IS_MLX, assert_close, assert_equal,
-                      dtype_name, ember_only, mx, raises, to_numpy)
+                      dtype_name, ember_only, mx, raises, run_python, to_numpy)
 
 MODULE = "mlx.core" if IS_MLX else "ember.core"
 MiB = 1 << 20
@@ -191,7 +188,7 @@ def test_long_chain_evaluates_and_is_freed():
     """A 10**6-op chain: eval walks the graph without recursion, and both an
     evaluated and an unevaluated chain are destroyed without overflowing the
     C stack.  Run in a subprocess so a crash fails only this test."""
-    code = textwrap.dedent(f"""
+    code = f"""
         import gc
         import {MODULE} as mx
         n = 10 ** 6
@@ -206,11 +203,8 @@ def test_long_chain_evaluates_and_is_freed():
         del z          # never evaluated: the whole graph is torn down
         gc.collect()
         print("freed", mx.get_active_memory() < (1 << 20))
-    """)
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True,
-                       text=True, timeout=300)
-    assert p.returncode == 0, p.stderr[-2000:]
-    lines = p.stdout.split()
+    """
+    lines = run_python(code, timeout=300).stdout.split()
     assert float(lines[0]) == 1e6
     assert lines[1:] == ["freed", "True"]
 
@@ -532,17 +526,14 @@ def test_clear_streams():
     """In a subprocess (clear_streams drops every stream, which MLX means
     for shutdown / fork): the call succeeds and the process exits
     cleanly."""
-    code = textwrap.dedent(f"""
+    code = f"""
         import {MODULE} as mx
         a = mx.add(mx.arange(3), 1, stream=mx.new_stream(mx.cpu))
         mx.eval(a)
         print((mx.arange(3) + 1).tolist(), a.tolist())
         assert mx.clear_streams() is None
-    """)
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True,
-                       text=True, timeout=120)
-    assert p.returncode == 0, p.stderr[-2000:]
-    assert p.stdout.strip() == "[1, 2, 3] [1, 2, 3]"
+    """
+    assert run_python(code, timeout=120).stdout.strip() == "[1, 2, 3] [1, 2, 3]"
 
 
 def test_thread_local_and_unsafe_streams():

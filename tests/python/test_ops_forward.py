@@ -12,18 +12,14 @@ integer division by zero, Python sign rules, round-half-even, MLX's dtype
 rules for creation ops, precision of long reductions, ...
 """
 
-import subprocess
-import sys
-import textwrap
-
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from conftest import (DATA_DTYPES, EMBER_ONLY_LAYOUTS, INTS, IS_MLX,
                       LAYOUTS, SINTS, UINTS, assert_close, assert_equal,
-                      dtype_name, ember_only, mx, mx_dtype, raises, to_mx,
-                      to_numpy, tolerance)
+                      dtype_name, ember_only, mx, mx_dtype, raises, run_python,
+                      to_mx, to_numpy, tolerance)
 from op_table import OPS, OPS_BY_NAME, Fixed
 
 
@@ -314,15 +310,12 @@ def test_integer_division_by_zero_is_mlx_defined(dtype):
 def test_integer_divmod_by_zero_does_not_trap(dtype):
     """MLX's divmod dies with SIGFPE on an integer zero divisor (floor_divide
     and remainder do not); Ember's divmod agrees with them: (0, x)."""
-    code = textwrap.dedent(f"""
+    p = run_python(f"""
         import ember.core as mx
         a = mx.array([0, 1, 5, 100], dtype=mx.{dtype})
         q, r = mx.divmod(a, mx.zeros_like(a))
         print(q.tolist(), r.tolist())
-    """)
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True,
-                       text=True, timeout=120)
-    assert p.returncode == 0, p.stderr
+    """, timeout=120)
     assert p.stdout.split("\n")[0] == "[0, 0, 0, 0] [0, 1, 5, 100]"
 
 
@@ -349,16 +342,13 @@ def test_int8_min_floor_divide_minus_one_wraps():
 @pytest.mark.parametrize("dtype", ["int32", "int64"])
 def test_int_min_floor_divide_minus_one_does_not_trap(dtype):
     """MLX dies with SIGFPE on INT32_MIN // -1; Ember wraps like NumPy."""
-    code = textwrap.dedent(f"""
+    p = run_python(f"""
         import ember.core as mx
         info = mx.iinfo(mx.{dtype})
         a = mx.array([info.min, info.min, 7], dtype=mx.{dtype})
         b = mx.array([-1, 1, -1], dtype=mx.{dtype})
         print(mx.floor_divide(a, b).tolist(), mx.remainder(a, b).tolist())
-    """)
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True,
-                       text=True, timeout=120)
-    assert p.returncode == 0, p.stderr
+    """, timeout=120)
     lo = int(np.iinfo(getattr(np, dtype)).min)
     assert p.stdout.split("\n")[0] == f"{[lo, lo, -7]} {[0, 0, 0]}"
 

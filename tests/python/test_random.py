@@ -11,15 +11,13 @@ probability (the tests are deterministic given the keys).
 """
 
 import math
-import os
-import subprocess
-import sys
 import threading
 
 import numpy as np
 import pytest
 
 import ember.core as mx
+from conftest import run_python
 from gradcheck import check_grads
 
 R = mx.random
@@ -196,9 +194,7 @@ def test_same_key_same_values_across_threads_and_processes():
         np.testing.assert_array_equal(o, want)
     code = ("import ember.core as mx, numpy as np, sys;"
             "sys.stdout.write(np.array(mx.random.normal((100003,), key=mx.random.key(99))).tobytes().hex())")
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(sys.path)
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    res = run_python(code)
     np.testing.assert_array_equal(np.frombuffer(bytes.fromhex(res.stdout), np.float32), want)
 
 
