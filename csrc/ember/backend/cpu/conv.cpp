@@ -627,20 +627,23 @@ void conv_depthwise(const A* x, const A* w, const Geometry& g, const ConvParams&
 
 // dwt[c0 + i][o0 + :cols] += sum_r src[r][kp][coff + i] * ct[r][:cols] for
 // i < MR, over `nrows` rows (dwt rows are ldd apart, ct rows ldc apart).
-template <class A, int MR, int NR>
+template <class A, int MR, int NR, bool Whole>
 void wg_tile(const A* const* src, int64_t Kprod, int64_t kp, int64_t coff, const A* ct, int64_t ldc, int64_t nrows,
              A* dwt, int64_t ldd, int64_t cols) {
   using V = typename Simd<A>::V;
   constexpr int W = Simd<A>::W;
   V acc[MR][NR];
   for (int i = 0; i < MR; ++i)
-    for (int j = 0; j < NR; ++j) acc[i][j] = load_cols<V>(dwt + i * ldd + j * W, cols - j * W);
-  const bool whole = cols >= NR * W;
+    for (int j = 0; j < NR; ++j)
+      acc[i][j] = Whole ? vload<V>(dwt + i * ldd + j * W) : load_cols<V>(dwt + i * ldd + j * W, cols - j * W);
   for (int64_t r = 0; r < nrows; ++r) {
     const A* cr = ct + r * ldc;
     V b[NR];
-    for (int j = 0; j < NR; ++j) b[j] = whole ? vload<V>(cr + j * W) : load_cols<V>(cr + j * W, cols - j * W);
+    for (int j = 0; j < NR; ++j) b[j] = Whole ? vload<V>(cr + j * W) : load_cols<V>(cr + j * W, cols - j * W);
     const A* s = src[r * Kprod + kp] + coff;
+    // one register for the row's pointer: the MR loads below then use
+    // constant displacements (GCC would otherwise keep MR offsets live)
+    __asm__("" : "+r"(s));
     for (int i = 0; i < MR; ++i) {
       const V a = splat<V>(s[i]);
       for (int j = 0; j < NR; ++j) acc[i][j] = vfma(a, b[j], acc[i][j]);
@@ -656,7 +659,9 @@ void wg_rows(int64_t mc, const A* const* src, int64_t Kprod, int64_t kp, int64_t
   if constexpr (MR > 1) {
     if (mc < MR) return wg_rows<A, MR - 1, NR>(mc, src, Kprod, kp, coff, ct, ldc, nrows, dwt, ldd, cols);
   }
-  wg_tile<A, MR, NR>(src, Kprod, kp, coff, ct, ldc, nrows, dwt, ldd, cols);
+  constexpr int W = Simd<A>::W;
+  if (cols >= NR * W) wg_tile<A, MR, NR, true>(src, Kprod, kp, coff, ct, ldc, nrows, dwt, ldd, cols);
+  else wg_tile<A, MR, NR, false>(src, Kprod, kp, coff, ct, ldc, nrows, dwt, ldd, cols);
 }
 
 template <class A, int NR>
@@ -664,7 +669,7 @@ void weight_grad_partition(const A* x, const A* ct, const Geometry& g, const Off
                            int64_t r_end, int64_t ogp, A* dwt) {
   constexpr int MR = rows_for<A>(NR);
   constexpr int64_t W = Simd<A>::W;
-  constexpr int64_t kRows = 256;
+  constexpr int64_t kRows = 64;  // the cotangent rows of a block stay in L1 across its passes
   const std::vector<A> zeros(static_cast<size_t>(g.C + 1), A(0));
   RowPointers<A> rp(g, tab, kRows, 1);
   for (int64_t r0 = r_begin; r0 < r_end; r0 += kRows) {
@@ -672,14 +677,18 @@ void weight_grad_partition(const A* x, const A* ct, const Geometry& g, const Off
     rp.fill(x, zeros.data(), r0, nr, 1, g);
     for (int64_t gi = 0; gi < g.G; ++gi) {
       for (int64_t kp = 0; kp < g.Kprod; ++kp) {
-        for (int64_t c0 = 0; c0 < g.Cg; c0 += MR) {
-          const int64_t mc = std::min<int64_t>(MR, g.Cg - c0);
+        // channel tiles of balanced sizes (32 = 6+6+5+5+5+5, not 6*5+2)
+        const int64_t ntiles = (g.Cg + MR - 1) / MR;
+        for (int64_t t = 0, c0 = 0; t < ntiles; ++t) {
+          const int64_t mc = (g.Cg - c0) / (ntiles - t);
+          const int64_t c1 = c0 + mc;
           for (int64_t o0 = 0; o0 < g.Og; o0 += NR * W) {
             const int64_t cols = std::min<int64_t>(NR * W, g.Og - o0);
             A* d = dwt + ((gi * g.Kprod + kp) * g.Cg + c0) * ogp + o0;
             wg_rows<A, MR, NR>(mc, rp.ptr.data(), g.Kprod, kp, gi * g.Cg + c0, ct + r0 * g.O + gi * g.Og + o0, g.O,
                                nr, d, ogp, cols);
           }
+          c0 = c1;
         }
       }
     }
