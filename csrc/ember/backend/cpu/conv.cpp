@@ -525,39 +525,68 @@ void conv_forward(const A* x, const A* w, const array& warr, const Geometry& g, 
 // rows (`lead`, -1 where padding), then tiles of MR output pixels along the
 // line. A tile away from the edges reads pixel r at kernel index k from
 // tl[w0][k] + r * stride (affine); edge tiles test each position.
-template <class A, int MR, int NR, bool Interior>
+template <class A, int MR, int NR, bool Interior, bool Whole>
 void dw_tile(const A* base, const int64_t* lead, int64_t nlead, const int64_t* tl, int64_t KL, int64_t w0,
              int64_t rows, int64_t step, const A* wt, int64_t ldw, int64_t c0, int64_t cols, A* out, int64_t ldo) {
   using V = typename Simd<A>::V;
   constexpr int W = Simd<A>::W;
+  auto load = [&](const A* p, int j) { return Whole ? vload<V>(p + j * W) : load_cols<V>(p + j * W, cols - j * W); };
   V acc[MR][NR];
   for (int r = 0; r < MR; ++r)
     for (int j = 0; j < NR; ++j) acc[r][j] = V{};
-  const bool whole = cols >= NR * W;
   for (int64_t h = 0; h < nlead; ++h) {
     if (lead[h] < 0) continue;
     const A* row = base + lead[h] + c0;
     for (int64_t k = 0; k < KL; ++k) {
       V b[NR];
       for (int j = 0; j < NR; ++j) b[j] = vload<V>(wt + (h * KL + k) * ldw + c0 + j * W);
-      if (Interior) {
+      if constexpr (Interior) {
         const A* px = row + tl[w0 * KL + k];
         for (int r = 0; r < MR; ++r)
-          for (int j = 0; j < NR; ++j) {
-            const V v = whole ? vload<V>(px + r * step + j * W) : load_cols<V>(px + r * step + j * W, cols - j * W);
-            acc[r][j] = vfma(v, b[j], acc[r][j]);
-          }
+          for (int j = 0; j < NR; ++j) acc[r][j] = vfma(load(px + r * step, j), b[j], acc[r][j]);
       } else {
-        for (int r = 0; r < MR && r < rows; ++r) {
-          const int64_t off = tl[(w0 + r) * KL + k];
+        for (int r = 0; r < MR; ++r) {
+          const int64_t off = r < rows ? tl[(w0 + r) * KL + k] : -1;
           if (off < 0) continue;
-          for (int j = 0; j < NR; ++j) acc[r][j] = vfma(load_cols<V>(row + off + j * W, cols - j * W), b[j], acc[r][j]);
+          for (int j = 0; j < NR; ++j) acc[r][j] = vfma(load(row + off, j), b[j], acc[r][j]);
         }
       }
     }
   }
-  for (int64_t r = 0; r < std::min<int64_t>(rows, MR); ++r) {
-    for (int j = 0; j < NR && j * W < cols; ++j) store_cols(out + r * ldo + j * W, acc[r][j], cols - j * W);
+  for (int r = 0; r < MR; ++r) {
+    if (r >= rows) break;
+    for (int j = 0; j < NR; ++j) {
+      if (Whole) vstore(out + r * ldo + j * W, acc[r][j]);
+      else if (j * W < cols) store_cols(out + r * ldo + j * W, acc[r][j], cols - j * W);
+    }
+  }
+}
+
+// The common interior case: three taps along the line at unit stride and
+// dilation. The MR outputs read MR + 2 neighbouring pixels; each is loaded
+// once and used by up to three taps (a third of the loads of dw_tile).
+template <class A, int MR, int NR>
+void dw_tile3(const A* base, const int64_t* lead, int64_t nlead, const int64_t* tl, int64_t w0, int64_t step,
+              const A* wt, int64_t ldw, int64_t c0, A* out, int64_t ldo) {
+  using V = typename Simd<A>::V;
+  constexpr int W = Simd<A>::W;
+  for (int j = 0; j < NR; ++j) {
+    V acc[MR];
+    for (int r = 0; r < MR; ++r) acc[r] = V{};
+    for (int64_t h = 0; h < nlead; ++h) {
+      if (lead[h] < 0) continue;
+      const A* px = base + lead[h] + tl[w0 * 3] + c0 + j * W;
+      const A* wk = wt + h * 3 * ldw + c0 + j * W;
+      const V k0 = vload<V>(wk), k1 = vload<V>(wk + ldw), k2 = vload<V>(wk + 2 * ldw);
+      V in[MR + 2];
+      for (int i = 0; i < MR + 2; ++i) in[i] = vload<V>(px + i * step);
+      for (int r = 0; r < MR; ++r) {
+        acc[r] = vfma(in[r], k0, acc[r]);
+        acc[r] = vfma(in[r + 1], k1, acc[r]);
+        acc[r] = vfma(in[r + 2], k2, acc[r]);
+      }
+    }
+    for (int r = 0; r < MR; ++r) vstore(out + r * ldo + j * W, acc[r]);
   }
 }
 
@@ -583,6 +612,8 @@ void conv_depthwise(const A* x, const A* w, const Geometry& g, const ConvParams&
     inner[w0] = ok;
   }
   const int64_t nlead = g.Kprod / KL;
+  // unit stride and dilation along the line, three taps: dw_tile3
+  const bool taps3 = KL == 3 && step == g.C && p.kernel_dilation[L] == 1 && !p.flip;
   const int64_t grain = std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(OL * g.C, 1));
   parallel_for(lines, grain, [&](int64_t l0, int64_t l1) {
     std::vector<int64_t> lead(static_cast<size_t>(nlead));
@@ -615,7 +646,13 @@ void conv_depthwise(const A* x, const A* w, const Geometry& g, const ConvParams&
           if (interior) {
             for (int64_t r = 1; r < MR && interior; ++r) interior = tl[(w0 + r) * KL] == tl[w0 * KL] + r * step;
           }
-          auto tile = interior ? dw_tile<A, MR, NR, true> : dw_tile<A, MR, NR, false>;
+          const bool whole = cols == NR * W;
+          if (interior && whole && taps3) {
+            dw_tile3<A, MR, NR>(base, lead.data(), nlead, tl, w0, step, wt.data, cpad, c0, ol + w0 * g.O + c0, g.O);
+            continue;
+          }
+          auto tile = interior ? (whole ? dw_tile<A, MR, NR, true, true> : dw_tile<A, MR, NR, true, false>)
+                               : (whole ? dw_tile<A, MR, NR, false, true> : dw_tile<A, MR, NR, false, false>);
           tile(base, lead.data(), nlead, tl, KL, w0, rows, step, wt.data, cpad, c0, cols, ol + w0 * g.O + c0, g.O);
         }
       }
