@@ -77,11 +77,7 @@ array::array(T value, Dtype dtype) : desc_(new_desc({}, dtype)) {
   alloc();
   dispatch_all(dtype, [&](auto tag) {
     using U = typename decltype(tag)::type;
-    if constexpr (is_complex_v<U> || !is_complex_v<T>) {
-      *data<U>() = static_cast<U>(value);
-    } else {
-      *data<U>() = static_cast<U>(value.real());
-    }
+    *data<U>() = scalar_cast<U>(value);
   });
 }
 template array::array(bool, Dtype);
@@ -205,14 +201,7 @@ T array::item() const {
   eval();
   return dispatch_all(dtype(), [&](auto tag) -> T {
     using U = typename decltype(tag)::type;
-    U v = *data<U>();
-    if constexpr (is_complex_v<U> && !is_complex_v<T>) {
-      return static_cast<T>(v.real());
-    } else if constexpr (is_half_v<U>) {
-      return static_cast<T>(static_cast<float>(v));
-    } else {
-      return static_cast<T>(v);
-    }
+    return scalar_cast<T>(*data<U>());
   });
 }
 template bool array::item<bool>() const;

@@ -5,6 +5,8 @@
 #include <complex>
 #include <cstdint>
 #include <cstring>
+#include <limits>
+#include <type_traits>
 #include <string>
 #include <vector>
 
@@ -153,5 +155,78 @@ constexpr bool is_float_v = std::is_floating_point_v<T> || is_half_v<T>;
 // The type arithmetic runs in: half types compute in float.
 template <class T>
 using compute_t = std::conditional_t<is_half_v<T>, float, T>;
+
+// Float -> integer conversions, defined for every input (C++ leaves NaN,
+// infinities, out-of-range values and negative -> unsigned undefined, and
+// x86's scalar and vector instructions answer them differently). Ember gives
+// one answer on every code path, thread split and ISA level — that of x86-64's
+// conversion instructions as NumPy's and MLX's array casts use them:
+//   * to int8/int16/uint8/uint16/int32: truncate toward zero to int32 — a
+//     value whose truncation is not an int32 (and NaN) gives INT32_MIN —
+//     then keep the low bits (wrap);
+//   * to int64: truncate to int64; not representable or NaN -> INT64_MIN;
+//   * to uint32 (uint64): values below 2^31 (2^63) as the signed rule, then
+//     wrap (-1.0 -> 4294967295); from 2^31 (2^63) up, 2^31 (2^63) plus the
+//     signed rule on x - 2^31 (x - 2^63), wrapped (so 2^32 -> 0, NaN ->
+//     2^31). This is the unsigned conversion vectorized casts perform (NumPy's
+//     SIMD loops, MLX's astype); C's scalar (uint32_t)x on x86-64 differs for
+//     NaN and values outside [-2^31, 2^32).
+// float16/bfloat16 go through float32, complex through its real part. The
+// forms are branch-free selects, so loops over them vectorize.
+template <class F>
+inline int32_t cvt_i32(F x) {
+  bool ok;
+  if constexpr (std::is_same_v<F, float>) ok = (x >= -2147483648.0f) & (x < 2147483648.0f);
+  else ok = (x > -2147483649.0) & (x < 2147483648.0);
+  const int32_t v = static_cast<int32_t>(ok ? x : F(0));
+  return ok ? v : std::numeric_limits<int32_t>::min();
+}
+template <class F>
+inline int64_t cvt_i64(F x) {
+  const bool ok = (x >= F(-9223372036854775808.0)) & (x < F(9223372036854775808.0));
+  const int64_t v = static_cast<int64_t>(ok ? x : F(0));
+  return ok ? v : std::numeric_limits<int64_t>::min();
+}
+template <class I, class F>
+inline I float_to_int(F x) {
+  if constexpr (std::is_same_v<I, uint32_t>) {
+    const bool hi = x >= F(2147483648.0);
+    const uint32_t v = static_cast<uint32_t>(cvt_i32(hi ? x - F(2147483648.0) : x));
+    return v ^ (hi ? 0x80000000u : 0u);
+  } else if constexpr (std::is_same_v<I, uint64_t>) {
+    const bool hi = x >= F(9223372036854775808.0);
+    const uint64_t v = static_cast<uint64_t>(cvt_i64(hi ? x - F(9223372036854775808.0) : x));
+    return v ^ (hi ? uint64_t(1) << 63 : uint64_t(0));
+  } else if constexpr (sizeof(I) == 8) {
+    return cvt_i64(x);
+  } else {
+    return static_cast<I>(cvt_i32(x));  // wraps to the low bits
+  }
+}
+
+// One value converted between storage types, as every Ember conversion
+// (astype, construction from Python values, scalars, kernels) does it.
+template <class To, class From>
+inline To scalar_cast(From x) {
+  if constexpr (std::is_same_v<To, From>) {
+    return x;
+  } else if constexpr (is_complex_v<From>) {
+    if constexpr (is_complex_v<To>) return x;
+    else if constexpr (std::is_same_v<To, bool>) return x != From(0);
+    else return scalar_cast<To>(x.real());
+  } else if constexpr (is_half_v<From>) {
+    return scalar_cast<To>(static_cast<float>(x));
+  } else if constexpr (is_complex_v<To>) {
+    return To(static_cast<float>(x), 0.0f);
+  } else if constexpr (std::is_same_v<To, bool>) {
+    return x != From(0);
+  } else if constexpr (std::is_same_v<To, bfloat16_t>) {
+    return To(static_cast<float>(x));
+  } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
+    return float_to_int<To>(x);
+  } else {
+    return static_cast<To>(x);
+  }
+}
 
 }  // namespace ember

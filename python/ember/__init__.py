@@ -5,13 +5,31 @@
 import os as _os
 
 # EMBER_ISA caps the instruction set of Ember's kernels; cap OpenBLAS's
-# (matmul, conv, linalg) to match unless the user chose its core already.
-# OpenBLAS reads this when the extension loads it, so it is set first.
-_OPENBLAS_CORE = {"baseline": "Nehalem", "sse4.2": "Nehalem", "x86-64-v2": "Nehalem", "v2": "Nehalem",
-                  "avx2": "Haswell", "x86-64-v3": "Haswell", "v3": "Haswell"}
+# (matmul, linalg) to match unless the user chose its core already. OpenBLAS
+# reads this when the extension loads it, so it is set first — and only to a
+# core this CPU can run (OPENBLAS_CORETYPE forces a kernel set, it does not cap).
+_OPENBLAS_CORE = {"baseline": ("Nehalem", {"sse4_2"}), "sse4.2": ("Nehalem", {"sse4_2"}),
+                  "x86-64-v2": ("Nehalem", {"sse4_2"}), "v2": ("Nehalem", {"sse4_2"}),
+                  "avx2": ("Haswell", {"avx2", "fma"}), "x86-64-v3": ("Haswell", {"avx2", "fma"}),
+                  "v3": ("Haswell", {"avx2", "fma"})}
+
+
+def _cpu_flags():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
 _isa = _os.environ.get("EMBER_ISA", "").strip().lower()
 if _isa in _OPENBLAS_CORE and "OPENBLAS_CORETYPE" not in _os.environ:
-    _os.environ["OPENBLAS_CORETYPE"] = _OPENBLAS_CORE[_isa]
+    _core, _needs = _OPENBLAS_CORE[_isa]
+    if _needs <= _cpu_flags():
+        _os.environ["OPENBLAS_CORETYPE"] = _core
 
 from . import core  # noqa: E402
 from . import _transforms

@@ -352,6 +352,8 @@ void init_array(py::module_& m) {
       })
       .def("__int__", [](const array& a) {
         if (a.size() != 1) throw std::invalid_argument("[int] Only length-1 arrays can be converted to a Python scalar.");
+        // floats convert as Python's int(float) does (exact; NaN and infinity raise), as in MLX and NumPy
+        if (is_floating(a.dtype())) return py::int_(to_scalar(astype(a, Dtype::float64)));
         return py::int_(to_scalar(astype(a, Dtype::int64)));
       })
       .def("__float__", [](const array& a) {

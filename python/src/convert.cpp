@@ -181,9 +181,9 @@ array from_list(py::handle v, std::optional<Dtype> dtype) {
         p[i] = PyObject_IsTrue(x.ptr()) == 1;
       } else if constexpr (std::is_integral_v<T>) {
         if (PyFloat_Check(x.ptr())) {
-          p[i] = static_cast<T>(PyFloat_AsDouble(x.ptr()));
+          p[i] = scalar_cast<T>(PyFloat_AsDouble(x.ptr()));  // Ember's float -> int rule (dtype.h)
         } else if (PyComplex_Check(x.ptr())) {
-          p[i] = static_cast<T>(PyComplex_RealAsDouble(x.ptr()));
+          p[i] = scalar_cast<T>(PyComplex_RealAsDouble(x.ptr()));
         } else if (std::is_unsigned_v<T> && sizeof(T) == 8) {
           unsigned long long u = PyLong_AsUnsignedLongLong(x.ptr());
           if (PyErr_Occurred()) {

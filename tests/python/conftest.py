@@ -78,36 +78,10 @@ def pytest_configure(config):
 # Behaviour Ember does not have yet, each with the issue that brings it.
 # These run as strict xfails: the day one passes, the suite fails until its
 # line is removed here.
-_UINT32_STATIC_CAST = (
-    "a Python float becomes uint32 through static_cast<uint32_t>(double) (from_list in "
-    "python/src/convert.cpp, array::array(T, Dtype) in csrc/ember/array.cpp), not the float_to_int "
-    "rule of astype: NaN -> 0, -1e10 -> 2884901888, 1e10 -> 1410065408 (astype: 2147483648, "
-    "2147483648, 0)")
-_SETITEM_FLOAT32 = (
-    "a[i] = x and a.at[i].add(x) round the Python float x to float32 before converting it "
-    "(mx.array(x, dtype) and NumPy convert the double): 16777217.0 -> 16777216, "
-    "2147483647.0 -> int32 -2147483648")
 _THREAD_SPLIT = (
     "a full reduction of one long run splits it into num_threads parts (reduce_dense in "
     "backend/cpu/reduce.cpp) and adds the parts in order: the sum depends on the thread count")
 KNOWN_GAPS = {
-    **{f"test_isa.py::test_float_to_int_construction_follows_the_rule[{p}-uint32]": _UINT32_STATIC_CAST
-       for p in ("list", "complex_list", "scalar", "full")},
-    **{f"test_isa.py::test_float_to_int_construction_matches_numpy_in_range[{p}-{t}]": _SETITEM_FLOAT32
-       for p in ("setitem", "at_add") for t in ("int32", "int64", "uint32", "uint64")},
-    "test_isa.py::test_arange_integer_dtype_with_float_arguments[fractional_step-":
-        "arange with an integer dtype truncates start and step separately "
-        "(arange(-1.5, 3.5, 0.7, dtype=int32) is eight -1s; NumPy and MLX step by "
-        "int(start + step) - int(start): -1, 0, 1, ..., 6)",
-    "test_isa.py::test_identical_across_levels[softmax-float32]":
-        "softmax calls simd::exp, which fuses multiply-adds on avx2/avx512: baseline is up to "
-        "2 ulp away",
-    "test_isa.py::test_identical_across_levels[random-normal]":
-        "random.normal goes through simd::erfinv (FMA on avx2/avx512): baseline samples are up to "
-        "3 float32 ulp away",
-    "test_isa.py::test_transcendental_levels[erfinv-float64]":
-        "float64 erfinv is Newton from the level's float32 erfinv; near +-1 it stops wherever "
-        "erf(x) == y first holds: baseline and avx2 up to 62 ulp apart",
     **{f"test_isa.py::test_thread_split_does_not_change_bits[{n}]": _THREAD_SPLIT
        for n in ("sum_2d", "sum_run", "sum_f64_2d", "mean_run")},
 }

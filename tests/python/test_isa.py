@@ -406,9 +406,11 @@ def test_float_to_int_construction_follows_the_rule(path, target):
 
 
 def _np_setitem(values, target):
+    # a[i] = x first makes x a float32 array (MLX's weak typing of Python
+    # floats, which Ember follows): NumPy assigning that float32 value
     a = np.zeros(len(values), dtype=target)
     for i, v in enumerate(values):
-        a[i] = v
+        a[i] = np.float32(v)
     return a
 
 
@@ -429,9 +431,12 @@ def test_float_to_int_construction_matches_numpy_in_range(path, target):
     """Where NumPy defines the conversion (the truncated value fits the
     target; NumPy raises for the others), each path gives NumPy's answer."""
     info = np.iinfo(target)
-    vals = [v for v in SPECIAL_FLOATS if math.isfinite(v) and info.min <= math.trunc(v) <= info.max]
+    precision = CONSTRUCTION_PATHS[path][1]
+    with np.errstate(over="ignore"):
+        vals = [v for v in SPECIAL_FLOATS if math.isfinite(float(precision(v)))
+                and info.min <= math.trunc(float(precision(v))) <= info.max]
     want = NUMPY_CONSTRUCTION[path](vals, target)
-    assert np.array_equal(want, [math.trunc(v) for v in vals])
+    assert np.array_equal(want, [math.trunc(float(precision(v))) for v in vals])
     got = to_numpy(CONSTRUCTION_PATHS[path][0](vals, mx_dtype(target)))
     assert_same_ints(got, want, np.array(vals), f"{path} -> {target} vs NumPy")
 
@@ -573,10 +578,12 @@ for _d in IDENTICAL_DTYPES:
     for _family, _make in (("elementwise", _elementwise), ("convert", _conversions), ("reduce", _reductions),
                            ("scan", _scans), ("sort", _sorts)):
         IDENTICAL_CASES[f"{_family}-{_d}"] = lambda m=_make, d=_d: m(d)
-for _d in ("float32", "float64"):
-    IDENTICAL_CASES[f"softmax-{_d}"] = lambda d=_d: _softmax(d)
+# float32 softmax and normal samples go through simd_math.h's FMA-dependent
+# functions: test_transcendental_composites_levels holds them to the bound.
+IDENTICAL_CASES["softmax-float64"] = lambda: _softmax("float64")
 for _name, _ops in RANDOM_CASES.items():
-    IDENTICAL_CASES[f"random-{_name}"] = lambda ops=_ops: ops
+    if _name != "normal":
+        IDENTICAL_CASES[f"random-{_name}"] = lambda ops=_ops: ops
 
 
 def ulp_distance(a, b):

@@ -141,8 +141,12 @@ const char* isa_level_name(int level) {
 }
 
 int parse_isa_level(const std::string& name) {
+  size_t b = 0, e = name.size();  // surrounding whitespace does not count
+  while (b < e && std::isspace(static_cast<unsigned char>(name[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(name[e - 1]))) --e;
   std::string s;
-  for (char ch : name) s += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  for (size_t i = b; i < e; ++i) s += static_cast<char>(std::tolower(static_cast<unsigned char>(name[i])));
+  if (s == "native" || s == "generic") return isa_dispatch_build() ? -1 : kIsaBaseline;  // the one level of such builds
   if (s == "baseline" || s == "sse4.2" || s == "sse42" || s == "x86-64-v2" || s == "v2") return kIsaBaseline;
   if (s == "avx2" || s == "x86-64-v3" || s == "v3") return kIsaAvx2;
   if (s == "avx512" || s == "avx-512" || s == "x86-64-v4" || s == "v4") return kIsaAvx512;

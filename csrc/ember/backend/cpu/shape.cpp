@@ -137,8 +137,10 @@ void Arange::eval_cpu(const std::vector<array>&, std::vector<array>& outputs) {
     T* o = out.data<T>();
     int64_t n = out.size();
     if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-      // exact integer stepping (start/step are integral for integer dtypes)
-      auto s0 = static_cast<int64_t>(start_), st = static_cast<int64_t>(step_);
+      // exact integer stepping from the first two values in the integer
+      // dtype (NumPy's and MLX's rule: arange(0.5, 5.2, 1.5, int) = 0, 2, 4, 6)
+      const int64_t s0 = scalar_cast<int64_t>(start_);
+      const int64_t st = scalar_cast<int64_t>(start_ + step_) - s0;
       for (int64_t i = 0; i < n; ++i) o[i] = static_cast<T>(s0 + i * st);
     } else {
       for (int64_t i = 0; i < n; ++i) o[i] = cpu::convert<T>(start_ + static_cast<double>(i) * step_);
