@@ -55,9 +55,12 @@ constexpr int64_t kChunk = 512;  // index positions resolved at a time
 // axes[j].stride in elements; the index arrays are read with their own
 // strides. Runs go to both cores when `parallel`, else in order. A value
 // outside [-size, size) is recorded in err (its run is not passed on).
-template <class Sink>
-void visit_offsets(const std::vector<array>& idx, const Shape& space, const std::vector<IndexedAxis>& axes,
-                   bool parallel, IndexError& err, Sink&& sink, int64_t work_per_index = 1) {
+// (Not a template: the sink is called once per chunk of kChunk offsets, so
+// erasing its type costs nothing and the index loops are compiled once.)
+using OffsetSink = void (*)(void* ctx, int64_t p0, const int64_t* offs, int64_t n);
+void visit_offsets_impl(const std::vector<array>& idx, const Shape& space, const std::vector<IndexedAxis>& axes,
+                        bool parallel, IndexError& err, OffsetSink sink_fn, void* sink_ctx, int64_t work_per_index) {
+  auto sink = [&](int64_t p0, const int64_t* offs, int64_t n) { sink_fn(sink_ctx, p0, offs, n); };
   int64_t total = 1;
   for (int64_t d : space) total *= d;
   if (total == 0) return;
@@ -146,6 +149,16 @@ void visit_offsets(const std::vector<array>& idx, const Shape& space, const std:
   } else {
     run_chunks(0, chunks);
   }
+}
+
+template <class Sink>
+void visit_offsets(const std::vector<array>& idx, const Shape& space, const std::vector<IndexedAxis>& axes,
+                   bool parallel, IndexError& err, Sink&& sink, int64_t work_per_index = 1) {
+  using S = std::remove_reference_t<Sink>;
+  visit_offsets_impl(
+      idx, space, axes, parallel, err,
+      [](void* ctx, int64_t p0, const int64_t* offs, int64_t n) { (*static_cast<S*>(ctx))(p0, offs, n); },
+      const_cast<void*>(static_cast<const void*>(&sink)), work_per_index);
 }
 
 // A block of the non-indexed dims: shape and the strides of both sides,
