@@ -85,15 +85,17 @@ inline V splat(A x) {
 
 // Scratch from Ember's allocator: 64-byte aligned (vector loads of packed
 // weights that straddle cache lines run at half speed) and recycled by its
-// cache.
+// cache (no page faults for big temporaries call after call).
 template <class A>
 struct Scratch {
   std::shared_ptr<Buffer> buf;
   A* data = nullptr;
   int64_t size = 0;
-  explicit Scratch(int64_t n, A fill = A(0)) : buf(allocator::malloc(static_cast<size_t>(std::max<int64_t>(n, 1)) * sizeof(A))),
-                                                data(static_cast<A*>(buf->ptr())), size(n) {
-    std::fill(data, data + n, fill);
+  explicit Scratch(int64_t n, bool zero = true)
+      : buf(allocator::malloc(static_cast<size_t>(std::max<int64_t>(n, 1)) * sizeof(A))),
+        data(static_cast<A*>(buf->ptr())),
+        size(n) {
+    if (zero) std::fill(data, data + n, A(0));
   }
 };
 
@@ -781,17 +783,17 @@ array dense(const array& a) {
 template <class A>
 struct DenseAs {
   array arr;
-  std::vector<A> copy;
+  std::unique_ptr<Scratch<A>> copy;
   const A* data = nullptr;
   DenseAs(const array& a) {
     if (a.dtype() == type_to_dtype<A>::value) {
       arr = dense(a);
       data = arr.data<A>();
     } else {
-      copy.resize(static_cast<size_t>(a.size()));
-      copy_into(a, a.shape(), a.strides(), a.data<char>(), type_to_dtype<A>::value, row_strides(a.shape()),
-                reinterpret_cast<char*>(copy.data()));
-      data = copy.data();
+      copy = std::make_unique<Scratch<A>>(a.size(), false);
+      copy_kernel(a.dtype(), a.shape(), a.strides(), a.data<char>(), type_to_dtype<A>::value,
+                  row_strides(a.shape()), reinterpret_cast<char*>(copy->data));
+      data = copy->data;
     }
   }
 };
@@ -809,10 +811,11 @@ void run_floating(const char* name, array& out, F&& f) {
       if constexpr (std::is_same_v<T, A>) {
         f(A{}, out.data<A>());
       } else {
-        std::vector<A> tmp(static_cast<size_t>(out.size()));
-        f(A{}, tmp.data());
-        T* o = out.data<T>();  // freshly allocated: dense
-        for (size_t i = 0; i < tmp.size(); ++i) o[i] = convert<T>(tmp[i]);
+        Scratch<A> tmp(out.size(), false);
+        f(A{}, tmp.data);
+        const Strides dense_strides = row_strides(out.shape());  // out is freshly allocated: dense
+        copy_kernel(type_to_dtype<A>::value, out.shape(), dense_strides, reinterpret_cast<char*>(tmp.data),
+                    out.dtype(), dense_strides, out.data<char>());
       }
     } else {
       unsupported(name, out.dtype());
