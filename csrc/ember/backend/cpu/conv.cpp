@@ -111,6 +111,15 @@ constexpr int rows_for(int nr) {
   if (EMBER_ISA_HAS_AVX512) return nr >= 4 ? 6 : 8;
   return nr >= 2 ? (EMBER_ISA_HAS_AVX2 ? 6 : 4) : 8;
 }
+// Whether fwd_tile reuses each pixel across three taps for NR vectors of
+// output channels: where the accumulators, 3 * NR weight vectors and the
+// broadcast fit in the registers, and the one-broadcast-per-row form would
+// load more than once per two FMAs (NR <= 2).
+template <class A>
+constexpr bool tap_reuse(int nr) {
+  if (EMBER_ISA_HAS_AVX512) return nr <= 2;
+  return EMBER_ISA_HAS_AVX2 && nr == 1;
+}
 // Weight bytes of one chunk of the forward reduction: they stream from L2
 // (faster than cutting the reduction shorter to stay in L1, which costs
 // reloading the accumulators from the output); longer reductions are cut.
@@ -299,8 +308,9 @@ inline V load_cols(const A* src, int64_t cols) {
 //
 // Kernel positions whose inputs follow each other in memory for every row
 // of the tile (neighbours along the last spatial dim of a stride-1 conv,
-// away from the padding; `cstride` apart) are one run: the inner loop then
-// runs over all their channels with one pointer per row.
+// away from the padding; pixels `cstride` apart) are one run: the inner loop
+// then runs over all their channels with one pointer per row (when the
+// chunk holds every channel of a pixel), or reuses pixels across taps.
 template <class A, int MR, int NR, bool Full>
 void fwd_tile(const A* const* src, int64_t Kprod, int64_t goff, int64_t cstride, int64_t kp0, int64_t kp1,
               int64_t c0, int64_t c1, const A* w, int64_t w_kstride, A* out, int64_t ldo, int64_t rows, int64_t cols,
@@ -315,19 +325,46 @@ void fwd_tile(const A* const* src, int64_t Kprod, int64_t goff, int64_t cstride,
       else acc[r][j] = r < rows ? load_cols<V>(out + r * ldo + j * W, cols - j * W) : V{};
     }
   }
-  const bool whole_c = c0 == 0 && c1 == cstride;  // runs may cross kernel positions
+  const bool whole_c = c0 == 0 && c1 == cstride;  // channel runs may cross kernel positions
   for (int64_t kp = kp0; kp < kp1;) {
     const A* s[MR];
     for (int r = 0; r < MR; ++r) s[r] = src[r * Kprod + kp] + goff;
+    // positions whose pixels follow each other (cstride apart) in every row
     int64_t n = 1;
-    if (whole_c) {
-      for (; kp + n < kp1; ++n) {
-        bool next = true;
-        for (int r = 0; r < MR; ++r) next &= src[r * Kprod + kp + n] + goff == s[r] + n * cstride;
-        if (!next) break;
-      }
+    for (; kp + n < kp1; ++n) {
+      bool next = true;
+      for (int r = 0; r < MR; ++r) next &= src[r * Kprod + kp + n] + goff == s[r] + n * cstride;
+      if (!next) break;
     }
     const A* wk = w + kp * w_kstride;
+    if constexpr (Full && tap_reuse<A>(NR)) {
+      // Three contiguous taps over rows that are consecutive pixels: each
+      // pixel's value feeds up to three rows' taps (pixel i is row i - k's
+      // tap k). MR + 2 broadcasts serve 3 * MR * NR FMAs, where one
+      // broadcast per row serves NR: narrow tiles (NR <= 2) run FMA-bound.
+      bool affine = n >= 3;
+      for (int r = 1; r < MR && affine; ++r) affine = s[r] == s[0] + r * cstride;
+      if (affine) {
+        const A* px[MR + 2];
+        for (int i = 0; i < MR + 2; ++i) px[i] = s[0] + i * cstride;
+        for (int64_t c = c0; c < c1; ++c) {
+          V b[3][NR];
+          for (int k = 0; k < 3; ++k)
+            for (int j = 0; j < NR; ++j) b[k][j] = vload<V>(wk + k * w_kstride + (c * NR + j) * W);
+          for (int i = 0; i < MR + 2; ++i) {
+            const V a = splat<V>(px[i][c]);
+            for (int k = 0; k < 3; ++k) {
+              const int r = i - k;
+              if (r < 0 || r >= MR) continue;
+              for (int j = 0; j < NR; ++j) acc[r][j] = vfma(a, b[k][j], acc[r][j]);
+            }
+          }
+        }
+        kp += 3;
+        continue;
+      }
+    }
+    if (!whole_c) n = 1;  // a channel chunk (or a group) is not contiguous across positions
     const int64_t e = (n - 1) * cstride + c1;
     for (int64_t c = c0; c < e; ++c) {
       V b[NR];
@@ -366,14 +403,18 @@ void fwd_short_tile(const A* const* src, int64_t Kprod, int64_t goff, int64_t cs
 }
 
 // The forward kernel's plan: the tile shape for this group width, and the
-// packed weights [g][jb][kpos][c][NR*W] (zero beyond Og).
+// packed weights [g][jb][kpos][c][NR*W] (zero beyond Og). A flipped kernel
+// is packed in reverse kernel-position order and run unflipped (reversing
+// every spatial index of a row-major kernel reverses its flat index), so
+// neighbouring positions stay contiguous runs.
 template <class A>
 struct ForwardPlan {
   int nr = 1, mr = 1;
   int64_t nrw = 0, blocks = 0;  // columns per block, blocks per group
+  bool flipped = false;
   std::shared_ptr<const Scratch<A>> packed;
 
-  ForwardPlan(const Geometry& g) {
+  ForwardPlan(const Geometry& g, bool flip) : flipped(flip) {
     constexpr int W = Simd<A>::W;
     const int64_t vecs = (g.Og + W - 1) / W;
     nr = static_cast<int>(std::min<int64_t>(max_nr<A>(), std::max<int64_t>(vecs, 1)));
@@ -392,7 +433,10 @@ std::shared_ptr<const Scratch<A>> pack_forward_weights(const A* w, const Geometr
       const int64_t jb = o / plan.nrw, jj = o % plan.nrw;
       A* dst = out->data + (gi * plan.blocks + jb) * plan.block_size(g) + jj;
       const A* row = w + (gi * g.Og + o) * g.KC;
-      for (int64_t k = 0; k < g.KC; ++k) dst[k * plan.nrw] = row[k];
+      for (int64_t kp = 0; kp < g.Kprod; ++kp) {
+        const A* src = row + (plan.flipped ? g.Kprod - 1 - kp : kp) * g.Cg;
+        for (int64_t c = 0; c < g.Cg; ++c) dst[(kp * g.Cg + c) * plan.nrw] = src[c];
+      }
     }
   }
   return out;
@@ -417,14 +461,16 @@ class PackCache {
         continue;
       }
       if (it->desc.lock() == w.desc() && it->data == w.buffer()->ptr() && it->offset == w.offset() &&
-          it->shape == w.shape() && it->strides == w.strides() && it->G == g.G && it->nrw == plan.nrw) {
+          it->shape == w.shape() && it->strides == w.strides() && it->G == g.G && it->nrw == plan.nrw &&
+          it->flipped == plan.flipped) {
         return it->packed;
       }
       ++it;
     }
     auto packed = pack_forward_weights(wdata, g, plan);
     if (entries_.size() >= kEntries) entries_.erase(entries_.begin());
-    entries_.push_back({w.desc(), w.buffer()->ptr(), w.offset(), w.shape(), w.strides(), g.G, plan.nrw, packed});
+    entries_.push_back(
+        {w.desc(), w.buffer()->ptr(), w.offset(), w.shape(), w.strides(), g.G, plan.nrw, plan.flipped, packed});
     return packed;
   }
 
@@ -437,6 +483,7 @@ class PackCache {
     Shape shape;
     Strides strides;
     int64_t G, nrw;
+    bool flipped;
     std::shared_ptr<const Scratch<A>> packed;
   };
   std::mutex mu_;
@@ -486,7 +533,7 @@ void forward_blocks(const A* x, const Geometry& g, const ConvParams& p, const Fo
             const int64_t kp1 = std::min(g.Kprod, kp0 + kp_step);
             for (int64_t c0 = 0; c0 < g.Cg; c0 += c_step) {
               const int64_t c1 = std::min(g.Cg, c0 + c_step);
-              const int64_t cstride = g.G == 1 ? g.C : -1;  // grouped inputs never form runs
+              const int64_t cstride = g.C;  // from one pixel to the next
               for (const Tile& t : rp.tiles) {
                 auto tile = cols < plan.nrw   ? fwd_tile<A, MR, NR, false>
                             : t.rows == MR    ? fwd_tile<A, MR, NR, true>
@@ -504,9 +551,11 @@ void forward_blocks(const A* x, const Geometry& g, const ConvParams& p, const Fo
 }
 
 template <class A>
-void conv_forward(const A* x, const A* w, const array& warr, const Geometry& g, const ConvParams& p, A* out) {
-  ForwardPlan<A> plan(g);
+void conv_forward(const A* x, const A* w, const array& warr, const Geometry& g, const ConvParams& params, A* out) {
+  ForwardPlan<A> plan(g, params.flip);
   plan.packed = pack_cache<A>().get(warr, g, plan, w);
+  ConvParams p = params;  // the packed weights carry the flip
+  p.flip = false;
   switch (plan.nr) {
     case 1: return forward_blocks<A, rows_for<A>(1), 1>(x, g, p, plan, out);
     case 2: return forward_blocks<A, rows_for<A>(2), 2>(x, g, p, plan, out);
@@ -593,16 +642,19 @@ void dw_tile3(const A* base, const int64_t* lead, int64_t nlead, const int64_t* 
 }
 
 template <class A>
-void conv_depthwise(const A* x, const A* w, const Geometry& g, const ConvParams& p, A* out) {
+void conv_depthwise(const A* x, const A* w, const Geometry& g, const ConvParams& params, A* out) {
   constexpr int NR = 2, MR = EMBER_ISA_HAS_AVX512 ? 8 : 6;
   constexpr int64_t W = Simd<A>::W;
   const int L = g.D - 1;
   const int64_t KL = g.K[L], OL = g.OS[L], lines = g.rows / std::max<int64_t>(OL, 1);
   const int64_t cpad = (g.C + W - 1) / W * W;
   // wt[kpos][c], zero-padded to whole vectors
+  // (a flipped kernel in reverse position order, run unflipped: see ForwardPlan)
   Scratch<A> wt(g.Kprod * cpad);
   for (int64_t c = 0; c < g.C; ++c)
-    for (int64_t k = 0; k < g.Kprod; ++k) wt.data[k * cpad + c] = w[c * g.Kprod + k];
+    for (int64_t k = 0; k < g.Kprod; ++k) wt.data[k * cpad + c] = w[c * g.Kprod + (params.flip ? g.Kprod - 1 - k : k)];
+  ConvParams p = params;
+  p.flip = false;
   const OffsetTables tab(g, p);
   const int64_t* tl = tab.t[L].data();
   // positions whose every kernel index reads the input, affine in the position
@@ -615,7 +667,7 @@ void conv_depthwise(const A* x, const A* w, const Geometry& g, const ConvParams&
   }
   const int64_t nlead = g.Kprod / KL;
   // unit stride and dilation along the line, three taps: dw_tile3
-  const bool taps3 = KL == 3 && step == g.C && p.kernel_dilation[L] == 1 && !p.flip;
+  const bool taps3 = KL == 3 && step == g.C && p.kernel_dilation[L] == 1;
   const int64_t grain = std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(OL * g.C, 1));
   parallel_for(lines, grain, [&](int64_t l0, int64_t l1) {
     std::vector<int64_t> lead(static_cast<size_t>(nlead));
