@@ -32,56 +32,11 @@
 #include "ember/backend/cpu/isa_unit.h"
 
 #include "ember/backend/cpu/kernel_utils.h"
+#include "ember/backend/cpu/vec.h"
 
 namespace ember::cpu::EMBER_ISA_NS {
 
 namespace {
-
-// ---------------------------------------------------------------- vectors
-
-constexpr int kVectorBytes = EMBER_ISA_VECTOR_BYTES;
-
-template <class A>
-struct Simd {
-  static constexpr int W = kVectorBytes / static_cast<int>(sizeof(A));
-  typedef A V __attribute__((vector_size(kVectorBytes)));
-};
-
-// a * b + c, fused where the level has FMA (the baseline multiplies, then adds)
-template <class V>
-inline V vfma(V a, V b, V c) {
-  using E = std::remove_reference_t<decltype(a[0])>;
-#if EMBER_ISA_HAS_AVX512
-  if constexpr (sizeof(V) == 64) {
-    if constexpr (sizeof(E) == 4) return (V)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
-    else return (V)_mm512_fmadd_pd((__m512d)a, (__m512d)b, (__m512d)c);
-  }
-#endif
-#if EMBER_ISA_HAS_AVX2
-  if constexpr (sizeof(V) == 32) {
-    if constexpr (sizeof(E) == 4) return (V)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
-    else return (V)_mm256_fmadd_pd((__m256d)a, (__m256d)b, (__m256d)c);
-  }
-#endif
-  (void)sizeof(E);
-  return a * b + c;
-}
-
-template <class V, class A>
-inline V vload(const A* p) {
-  V v;
-  std::memcpy(&v, p, sizeof(V));
-  return v;
-}
-template <class V, class A>
-inline void vstore(A* p, V v) {
-  std::memcpy(p, &v, sizeof(V));
-}
-// x in every lane (x - +0 is x for every x, -0 included, so this is a plain broadcast)
-template <class V, class A>
-inline V splat(A x) {
-  return x - V{};
-}
 
 // Scratch from Ember's allocator: 64-byte aligned (vector loads of packed
 // weights that straddle cache lines run at half speed) and recycled by its
@@ -281,24 +236,6 @@ struct RowPointers {
   }
 };
 
-template <class V, class A>
-inline void store_cols(A* dst, const V& v, int64_t cols) {
-  constexpr int W = sizeof(V) / sizeof(A);
-  if (cols >= W) {
-    vstore(dst, v);
-  } else {
-    for (int64_t i = 0; i < cols; ++i) dst[i] = v[i];
-  }
-}
-template <class V, class A>
-inline V load_cols(const A* src, int64_t cols) {
-  constexpr int W = sizeof(V) / sizeof(A);
-  if (cols >= W) return vload<V>(src);
-  V v = V{};
-  for (int64_t i = 0; i < cols; ++i) v[i] = src[i];
-  return v;
-}
-
 // ---------------------------------------------------------------- forward
 
 // out[r, 0:cols] (+)= sum over kpos in [kp0, kp1), c in [c0, c1) of
@@ -315,8 +252,8 @@ template <class A, int MR, int NR, bool Full>
 void fwd_tile(const A* const* src, int64_t Kprod, int64_t goff, int64_t cstride, int64_t kp0, int64_t kp1,
               int64_t c0, int64_t c1, const A* w, int64_t w_kstride, A* out, int64_t ldo, int64_t rows, int64_t cols,
               bool accumulate) {
-  using V = typename Simd<A>::V;
-  constexpr int W = Simd<A>::W;
+  using V = typename Vec<A>::V;
+  constexpr int W = Vec<A>::W;
   V acc[MR][NR];
   for (int r = 0; r < MR; ++r) {
     for (int j = 0; j < NR; ++j) {
@@ -415,7 +352,7 @@ struct ForwardPlan {
   std::shared_ptr<const Scratch<A>> packed;
 
   ForwardPlan(const Geometry& g, bool flip) : flipped(flip) {
-    constexpr int W = Simd<A>::W;
+    constexpr int W = Vec<A>::W;
     const int64_t vecs = (g.Og + W - 1) / W;
     nr = static_cast<int>(std::min<int64_t>(max_nr<A>(), std::max<int64_t>(vecs, 1)));
     mr = rows_for<A>(nr);
@@ -579,8 +516,8 @@ void conv_forward(const A* x, const A* w, const array& warr, const Geometry& g, 
 template <class A, int MR, int NR, bool Interior, bool Whole>
 void dw_tile(const A* base, const int64_t* lead, int64_t nlead, const int64_t* tl, int64_t KL, int64_t w0,
              int64_t rows, int64_t step, const A* wt, int64_t ldw, int64_t c0, int64_t cols, A* out, int64_t ldo) {
-  using V = typename Simd<A>::V;
-  constexpr int W = Simd<A>::W;
+  using V = typename Vec<A>::V;
+  constexpr int W = Vec<A>::W;
   auto load = [&](const A* p, int j) { return Whole ? vload<V>(p + j * W) : load_cols<V>(p + j * W, cols - j * W); };
   V acc[MR][NR];
   for (int r = 0; r < MR; ++r)
@@ -619,8 +556,8 @@ void dw_tile(const A* base, const int64_t* lead, int64_t nlead, const int64_t* t
 template <class A, int MR, int NR>
 void dw_tile3(const A* base, const int64_t* lead, int64_t nlead, const int64_t* tl, int64_t w0, int64_t step,
               const A* wt, int64_t ldw, int64_t c0, A* out, int64_t ldo) {
-  using V = typename Simd<A>::V;
-  constexpr int W = Simd<A>::W;
+  using V = typename Vec<A>::V;
+  constexpr int W = Vec<A>::W;
   for (int j = 0; j < NR; ++j) {
     V acc[MR];
     for (int r = 0; r < MR; ++r) acc[r] = V{};
@@ -644,7 +581,7 @@ void dw_tile3(const A* base, const int64_t* lead, int64_t nlead, const int64_t* 
 template <class A>
 void conv_depthwise(const A* x, const A* w, const Geometry& g, const ConvParams& params, A* out) {
   constexpr int NR = 2, MR = EMBER_ISA_HAS_AVX512 ? 8 : 6;
-  constexpr int64_t W = Simd<A>::W;
+  constexpr int64_t W = Vec<A>::W;
   const int L = g.D - 1;
   const int64_t KL = g.K[L], OL = g.OS[L], lines = g.rows / std::max<int64_t>(OL, 1);
   const int64_t cpad = (g.C + W - 1) / W * W;
@@ -721,8 +658,8 @@ void conv_depthwise(const A* x, const A* w, const Geometry& g, const ConvParams&
 template <class A, int MR, int NR, bool Whole>
 void wg_tile(const A* const* src, int64_t Kprod, int64_t kp, int64_t coff, const A* ct, int64_t ldc, int64_t nrows,
              A* dwt, int64_t ldd, int64_t cols) {
-  using V = typename Simd<A>::V;
-  constexpr int W = Simd<A>::W;
+  using V = typename Vec<A>::V;
+  constexpr int W = Vec<A>::W;
   V acc[MR][NR];
   for (int i = 0; i < MR; ++i)
     for (int j = 0; j < NR; ++j)
@@ -750,7 +687,7 @@ void wg_rows(int64_t mc, const A* const* src, int64_t Kprod, int64_t kp, int64_t
   if constexpr (MR > 1) {
     if (mc < MR) return wg_rows<A, MR - 1, NR>(mc, src, Kprod, kp, coff, ct, ldc, nrows, dwt, ldd, cols);
   }
-  constexpr int W = Simd<A>::W;
+  constexpr int W = Vec<A>::W;
   if (cols >= NR * W) wg_tile<A, MR, NR, true>(src, Kprod, kp, coff, ct, ldc, nrows, dwt, ldd, cols);
   else wg_tile<A, MR, NR, false>(src, Kprod, kp, coff, ct, ldc, nrows, dwt, ldd, cols);
 }
@@ -759,7 +696,7 @@ template <class A, int NR>
 void weight_grad_partition(const A* x, const A* ct, const Geometry& g, const OffsetTables& tab, int64_t r_begin,
                            int64_t r_end, int64_t ogp, A* dwt) {
   constexpr int MR = rows_for<A>(NR);
-  constexpr int64_t W = Simd<A>::W;
+  constexpr int64_t W = Vec<A>::W;
   constexpr int64_t kRows = 64;  // the cotangent rows of a block stay in L1 across its passes
   const std::vector<A> zeros(static_cast<size_t>(g.C + 1), A(0));
   RowPointers<A> rp(g, tab, kRows, 1);
@@ -789,7 +726,7 @@ void weight_grad_partition(const A* x, const A* ct, const Geometry& g, const Off
 // dW (O, *K, Cg) from x (N, *S, C) and the cotangent ct (N, *OS, O).
 template <class A>
 void conv_weight_grad(const A* x, const A* ct, const Geometry& g, const ConvParams& p, A* out) {
-  constexpr int64_t W = Simd<A>::W;
+  constexpr int64_t W = Vec<A>::W;
   const int64_t ogp = (g.Og + W - 1) / W * W;
   const int64_t per = g.G * g.KC * ogp;
   // A partition of the rows fixed by the shape alone: the partial sums are

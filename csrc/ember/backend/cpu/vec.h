@@ -1,0 +1,90 @@
+// vec.h — the vector type of a kernel unit's ISA level and the few
+// operations the hand-blocked kernels (conv.cpp, ...) write their tiles in.
+// Include only from a unit compiled once per level (after isa_unit.h): the
+// width is the level's (16 bytes at the baseline, 32 with AVX2, 64 with
+// AVX-512) and everything lives in the level's inline namespace.
+//
+//   using V = typename Vec<float>::V;   // Vec<float>::W lanes
+//   V acc = V{};
+//   acc = vfma(splat<V>(x[i]), vload<V>(w), acc);   // acc += x[i] * w[0:W]
+//   vstore(out, acc);
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "ember/backend/cpu/isa.h"
+
+#if !defined(EMBER_ISA_VECTOR_BYTES)
+#error "vec.h: include isa_unit.h first (a unit compiled once per ISA level)"
+#endif
+
+namespace ember::cpu {
+inline namespace EMBER_ISA_NS {
+
+template <class A>
+struct Vec {
+  static constexpr int W = EMBER_ISA_VECTOR_BYTES / static_cast<int>(sizeof(A));
+  typedef A V __attribute__((vector_size(EMBER_ISA_VECTOR_BYTES)));
+};
+
+// a * b + c, fused where the level has FMA (the baseline multiplies, then
+// adds: -ffp-contract=off keeps the compiler from fusing behind our back)
+template <class V>
+inline V vfma(V a, V b, V c) {
+  using E = std::remove_reference_t<decltype(a[0])>;
+#if EMBER_ISA_HAS_AVX512
+  if constexpr (sizeof(V) == 64) {
+    if constexpr (sizeof(E) == 4) return (V)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+    else return (V)_mm512_fmadd_pd((__m512d)a, (__m512d)b, (__m512d)c);
+  }
+#endif
+#if EMBER_ISA_HAS_AVX2
+  if constexpr (sizeof(V) == 32) {
+    if constexpr (sizeof(E) == 4) return (V)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
+    else return (V)_mm256_fmadd_pd((__m256d)a, (__m256d)b, (__m256d)c);
+  }
+#endif
+  (void)sizeof(E);
+  return a * b + c;
+}
+
+// unaligned loads and stores of one vector
+template <class V, class A>
+inline V vload(const A* p) {
+  V v;
+  std::memcpy(&v, p, sizeof(V));
+  return v;
+}
+template <class V, class A>
+inline void vstore(A* p, V v) {
+  std::memcpy(p, &v, sizeof(V));
+}
+// x in every lane (x - +0 is x for every x, -0 included, so this is a plain broadcast)
+template <class V, class A>
+inline V splat(A x) {
+  return x - V{};
+}
+
+// the first `cols` lanes (all of them when cols >= the width); the rest zero
+template <class V, class A>
+inline V load_cols(const A* src, int64_t cols) {
+  constexpr int W = sizeof(V) / sizeof(A);
+  if (cols >= W) return vload<V>(src);
+  V v = V{};
+  for (int64_t i = 0; i < cols; ++i) v[i] = src[i];
+  return v;
+}
+template <class V, class A>
+inline void store_cols(A* dst, const V& v, int64_t cols) {
+  constexpr int W = sizeof(V) / sizeof(A);
+  if (cols >= W) {
+    vstore(dst, v);
+  } else {
+    for (int64_t i = 0; i < cols; ++i) dst[i] = v[i];
+  }
+}
+
+}  // namespace EMBER_ISA_NS
+}  // namespace ember::cpu
