@@ -130,6 +130,10 @@ Geometry make_geometry(const Shape& xs, const Shape& ws, const Shape& os, const 
 // per call; a row's pointers are then a few table lookups and adds.
 struct OffsetTables {
   std::vector<int64_t> t[3];
+  // along the last dim: shift[pos] when position pos reads, at every kernel
+  // index, the input `step` elements after what pos - 1 read (no padding)
+  std::vector<char> shift;
+  int64_t step = 0;
   OffsetTables(const Geometry& g, const ConvParams& p) {
     for (int d = 0; d < g.D; ++d) {
       const int64_t K = g.K[d], id = p.input_dilation[d];
@@ -141,6 +145,18 @@ struct OffsetTables {
           t[d][pos * K + k] = (q < 0 || q >= g.in_d[d] || q % id != 0) ? -1 : (q / id) * g.in_stride[d];
         }
       }
+    }
+    const int L = g.D - 1;
+    const int64_t K = g.K[L];
+    step = p.input_dilation[L] == 1 ? p.stride[L] * g.in_stride[L] : 0;
+    shift.assign(static_cast<size_t>(g.OS[L]), 0);
+    for (int64_t pos = 1; pos < g.OS[L] && step; ++pos) {
+      bool ok = true;
+      for (int64_t k = 0; k < K; ++k) {
+        const int64_t a = t[L][(pos - 1) * K + k], b = t[L][pos * K + k];
+        ok &= a >= 0 && b >= 0 && b - a == step;
+      }
+      shift[pos] = ok;
     }
   }
 };
@@ -191,19 +207,32 @@ struct RowPointers {
       tiles.push_back(cur);
       cur = Tile{at, cur.row + cur.rows, 0};
     };
+    bool prev_in_line = false;
     for (int64_t r = 0; r < n; ++r) {
       const A** row = ptr.data() + at * g.Kprod;
-      const A* base = x + b * g.in_batch;
-      const int64_t* tl = tab.t[L].data() + pos[L] * KL;
-      for (size_t h = 0; h < lead.size(); ++h) {
-        const int64_t lo = lead[h];
-        for (int64_t k = 0; k < KL; ++k) *row++ = (lo < 0 || tl[k] < 0) ? zeros : base + lo + tl[k];
+      if (prev_in_line && tab.shift[pos[L]]) {
+        // the previous row's pointers moved by one step (leading positions
+        // in the padding stay at zeros)
+        const A* const* prev = row - g.Kprod;
+        for (size_t h = 0; h < lead.size(); ++h, row += KL, prev += KL) {
+          const int64_t d = lead[h] < 0 ? 0 : tab.step;
+          for (int64_t k = 0; k < KL; ++k) row[k] = prev[k] + d;
+        }
+      } else {
+        const A* base = x + b * g.in_batch;
+        const int64_t* tl = tab.t[L].data() + pos[L] * KL;
+        for (size_t h = 0; h < lead.size(); ++h) {
+          const int64_t lo = lead[h];
+          for (int64_t k = 0; k < KL; ++k) *row++ = (lo < 0 || tl[k] < 0) ? zeros : base + lo + tl[k];
+        }
       }
+      prev_in_line = true;
       ++at;
       ++cur.rows;
       const bool line_end = ++pos[L] == OL;
       if (cur.rows == mr || (mr > 1 && line_end)) close();
       if (!line_end) continue;
+      prev_in_line = false;
       pos[L] = 0;  // next output line
       int d = L - 1;
       for (; d >= 0; --d) {
