@@ -78,13 +78,7 @@ def pytest_configure(config):
 # Behaviour Ember does not have yet, each with the issue that brings it.
 # These run as strict xfails: the day one passes, the suite fails until its
 # line is removed here.
-_THREAD_SPLIT = (
-    "a full reduction of one long run splits it into num_threads parts (reduce_dense in "
-    "backend/cpu/reduce.cpp) and adds the parts in order: the sum depends on the thread count")
-KNOWN_GAPS = {
-    **{f"test_isa.py::test_thread_split_does_not_change_bits[{n}]": _THREAD_SPLIT
-       for n in ("sum_2d", "sum_run", "sum_f64_2d", "mean_run")},
-}
+KNOWN_GAPS = {}
 
 
 def pytest_collection_modifyitems(config, items):

@@ -1,5 +1,5 @@
 // vec.h — the vector type of a kernel unit's ISA level and the few
-// operations the hand-blocked kernels (conv.cpp, ...) write their tiles in.
+// operations the hand-blocked kernels (conv.cpp, reduce.cpp) write their tiles in.
 // Include only from a unit compiled once per level (after isa_unit.h): the
 // width is the level's (16 bytes at the baseline, 32 with AVX2, 64 with
 // AVX-512) and everything lives in the level's inline namespace.
@@ -28,6 +28,15 @@ struct Vec {
   static constexpr int W = EMBER_ISA_VECTOR_BYTES / static_cast<int>(sizeof(A));
   typedef A V __attribute__((vector_size(EMBER_ISA_VECTOR_BYTES)));
 };
+
+// a vector of N lanes of T, whatever the level's width (reduce.cpp's narrow
+// and wide row vectors)
+template <class T, int N>
+struct VecOf {
+  typedef T type __attribute__((vector_size(N * sizeof(T))));
+};
+template <class T, int N>
+using VecN = typename VecOf<T, N>::type;
 
 // a * b + c, fused where the level has FMA (the baseline multiplies, then
 // adds: -ffp-contract=off keeps the compiler from fusing behind our back)
