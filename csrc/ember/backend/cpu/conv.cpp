@@ -211,13 +211,13 @@ struct RowPointers {
     for (int64_t r = 0; r < n; ++r) {
       const A** row = ptr.data() + at * g.Kprod;
       if (prev_in_line && tab.shift[pos[L]]) {
-        // the previous row's pointers moved by one step (leading positions
-        // in the padding stay at zeros)
+        // the previous row's pointers moved by one step (those of leading
+        // positions in the padding stay at zeros: the only zeros here, since
+        // every last-dim tap of a shifted row reads the input); one flat,
+        // vectorizable pass over the row
         const A* const* prev = row - g.Kprod;
-        for (size_t h = 0; h < lead.size(); ++h, row += KL, prev += KL) {
-          const int64_t d = lead[h] < 0 ? 0 : tab.step;
-          for (int64_t k = 0; k < KL; ++k) row[k] = prev[k] + d;
-        }
+        const int64_t step = tab.step;
+        for (int64_t k = 0; k < g.Kprod; ++k) row[k] = prev[k] == zeros ? zeros : prev[k] + step;
       } else {
         const A* base = x + b * g.in_batch;
         const int64_t* tl = tab.t[L].data() + pos[L] * KL;
@@ -295,24 +295,26 @@ void fwd_tile(const A* const* src, int64_t Kprod, int64_t goff, int64_t cstride,
   for (int64_t kp = kp0; kp < kp1;) {
     const A* s[MR];
     for (int r = 0; r < MR; ++r) s[r] = src[r * Kprod + kp] + goff;
-    // positions whose pixels follow each other (cstride apart) in every row
-    int64_t n = 1;
-    for (; kp + n < kp1; ++n) {
-      bool next = true;
-      for (int r = 0; r < MR; ++r) next &= src[r * Kprod + kp + n] + goff == s[r] + n * cstride;
-      if (!next) break;
-    }
     const A* wk = w + kp * w_kstride;
     if constexpr (Full && tap_reuse<A>(NR)) {
-      // Three contiguous taps over rows that are consecutive pixels: each
-      // pixel's value feeds up to three rows' taps (pixel i is row i - k's
-      // tap k). MR + 2 broadcasts serve 3 * MR * NR FMAs, where one
-      // broadcast per row serves NR: narrow tiles (NR <= 2) run FMA-bound.
-      bool affine = n >= 3;
-      for (int r = 1; r < MR && affine; ++r) affine = s[r] == s[0] + r * cstride;
-      if (affine) {
-        const A* px[MR + 2];
-        for (int i = 0; i < MR + 2; ++i) px[i] = s[0] + i * cstride;
+      // Three taps whose pixels the rows share: row r's tap k reads pixel
+      // px[r + k] for every r and k (consecutive pixels along the line, the
+      // padding's zero pixel at a line's ends included). Each pixel's value
+      // then feeds up to three rows' taps: MR + 2 broadcasts serve
+      // 3 * MR * NR FMAs, where one broadcast per row serves NR, so narrow
+      // tiles (NR <= 2) run FMA-bound, edge tiles too.
+      bool shared = kp + 3 <= kp1;
+      const A* px[MR + 2];
+      if (shared) {
+        for (int r = 0; r < MR; ++r) px[r] = s[r];
+        px[MR] = src[(MR - 1) * Kprod + kp + 1] + goff;
+        px[MR + 1] = src[(MR - 1) * Kprod + kp + 2] + goff;
+        for (int r = 0; r + 1 < MR; ++r) {
+          shared &= src[r * Kprod + kp + 1] + goff == px[r + 1];
+          shared &= src[r * Kprod + kp + 2] + goff == px[r + 2];
+        }
+      }
+      if (shared) {
         for (int64_t c = c0; c < c1; ++c) {
           V b[3][NR];
           for (int k = 0; k < 3; ++k)
@@ -329,6 +331,13 @@ void fwd_tile(const A* const* src, int64_t Kprod, int64_t goff, int64_t cstride,
         kp += 3;
         continue;
       }
+    }
+    // positions whose pixels follow each other (cstride apart) in every row
+    int64_t n = 1;
+    for (; kp + n < kp1; ++n) {
+      bool next = true;
+      for (int r = 0; r < MR; ++r) next &= src[r * Kprod + kp + n] + goff == s[r] + n * cstride;
+      if (!next) break;
     }
     if (!whole_c) n = 1;  // a channel chunk (or a group) is not contiguous across positions
     const int64_t e = (n - 1) * cstride + c1;
