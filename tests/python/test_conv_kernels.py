@@ -136,6 +136,26 @@ def test_depthwise_1d_3d_and_float64(level, D):
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("C,dt", [(64, np.float32), (32, np.float64), (40, np.float32)])
+def test_depthwise_large_output_streams(level, C, dt):
+    # an output of 16 MB or more is written around the caches (whole lines
+    # only: C=40 float32 pixels do not start on a line and are stored as
+    # usual): each image gets the bits it gets alone (a 4 MB output), and
+    # the values of the float64 reference
+    rng = np.random.default_rng(C)
+    n = -(-(16 << 20) // (48 * 40 * C * np.dtype(dt).itemsize)) + 1
+    x = rng.standard_normal((n, 48, 40, C)).astype(dt)
+    w = rng.standard_normal((C, 3, 3, 1)).astype(dt)
+    big = to_numpy(mx.conv2d(arr(x), arr(w), 1, 1, 1, C))
+    assert big.nbytes >= 16 << 20
+    for i in (0, n - 1):
+        one = to_numpy(mx.conv2d(arr(x[i:i + 1]), arr(w), 1, 1, 1, C))
+        assert big[i:i + 1].tobytes() == one.tobytes()
+    xp = np.pad(x[-1].astype(np.float64), ((1, 1), (1, 1), (0, 0)))
+    want = sum(xp[i:i + 48, j:j + 40] * w[:, i, j, 0] for i in range(3) for j in range(3))
+    np.testing.assert_allclose(big[-1], want, rtol=tol(dt), atol=tol(dt))
+
+
 def test_depthwise_flip_input_dilation_multiplier(level):
     # flip and input dilation take the edge path of the depthwise kernel; a
     # channel multiplier of 2 is a grouped convolution

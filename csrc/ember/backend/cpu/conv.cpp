@@ -553,7 +553,8 @@ void conv_forward(const A* x, const A* w, const array& warr, const Geometry& g, 
 // tl[w0][k] + r * stride (affine); edge tiles test each position.
 template <class A, int MR, int NR, bool Interior, bool Whole>
 void dw_tile(const A* base, const int64_t* lead, int64_t nlead, const int64_t* tl, int64_t KL, int64_t w0,
-             int64_t rows, int64_t step, const A* wt, int64_t ldw, int64_t c0, int64_t cols, A* out, int64_t ldo) {
+             int64_t rows, int64_t step, const A* wt, int64_t ldw, int64_t c0, int64_t cols, A* out, int64_t ldo,
+             bool stream) {
   using V = typename Vec<A>::V;
   constexpr int W = Vec<A>::W;
   auto load = [&](const A* p, int j) { return Whole ? vload<V>(p + j * W) : load_cols<V>(p + j * W, cols - j * W); };
@@ -582,7 +583,8 @@ void dw_tile(const A* base, const int64_t* lead, int64_t nlead, const int64_t* t
   for (int r = 0; r < MR; ++r) {
     if (r >= rows) break;
     for (int j = 0; j < NR; ++j) {
-      if (Whole) vstore(out + r * ldo + j * W, acc[r][j]);
+      if (Whole && stream) vstream(out + r * ldo + j * W, acc[r][j]);
+      else if (Whole) vstore(out + r * ldo + j * W, acc[r][j]);
       else if (j * W < cols) store_cols(out + r * ldo + j * W, acc[r][j], cols - j * W);
     }
   }
@@ -593,7 +595,7 @@ void dw_tile(const A* base, const int64_t* lead, int64_t nlead, const int64_t* t
 // once and used by up to three taps (a third of the loads of dw_tile).
 template <class A, int MR, int NR>
 void dw_tile3(const A* base, const int64_t* lead, int64_t nlead, const int64_t* tl, int64_t w0, int64_t step,
-              const A* wt, int64_t ldw, int64_t c0, A* out, int64_t ldo) {
+              const A* wt, int64_t ldw, int64_t c0, A* out, int64_t ldo, bool stream, A* held) {
   using V = typename Vec<A>::V;
   constexpr int W = Vec<A>::W;
   for (int j = 0; j < NR; ++j) {
@@ -612,7 +614,26 @@ void dw_tile3(const A* base, const int64_t* lead, int64_t nlead, const int64_t* 
         acc[r] = vfma(in[r + 2], k2, acc[r]);
       }
     }
-    for (int r = 0; r < MR; ++r) vstore(out + r * ldo + j * W, acc[r]);
+    if (stream) {
+      if constexpr (sizeof(V) >= 64) {
+        for (int r = 0; r < MR; ++r) vstream(out + r * ldo + j * W, acc[r]);
+      } else if constexpr (NR == 2 && 2 * sizeof(V) == 64) {
+        // half-line vectors: a line's two halves go out back to back (a
+        // line streamed in pieces far apart is written to memory twice)
+        if (j == 0) {
+          for (int r = 0; r < MR; ++r) vstore(held + r * W, acc[r]);
+        } else {
+          for (int r = 0; r < MR; ++r) {
+            vstream(out + r * ldo, vload<V>(held + r * W));
+            vstream(out + r * ldo + W, acc[r]);
+          }
+        }
+      } else {  // narrower vectors: conv_depthwise never streams
+        for (int r = 0; r < MR; ++r) vstore(out + r * ldo + j * W, acc[r]);
+      }
+    } else {
+      for (int r = 0; r < MR; ++r) vstore(out + r * ldo + j * W, acc[r]);
+    }
   }
 }
 
@@ -644,8 +665,15 @@ void conv_depthwise(const A* x, const A* w, const Geometry& g, const ConvParams&
   // unit stride and dilation along the line, three taps: dw_tile3
   const bool taps3 = KL == 3 && step == g.C && p.kernel_dilation[L] == 1;
   const int64_t grain = std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(OL * g.C, 1));
+  // an output far larger than the caches is written around them, where a
+  // tile writes whole cache lines (pixels start on a line, NR vectors make
+  // whole lines)
+  const bool stream = NR * Vec<A>::W * sizeof(A) % 64 == 0 &&
+                      g.rows * g.O * static_cast<int64_t>(sizeof(A)) >= kStreamBytes &&
+                      (g.O * sizeof(A)) % 64 == 0 && reinterpret_cast<uintptr_t>(out) % 64 == 0;
   parallel_for(lines, grain, [&](int64_t l0, int64_t l1) {
     std::vector<int64_t> lead(static_cast<size_t>(nlead));
+    std::vector<A> held(MR * W);  // dw_tile3's first halves of streamed lines
     for (int64_t line = l0; line < l1; ++line) {
       // the line's batch item and leading positions
       int64_t rem = line, pos[3] = {0, 0, 0};
@@ -677,15 +705,18 @@ void conv_depthwise(const A* x, const A* w, const Geometry& g, const ConvParams&
           }
           const bool whole = cols == NR * W;
           if (interior && whole && taps3) {
-            dw_tile3<A, MR, NR>(base, lead.data(), nlead, tl, w0, step, wt.data, cpad, c0, ol + w0 * g.O + c0, g.O);
+            dw_tile3<A, MR, NR>(base, lead.data(), nlead, tl, w0, step, wt.data, cpad, c0, ol + w0 * g.O + c0, g.O,
+                                stream, held.data());
             continue;
           }
           auto tile = interior ? (whole ? dw_tile<A, MR, NR, true, true> : dw_tile<A, MR, NR, true, false>)
                                : (whole ? dw_tile<A, MR, NR, false, true> : dw_tile<A, MR, NR, false, false>);
-          tile(base, lead.data(), nlead, tl, KL, w0, rows, step, wt.data, cpad, c0, cols, ol + w0 * g.O + c0, g.O);
+          tile(base, lead.data(), nlead, tl, KL, w0, rows, step, wt.data, cpad, c0, cols, ol + w0 * g.O + c0, g.O,
+               stream);
         }
       }
     }
+    if (stream) stream_fence();
   });
 }
 

@@ -1086,31 +1086,12 @@ void gather_tiles(const C* x, int64_t s, int64_t n, C* t) {
   }
 }
 
-// Stores of whole vectors that bypass the caches (an output far larger than
-// them, written once: no read for ownership); dst aligned to the vector.
-template <class C>
-EMBER_RI void stream_store(C* dst, const VecN<C, kW<C>>& v) {
-#if defined(__x86_64__) || defined(__i386__)
-#if EMBER_ISA_HAS_AVX512
-  if constexpr (sizeof(C) == 4) _mm512_stream_ps(reinterpret_cast<float*>(dst), reinterpret_cast<const __m512&>(v));
-  else _mm512_stream_pd(reinterpret_cast<double*>(dst), reinterpret_cast<const __m512d&>(v));
-#elif EMBER_ISA_HAS_AVX2
-  if constexpr (sizeof(C) == 4) _mm256_stream_ps(reinterpret_cast<float*>(dst), reinterpret_cast<const __m256&>(v));
-  else _mm256_stream_pd(reinterpret_cast<double*>(dst), reinterpret_cast<const __m256d&>(v));
-#else
-  if constexpr (sizeof(C) == 4) _mm_stream_ps(reinterpret_cast<float*>(dst), reinterpret_cast<const __m128&>(v));
-  else _mm_stream_pd(reinterpret_cast<double*>(dst), reinterpret_cast<const __m128d&>(v));
-#endif
-#else
-  vstore(dst, v);
-#endif
-}
 template <class C>
 void stream_copy(const C* src, C* dst, int64_t cnt) {
   constexpr int W = kW<C>;
   int64_t k = 0;
   for (; k < cnt && reinterpret_cast<uintptr_t>(dst + k) % sizeof(VecN<C, W>) != 0; ++k) dst[k] = src[k];
-  for (; k + W <= cnt; k += W) stream_store<C>(dst + k, vload<VecN<C, W>>(src + k));
+  for (; k + W <= cnt; k += W) vstream(dst + k, vload<VecN<C, W>>(src + k));
   for (; k < cnt; ++k) dst[k] = src[k];
 }
 // o[k] = t[k] * sc, the whole vectors of o streamed
@@ -1120,13 +1101,8 @@ void scale_stream_row(const C* t, C* o, int64_t n, C sc) {
   const VecN<C, W> sv = splat<VecN<C, W>>(sc);
   int64_t k = 0;
   for (; k < n && reinterpret_cast<uintptr_t>(o + k) % sizeof(VecN<C, W>) != 0; ++k) o[k] = t[k] * sc;
-  for (; k + W <= n; k += W) stream_store<C>(o + k, vload<VecN<C, W>>(t + k) * sv);
+  for (; k + W <= n; k += W) vstream(o + k, vload<VecN<C, W>>(t + k) * sv);
   for (; k < n; ++k) o[k] = t[k] * sc;
-}
-EMBER_RI void stream_fence() {
-#if defined(__x86_64__) || defined(__i386__)
-  _mm_sfence();
-#endif
 }
 
 // Softmax of `rows` rows of n elements (row r at x + the walk's offset, its
@@ -1272,7 +1248,7 @@ void softmax_eval(const Softmax&, const std::vector<array>& inputs, std::vector<
     if (in.strides()[d] > 0) extent += (in.shape()[d] - 1) * in.strides()[d];
   }
   // an output far larger than the caches goes around them
-  const bool stream = out.nbytes() >= (int64_t(16) << 20);
+  const bool stream = out.nbytes() >= cpu::kStreamBytes;
   dispatch_all(in.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (!is_float_v<T>) {

@@ -76,6 +76,33 @@ inline V splat(A x) {
   return x - V{};
 }
 
+// A store of one whole level-width vector that bypasses the caches (no read
+// for ownership): for outputs far larger than the caches, written once, in
+// whole cache lines. p aligned to the vector; stream_fence() before the
+// data is read by another thread.
+constexpr int64_t kStreamBytes = int64_t(16) << 20;  // outputs this large go around the caches
+template <class V, class A>
+inline void vstream(A* p, V v) {
+  static_assert(sizeof(V) == EMBER_ISA_VECTOR_BYTES, "vstream: a level-width vector");
+#if !defined(__x86_64__)
+  vstore(p, v);
+#elif EMBER_ISA_HAS_AVX512
+  if constexpr (sizeof(A) == 4) _mm512_stream_ps(reinterpret_cast<float*>(p), (__m512)v);
+  else _mm512_stream_pd(reinterpret_cast<double*>(p), (__m512d)v);
+#elif EMBER_ISA_HAS_AVX2
+  if constexpr (sizeof(A) == 4) _mm256_stream_ps(reinterpret_cast<float*>(p), (__m256)v);
+  else _mm256_stream_pd(reinterpret_cast<double*>(p), (__m256d)v);
+#else
+  if constexpr (sizeof(A) == 4) _mm_stream_ps(reinterpret_cast<float*>(p), (__m128)v);
+  else _mm_stream_pd(reinterpret_cast<double*>(p), (__m128d)v);
+#endif
+}
+inline void stream_fence() {
+#if defined(__x86_64__)
+  _mm_sfence();
+#endif
+}
+
 // the first `cols` lanes (all of them when cols >= the width); the rest zero
 template <class V, class A>
 inline V load_cols(const A* src, int64_t cols) {
