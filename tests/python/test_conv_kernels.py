@@ -136,6 +136,23 @@ def test_depthwise_1d_3d_and_float64(level, D):
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("O", [64, 48, 40])
+def test_forward_large_output_streams(level, O):
+    # an output of 16 MB or more computed in one chunk is written around the
+    # caches where tiles write whole lines (O=40: pixels do not start on a
+    # line, stored as usual); the 30-wide lines end in short tiles
+    rng = np.random.default_rng(O)
+    n = -(-(16 << 20) // (30 * 30 * O * 4)) + 1
+    x = rng.standard_normal((n, 30, 30, 16)).astype(np.float32)
+    w = rng.standard_normal((O, 3, 3, 16)).astype(np.float32)
+    big = to_numpy(mx.conv2d(arr(x), arr(w), 1, 1))
+    assert big.nbytes >= 16 << 20
+    for i in (0, n - 1):
+        assert big[i:i + 1].tobytes() == to_numpy(mx.conv2d(arr(x[i:i + 1]), arr(w), 1, 1)).tobytes()
+    want = ref_conv(x[-1:], w, [1, 1], [1, 1], [1, 1], [1, 1], [1, 1], 1, False)
+    np.testing.assert_allclose(big[-1:], want, rtol=2e-4, atol=2e-3)
+
+
 @pytest.mark.parametrize("C,dt", [(64, np.float32), (32, np.float64), (40, np.float32)])
 def test_depthwise_large_output_streams(level, C, dt):
     # an output of 16 MB or more is written around the caches (whole lines

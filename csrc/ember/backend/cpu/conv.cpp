@@ -280,7 +280,7 @@ struct RowPointers {
 template <class A, int MR, int NR, bool Full>
 void fwd_tile(const A* const* src, int64_t Kprod, int64_t goff, int64_t cstride, int64_t kp0, int64_t kp1,
               int64_t c0, int64_t c1, const A* w, int64_t w_kstride, A* out, int64_t ldo, int64_t rows, int64_t cols,
-              bool accumulate) {
+              bool accumulate, bool stream) {
   using V = typename Vec<A>::V;
   constexpr int W = Vec<A>::W;
   V acc[MR][NR];
@@ -351,6 +351,11 @@ void fwd_tile(const A* const* src, int64_t Kprod, int64_t goff, int64_t cstride,
     }
     kp += n;
   }
+  if (Full && stream) {
+    for (int r = 0; r < MR; ++r)
+      for (int j = 0; j < NR; ++j) vstream(out + r * ldo + j * W, acc[r][j]);
+    return;
+  }
   if (Full) {
     for (int r = 0; r < MR; ++r)
       for (int j = 0; j < NR; ++j) vstore(out + r * ldo + j * W, acc[r][j]);
@@ -366,15 +371,15 @@ void fwd_tile(const A* const* src, int64_t Kprod, int64_t goff, int64_t cstride,
 template <class A, int MR, int NR>
 void fwd_short_tile(const A* const* src, int64_t Kprod, int64_t goff, int64_t cstride, int64_t kp0, int64_t kp1,
                     int64_t c0, int64_t c1, const A* w, int64_t w_kstride, A* out, int64_t ldo, int64_t rows,
-                    int64_t cols, bool accumulate) {
+                    int64_t cols, bool accumulate, bool stream) {
   if constexpr (MR > 1) {
     if (rows < MR) {
       return fwd_short_tile<A, MR - 1, NR>(src, Kprod, goff, cstride, kp0, kp1, c0, c1, w, w_kstride, out, ldo, rows,
-                                           cols, accumulate);
+                                           cols, accumulate, stream);
     }
   }
   fwd_tile<A, MR, NR, true>(src, Kprod, goff, cstride, kp0, kp1, c0, c1, w, w_kstride, out, ldo, rows, cols,
-                            accumulate);
+                            accumulate, stream);
 }
 
 // The forward kernel's plan: the tile shape for this group width, and the
@@ -493,6 +498,12 @@ void forward_blocks(const A* x, const Geometry& g, const ConvParams& p, const Fo
   const int64_t nblocks = (g.rows + block_rows - 1) / block_rows;
   const std::vector<A> zeros(static_cast<size_t>(g.C + 1), A(0));
   const OffsetTables tab(g, p);
+  // an output far larger than the caches, computed in one chunk, is written
+  // around them where every full tile's vectors are whole cache lines
+  constexpr int64_t line = 64 / sizeof(A);
+  const bool stream = kp_step == g.Kprod && c_step == g.Cg && plan.nrw % line == 0 && g.O % line == 0 &&
+                      (g.G == 1 || g.Og % line == 0) && reinterpret_cast<uintptr_t>(out) % 64 == 0 &&
+                      g.rows * g.O * static_cast<int64_t>(sizeof(A)) >= kStreamBytes;
   parallel_for(nblocks, 1, [&](int64_t b0, int64_t b1) {
     RowPointers<A> rp(g, tab, block_rows, MR);
     for (int64_t blk = b0; blk < b1; ++blk) {
@@ -514,7 +525,7 @@ void forward_blocks(const A* x, const Geometry& g, const ConvParams& p, const Fo
                             : t.rows == MR    ? fwd_tile<A, MR, NR, true>
                                               : fwd_short_tile<A, MR - 1, NR>;
                 tile(rp.ptr.data() + t.at * g.Kprod, g.Kprod, gi * g.Cg, cstride, kp0, kp1, c0, c1, wb,
-                     g.Cg * plan.nrw, ob + t.row * g.O, g.O, t.rows, cols, !first);
+                     g.Cg * plan.nrw, ob + t.row * g.O, g.O, t.rows, cols, !first, stream);
               }
               first = false;
             }
@@ -522,6 +533,7 @@ void forward_blocks(const A* x, const Geometry& g, const ConvParams& p, const Fo
         }
       }
     }
+    if (stream) stream_fence();
   });
 }
 
