@@ -478,6 +478,20 @@ def run_python(code, env=None, args=(), check=True, timeout=600):
 # fixtures
 # --------------------------------------------------------------------------
 
+# Ember's ISA levels on this CPU (none under MLX)
+ISA_LEVELS = [] if IS_MLX else list(mx.__config__()["isa_levels"])
+
+
+@pytest.fixture(params=ISA_LEVELS)
+def level(request):
+    """Runs the test once per ISA level this CPU has, with the kernels of
+    that level in use (restored afterwards)."""
+    before = mx.__config__()["isa"]
+    mx._set_cpu_isa(request.param)
+    yield request.param
+    mx._set_cpu_isa(before)
+
+
 @pytest.fixture
 def rng(request):
     """A numpy Generator seeded from the test id (reproducible per test)."""

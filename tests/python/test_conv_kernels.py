@@ -18,20 +18,10 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import IS_MLX, ember_only, mx, to_numpy
+from conftest import ember_only, mx, to_numpy
 from test_conv import ref_conv
 
 pytestmark = ember_only
-
-LEVELS = [] if IS_MLX else mx.__config__()["isa_levels"]
-
-
-@pytest.fixture(params=LEVELS)
-def level(request):
-    before = mx.__config__()["isa"]
-    mx._set_cpu_isa(request.param)
-    yield request.param
-    mx._set_cpu_isa(before)
 
 
 def ref_weight_grad(x, ct, wshape, stride, lo, kd, groups):

@@ -22,24 +22,16 @@ large). These tests pick shapes that reach each path and check
 import numpy as np
 import pytest
 
-from conftest import IS_MLX, ember_only, mx, mx_dtype, to_numpy
+from conftest import ISA_LEVELS, ember_only, mx, mx_dtype, to_numpy
 
 pytestmark = ember_only
 
-LEVELS = [] if IS_MLX else mx.__config__()["isa_levels"]
 
 # row lengths around every vector width (2..16 lanes), the 32-lane order,
 # the 4096-element piece and beyond it
 WIDTHS = [1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 257, 1000, 4095, 4096, 4097, 9000]
 ROWS = [1, 5, 67]  # one row, fewer rows than a vector's lanes, many rows (the row network)
 
-
-@pytest.fixture(params=LEVELS)
-def level(request):
-    before = mx.__config__()["isa"]
-    mx._set_cpu_isa(request.param)
-    yield request.param
-    mx._set_cpu_isa(before)
 
 
 def arr(x):
@@ -230,7 +222,7 @@ def test_vmap_of_sum_matches_loop():
 # every level gives the same bits
 # ---------------------------------------------------------------------------
 
-@pytest.mark.skipif(len(LEVELS) < 2, reason="one ISA level")
+@pytest.mark.skipif(len(ISA_LEVELS) < 2, reason="one ISA level")
 @pytest.mark.parametrize("dt", ["float32", "float64"])
 def test_widths_same_bits_every_level(dt):
     rng = np.random.default_rng(11)
@@ -243,10 +235,10 @@ def test_widths_same_bits_every_level(dt):
         cases[f"sum_t_{n}"] = lambda x=x: mx.sum(mx.transpose(x), axis=-1)
         cases[f"sum_stride2_{n}"] = lambda x=x: mx.sum(x[:, ::2], axis=-1)
         cases[f"softmax_{n}"] = lambda x=x: mx.softmax(x, axis=-1) if dt == "float64" else mx.max(x, axis=-1)
-    ref = {k: at_level(LEVELS[0], f) for k, f in cases.items()}
-    for lvl in LEVELS[1:]:
+    ref = {k: at_level(ISA_LEVELS[0], f) for k, f in cases.items()}
+    for lvl in ISA_LEVELS[1:]:
         for k, f in cases.items():
-            assert_same_bits(at_level(lvl, f), ref[k], f"{k} at {lvl} vs {LEVELS[0]}")
+            assert_same_bits(at_level(lvl, f), ref[k], f"{k} at {lvl} vs {ISA_LEVELS[0]}")
 
 
 # ---------------------------------------------------------------------------

@@ -518,6 +518,18 @@ void parallel_steps(int64_t n, int64_t grain, int64_t step, F&& f) {
 // where output strides are given, the output offset of each position.
 struct Walk {
   std::vector<int64_t> n, s, os;
+  // appends a dim (after those pushed before, in logical order), merged
+  // into the last one where the two are contiguous; size-1 dims add nothing
+  void push(int64_t len, int64_t stride) {
+    if (len == 1) return;
+    if (!n.empty() && s.back() == stride * len) {
+      n.back() *= len;
+      s.back() = stride;
+    } else {
+      n.push_back(len);
+      s.push_back(stride);
+    }
+  }
   int64_t size() const {
     int64_t r = 1;
     for (int64_t v : n) r *= v;
@@ -805,18 +817,7 @@ ReducePlan plan_reduce(const array& in, const std::vector<bool>& red) {
   // Dims of each kind in logical order, merged where contiguous: the run of
   // an output is its elements in logical order, whatever the layout.
   Walk kept, rd;
-  for (int d = 0; d < nd; ++d) {
-    const int64_t n = in.shape()[d], s = in.strides()[d];
-    if (n == 1) continue;
-    Walk& w = red[d] ? rd : kept;
-    if (!w.n.empty() && w.s.back() == s * n) {
-      w.n.back() *= n;
-      w.s.back() = s;
-    } else {
-      w.n.push_back(n);
-      w.s.push_back(s);
-    }
-  }
+  for (int d = 0; d < nd; ++d) (red[d] ? rd : kept).push(in.shape()[d], in.strides()[d]);
   const int nk = static_cast<int>(kept.n.size());
   std::vector<int64_t> kos(nk);  // output strides (the output is dense)
   for (int i = nk - 1; i >= 0; --i) kos[i] = i == nk - 1 ? 1 : kos[i + 1] * kept.n[i + 1];
@@ -1231,17 +1232,7 @@ void softmax_eval(const Softmax&, const std::vector<array>& inputs, std::vector<
   const int64_t n = nd ? in.shape().back() : 1;
   const int64_t s = nd && n > 1 ? in.strides().back() : 1;
   cpu::Walk rw;  // the rows: the other dims, merged where contiguous
-  for (int d = 0; d + 1 < nd; ++d) {
-    const int64_t m = in.shape()[d], st = in.strides()[d];
-    if (m == 1) continue;
-    if (!rw.n.empty() && rw.s.back() == st * m) {
-      rw.n.back() *= m;
-      rw.s.back() = st;
-    } else {
-      rw.n.push_back(m);
-      rw.s.push_back(st);
-    }
-  }
+  for (int d = 0; d + 1 < nd; ++d) rw.push(in.shape()[d], in.strides()[d]);
   const int64_t rows = in.size() / n;
   int64_t extent = 1;
   for (int d = 0; d < nd; ++d) {
