@@ -140,6 +140,17 @@ EMBER_RI int64_t split_at(int64_t n) {
   return (n / 2 + L - 1) / L * L;
 }
 
+// The pairwise tree over a run of n elements: leaf(off, len) gives the
+// result of each node of at most thr elements, and the nodes combine with Op
+// back up the tree (the left one computed first).
+template <class Op, int L, class Leaf>
+auto pairwise(int64_t n, int64_t thr, Leaf&& leaf, int64_t off = 0) -> decltype(leaf(off, n)) {
+  if (n <= thr) return leaf(off, n);
+  const int64_t h = split_at<L>(n);
+  const auto a = pairwise<Op, L>(h, thr, leaf, off);
+  return Op::apply(a, pairwise<Op, L>(n - h, thr, leaf, off + h));
+}
+
 template <class A>
 EMBER_RI A canon_nan(A a) {
   if constexpr (std::is_floating_point_v<A>) return a != a ? std::numeric_limits<A>::quiet_NaN() : a;
@@ -330,12 +341,8 @@ EMBER_RI T vpiece(const Ld& ld, int64_t n) {
 
 template <class Op, class T, int N, class Ld>
 T vrun(const Ld& ld, int64_t n) {
-  if (n > kBlock) {
-    const int64_t h = split_at<kLanes<T>>(n);
-    const T a = vrun<Op, T, N>(ld, h);
-    return Op::apply(a, vrun<Op, T, N>(ld.at(h), n - h));
-  }
-  return vpiece<Op, T, N>(ld, n);
+  if (n <= kBlock) return vpiece<Op, T, N>(ld, n);
+  return pairwise<Op, kLanes<T>>(n, kBlock, [&](int64_t off, int64_t len) { return vpiece<Op, T, N>(ld.at(off), len); });
 }
 
 // Many short rows at once: W rows' last vectors (or, for rows of G < W
@@ -423,15 +430,11 @@ void rows_grouped(const T* x, int64_t ks, int64_t n, const T* limit, int64_t b, 
   for (; o < e; ++o) out[o] = canon_nan(vpiece<Op, T, G>(Contig<T>{x + o * ks, limit}, n));
 }
 
-// The same order lane by lane, for every type (stride s in elements).
+// The same order lane by lane, for every type (stride s in elements): one
+// piece (n <= kBlock) in gpiece, a whole run in grun.
 template <class Op, class A, class T>
-A grun(const T* x, int64_t n, int64_t s) {
+A gpiece(const T* x, int64_t n, int64_t s) {
   constexpr int L = kLanes<A>;
-  if (n > kBlock) {
-    const int64_t h = split_at<L>(n);
-    const A a = grun<Op, A>(x, h, s);
-    return Op::apply(a, grun<Op, A>(x + h * s, n - h, s));
-  }
   A acc[L];
   for (int j = 0; j < L; ++j) acc[j] = Op::init();
   int64_t i = 0;
@@ -449,6 +452,10 @@ A grun(const T* x, int64_t n, int64_t s) {
     for (int j = 0; j < w; ++j) acc[j] = Op::apply(acc[j], acc[j + w]);
   }
   return acc[0];
+}
+template <class Op, class A, class T>
+A grun(const T* x, int64_t n, int64_t s) {
+  return pairwise<Op, kLanes<A>>(n, kBlock, [&](int64_t off, int64_t len) { return gpiece<Op, A>(x + off * s, len, s); });
 }
 
 // Calls f(std::integral_constant<int, N>) with the narrowest vector (16
@@ -469,7 +476,8 @@ EMBER_RI void with_lanes(int64_t n, F&& f) {
 }
 
 // The pieces of the pairwise tree of a run of n (offsets, lengths), cut where
-// a node is at most kPiece long, and the tree's combination of their results.
+// a node is at most thr long; pairwise() with the same thr combines their
+// results.
 template <int L>
 void tree_pieces(int64_t n, int64_t off, int64_t thr, std::vector<std::pair<int64_t, int64_t>>& out) {
   if (n <= thr) {
@@ -479,13 +487,6 @@ void tree_pieces(int64_t n, int64_t off, int64_t thr, std::vector<std::pair<int6
   const int64_t h = split_at<L>(n);
   tree_pieces<L>(h, off, thr, out);
   tree_pieces<L>(n - h, off + h, thr, out);
-}
-template <class Op, int L, class A>
-A tree_combine(int64_t n, const A* vals, size_t& k) {
-  if (n <= kPiece) return vals[k++];
-  const int64_t h = split_at<L>(n);
-  const A a = tree_combine<Op, L>(h, vals, k);
-  return Op::apply(a, tree_combine<Op, L>(n - h, vals, k));
 }
 
 // ------------------------------------------------------------------ threads
@@ -582,8 +583,8 @@ void reduce_runs(const T* x, int64_t n, int64_t s, const Walk& kept, int64_t out
       }
     });
     for (int64_t o = 0; o < outer; ++o) {
-      size_t k = 0;
-      out[o] = convert<O>(canon_nan(tree_combine<Op, kLanes<A>>(n, vals.get() + o * np, k)));
+      const A* v = vals.get() + o * np;
+      out[o] = convert<O>(canon_nan(pairwise<Op, kLanes<A>>(n, kPiece, [&](int64_t, int64_t) { return *v++; })));
     }
     return;
   }
