@@ -11,8 +11,10 @@ validated against MLX, which Ember must match name for name::
 
 Tests that encode a deliberate Ember difference (a safer error where MLX
 reads out of bounds or crashes, exact float32 summation, reflected operators
-MLX lacks, ...) carry ``@pytest.mark.ember_only`` and are skipped on the mlx
-backend.  Error-message checks use :func:`raises`, which checks the message
+MLX lacks, ...) carry the ``ember_only`` marker (``@ember_only`` from this
+module, or ``marks=[ember_only]`` on a parameter) -- never a
+``skipif(IS_MLX)`` -- and are skipped on the mlx backend; ``pytest -m "not
+ember_only"`` selects exactly what runs against MLX, on either backend.  Error-message checks use :func:`raises`, which checks the message
 on Ember and, on MLX, only where the entry says MLX words it the same way.
 
 Helpers
