@@ -97,6 +97,11 @@ class OpInfo:
     # forward test marks those cases ember_only.
     mlx_wrong_dtypes: tuple = ()
     mlx_layouts: Optional[tuple] = None   # None: every layout works on MLX
+    # False: the row feeds the transform suite only (``ref`` may be None);
+    # the op's values and errors are checked in its family's own file
+    # (test_matmul.py, test_conv.py, test_fft.py, test_linalg.py,
+    # test_random.py), which have references the table cannot express.
+    forward: bool = True
 
 
 # --------------------------------------------------------------------------
@@ -1817,6 +1822,7 @@ add_op(name="view", op=mx.view, ref=_view_ref, dtypes=ALL,
 import op_table_index     # noqa: E402,F401  take, gather/scatter, slices, diagonals
 import op_table_sort      # noqa: E402,F401  sort, selection, scans
 import op_table_contract  # noqa: E402,F401  einsum & contractions, windows, diff/roll
+import op_table_transforms  # noqa: E402,F401  matmul & products, conv, fft, linalg, random (transform rows)
 
 # --------------------------------------------------------------------------
 # lookup helpers
