@@ -76,11 +76,12 @@ _row("matmul", mx.matmul, _matmul_samples, "product")
 
 
 def _addmm_samples(n, rng):
+    # the transform suite takes the first three samples of a row
     return [SampleInput((_n((3, 5), rng), _n((3, 4), rng), _n((4, 5), rng)), desc="default"),
-            SampleInput((_n((5,), rng), _n((3, 4), rng), _n((4, 5), rng)),
-                        {"alpha": 0.5, "beta": 2.0}, desc="broadcast c, alpha, beta"),
-            SampleInput((_n((2, 3, 5), rng), _n((2, 3, 4), rng), _n((4, 5), rng)),
-                        {"beta": 0.0}, desc="batch, beta 0")]
+            SampleInput((_n((), rng), _n((2, 3), rng), _n((3, 4), rng)),
+                        {"alpha": -1.5, "beta": 2.0}, desc="0-d c, alpha, beta"),
+            SampleInput((_n((5,), rng), _n((2, 3, 4), rng), _n((4, 5), rng)),
+                        {"beta": 0.0}, desc="batch, broadcast c, beta 0")]
 
 
 _row("addmm", mx.addmm, _addmm_samples, "product")
@@ -146,7 +147,9 @@ def _conv2d_samples(n, rng):
     return [SampleInput((_n((1, 5, 5, 2), rng), _n((3, 3, 3, 2), rng)), desc="default"),
             SampleInput((_n((2, 6, 5, 2), rng), _n((2, 2, 3, 2), rng)),
                         {"stride": (2, 1), "padding": (1, 0), "dilation": (1, 2)},
-                        desc="stride, padding, dilation")]
+                        desc="stride, padding, dilation"),
+            SampleInput((_n((1, 5, 6, 4), rng), _n((6, 3, 2, 2), rng)),
+                        {"groups": 2, "dilation": 2, "padding": (2, 1)}, desc="groups, dilation")]
 
 
 _row("conv2d", mx.conv2d, _conv2d_samples, "conv")
@@ -182,7 +185,10 @@ _row("conv_transpose1d", mx.conv_transpose1d, _conv_t1_samples, "conv")
 
 def _conv_t2_samples(n, rng):
     return [SampleInput((_n((1, 4, 3, 2), rng), _n((3, 2, 2, 2), rng)),
-                        {"stride": (2, 1), "dilation": (1, 2)}, desc="stride, dilation")]
+                        {"stride": (2, 1), "dilation": (1, 2)}, desc="stride, dilation"),
+            SampleInput((_n((2, 3, 3, 4), rng), _n((4, 2, 3, 2), rng)),
+                        {"groups": 2, "padding": 1, "output_padding": (1, 0), "stride": 2},
+                        desc="groups, padding, output padding")]
 
 
 _row("conv_transpose2d", mx.conv_transpose2d, _conv_t2_samples, "conv")
@@ -212,12 +218,13 @@ def _cplx(shape, rng):
 
 
 def _fft1_samples(real_in):
+    # the transform suite takes the first three samples of a row
     def samples(n, rng):
         x = (lambda s: _n(s, rng)) if real_in else (lambda s: _cplx(s, rng))
-        return [SampleInput((x((3, 8)),), desc="last axis"),
+        return [SampleInput((x((3, 11)),), {"norm": "forward"}, desc="prime length, forward"),
                 SampleInput((x((5, 3)),), {"axis": 0, "n": 6}, desc="axis 0, padded"),
-                SampleInput((x((2, 7)),), {"n": 5, "norm": "ortho"}, desc="cropped, ortho"),
-                SampleInput((x((11,)),), {"norm": "forward"}, desc="prime length")]
+                SampleInput((x((6, 2, 3)),), {"axis": -2, "n": 5, "norm": "ortho"},
+                            desc="middle axis, cropped, ortho")]
     return samples
 
 
@@ -371,16 +378,27 @@ _row("pinv", L.pinv, _pinv_samples, "linalg")
 _row("pinv-nonsquare", L.pinv, _pinv_nonsquare_samples, "linalg")
 
 
-def _norm_samples(n, rng):
-    return [SampleInput((_n((5,), rng),), desc="vector 2-norm"),
-            SampleInput((_n((3, 4), rng),), {"ord": "fro"}, desc="frobenius"),
-            SampleInput((_n((3, 4), rng),), {"ord": 1, "axis": 1}, desc="1-norm of rows"),
-            SampleInput((_n((2, 3, 4), rng),), {"axis": (1, 2), "keepdims": True},
-                        desc="matrix axes, keepdims"),
-            SampleInput((_n((3, 3), rng),), {"ord": 2}, desc="spectral")]
+def _norm_samples(kind):
+    # one row per kind of norm: the transform suite takes three samples a row
+    def samples(n, rng):
+        if kind == "vector":
+            return [SampleInput((_n((5,), rng),), desc="2-norm"),
+                    SampleInput((_n((6,), rng),), {"ord": np.inf}, desc="max"),
+                    SampleInput((_n((2, 5), rng),), {"ord": 3, "axis": -1}, desc="3-norm of rows")]
+        if kind == "matrix":
+            return [SampleInput((_n((3, 4), rng),), {"ord": "fro"}, desc="frobenius"),
+                    SampleInput((_n((3, 3), rng),), {"ord": 2}, desc="spectral"),
+                    SampleInput((_square((3, 3), rng),), {"ord": "nuc"}, desc="nuclear")]
+        return [SampleInput((_n((3, 4), rng),), {"ord": 1, "axis": 1}, desc="1-norm of rows"),
+                SampleInput((_n((3, 4), rng),), {"ord": -1}, desc="min column sum"),
+                SampleInput((_n((2, 3, 4), rng),), {"axis": (1, 2), "keepdims": True},
+                            desc="matrix axes, keepdims")]
+    return samples
 
 
-_row("norm", L.norm, _norm_samples, "linalg", nonzero_args=(0,))
+_row("norm", L.norm, _norm_samples("vector"), "linalg")
+_row("norm-matrix", L.norm, _norm_samples("matrix"), "linalg")
+_row("norm-axes", L.norm, _norm_samples("axes"), "linalg")
 
 
 def _cross_samples(n, rng):
@@ -419,7 +437,10 @@ def _normal_samples(n, rng):
     return [SampleInput(((2, 3),), {"dtype": mx_dtype(n), "loc": _n((3,), rng),
                                     "scale": 1.0 + np.abs(_n((2, 1), rng)), "key": _key(rng)},
                         desc="loc, scale"),
-            SampleInput(((5,),), {"dtype": mx_dtype(n), "key": _key(rng)}, desc="standard")]
+            SampleInput(((5,),), {"dtype": mx_dtype(n), "key": _key(rng)}, desc="standard"),
+            SampleInput(((3, 2),), {"dtype": mx_dtype(n), "loc": _n((), rng),
+                                    "scale": 0.5 + np.abs(_n((), rng)), "key": _key(rng)},
+                        desc="0-d loc, scale")]
 
 
 _row("normal", R.normal, _normal_samples, "random")
