@@ -102,9 +102,10 @@ NO_ARRAY_ARGS = set(SKIP_VMAP)
 # * fft.fftfreq, fft.rfftfreq, random.key, random.seed: no array argument
 #   (nothing to batch or differentiate);
 # * einsum_path: returns a string and a path, no array;
-# * linalg.* and conv on complex64 inputs: Ember's linalg rules are real-only
-#   and raise for complex64 (test_linalg.py checks the error); the complex
-#   transforms are tested through test_fft.py's real/imaginary splits;
+# * complex64 inputs of linalg and conv: conv takes real floats only, and
+#   the linalg derivative rules are real-only and raise for complex64
+#   (test_conv.py and test_linalg.py check the errors); the complex transforms
+#   are tested through test_fft.py's real/imaginary splits;
 # * every new row (matmul ... random) runs in float32 and float64 only: its
 #   other dtypes are forward checks, done in the family's own file.
 
