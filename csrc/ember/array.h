@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -29,6 +30,26 @@ class type_error : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;
 };
+
+// The engine's errors name the op: "[op] message". fail raises ValueError
+// (std::invalid_argument), fail_index IndexError (std::out_of_range).
+namespace detail {
+template <class... Args>
+std::string msg(const char* op, Args&&... args) {
+  std::ostringstream os;
+  os << "[" << op << "] ";
+  (os << ... << args);
+  return os.str();
+}
+template <class... Args>
+[[noreturn]] void fail(const char* op, Args&&... args) {
+  throw std::invalid_argument(msg(op, std::forward<Args>(args)...));
+}
+template <class... Args>
+[[noreturn]] void fail_index(const char* op, Args&&... args) {
+  throw std::out_of_range(msg(op, std::forward<Args>(args)...));
+}
+}  // namespace detail
 
 class Primitive;
 class array;
@@ -88,7 +109,8 @@ class array {
   array(const void* data, const Shape& shape, Dtype dtype);  // copies dense data
   static array empty_evaluated(const Shape& shape, Dtype dtype);
 
-  // Graph nodes.
+  // Graph nodes: built through make_node / make_nodes (primitive.h), the one
+  // path; these check the node (see there).
   array(Shape shape, Dtype dtype, std::shared_ptr<Primitive> prim, std::vector<array> inputs);
   static std::vector<array> make_arrays(std::vector<Shape> shapes, const std::vector<Dtype>& dtypes,
                                         std::shared_ptr<Primitive> prim, std::vector<array> inputs);
@@ -144,8 +166,5 @@ class array {
  private:
   std::shared_ptr<ArrayDesc> desc_;
 };
-
-// A dense copy of the array's elements into dst (row-major order).
-void copy_to_dense(const array& a, void* dst);
 
 }  // namespace ember

@@ -7,6 +7,7 @@
 #include <variant>
 
 #include "ember/array.h"
+#include "ember/primitives/indexing.h"
 
 namespace ember {
 
@@ -164,18 +165,8 @@ array atleast_nd(const array& a, int n, EMBER_S);
 // Index arrays hold any integer dtype; negative values count from the end.
 // An index out of range raises IndexError when the result is evaluated.
 
-// A strided window on an array: window dim i is the array's dim dims[i]
-// taken at start[i] + step[i] * j for j < size[i], or (dims[i] == -1) an
-// inserted dim of size 1. full_view(shape) is the whole array.
-struct IndexView {
-  std::vector<int> dims;
-  Shape start, step, size;
-  bool operator==(const IndexView& o) const {
-    return dims == o.dims && start == o.start && step == o.step && size == o.size;
-  }
-};
-IndexView full_view(const Shape& shape);
-enum class ScatterKind { Assign, Add, Prod, Max, Min };
+// IndexView (a strided window) and ScatterKind are the Scatter primitive's
+// parameters (primitives/indexing.h).
 
 // a[..., indices[0], ..., indices[k-1], ...] on `axes`: the index arrays
 // broadcast to a shape I; the result is I ++ (a's other dims, in order).

@@ -16,7 +16,7 @@ array full(const Shape& shape, const array& vals, std::optional<Dtype> dtype, co
   if (out != shape) {
     fail("full", "Cannot broadcast values of shape ", shape_str(vals.shape()), " to shape ", shape_str(shape), ".");
   }
-  return array(shape, t, std::make_shared<Full>(to_stream(s), shape, t), {vals});
+  return make_node<Full>(shape, t, {vals}, to_stream(s), shape, t);
 }
 
 array zeros(const Shape& shape, Dtype dtype, const StreamOrDevice& s) {
@@ -45,14 +45,14 @@ array arange(double start, double stop, double step, Dtype dtype, const StreamOr
   if (static_cast<double>(n) * size_of(dtype) > static_cast<double>(allocator::memory_limit())) {
     fail("arange", "Maximum size exceeded: ", n, " elements of ", dtype_name(dtype), " exceed the memory limit.");
   }
-  return array(Shape{n}, dtype, std::make_shared<Arange>(to_stream(s), start, step, n, dtype), {});
+  return make_node<Arange>(Shape{n}, dtype, {}, to_stream(s), start, step, n, dtype);
 }
 
 array linspace(double start, double stop, int64_t num, bool endpoint, Dtype dtype, const StreamOrDevice& s) {
   if (num < 0) fail("linspace", "Number of samples, ", num, ", must be non-negative.");
   int64_t div = endpoint ? num - 1 : num;
   double step = div > 0 ? (stop - start) / static_cast<double>(div) : 0.0;
-  array idx(Shape{num}, Dtype::float64, std::make_shared<Arange>(to_stream(s), 0.0, 1.0, num, Dtype::float64), {});
+  array idx = make_node<Arange>(Shape{num}, Dtype::float64, {}, to_stream(s), 0.0, 1.0, num, Dtype::float64);
   array vals = add(multiply(idx, array(step, Dtype::float64), s), array(start, Dtype::float64), s);
   if (endpoint && num > 1) {
     // the last sample is exactly `stop`, as NumPy

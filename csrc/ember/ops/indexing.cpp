@@ -107,17 +107,6 @@ array restore_axes(const array& g, const std::vector<int>& axes, int ndim, const
 
 }  // namespace
 
-IndexView full_view(const Shape& shape) {
-  IndexView v;
-  for (int d = 0; d < static_cast<int>(shape.size()); ++d) {
-    v.dims.push_back(d);
-    v.start.push_back(0);
-    v.step.push_back(1);
-    v.size.push_back(shape[d]);
-  }
-  return v;
-}
-
 array gather(const array& a, const std::vector<array>& indices, const std::vector<int>& axes_in,
              const StreamOrDevice& s) {
   if (indices.size() != axes_in.size()) {
@@ -141,7 +130,7 @@ array gather(const array& a, const std::vector<array>& indices, const std::vecto
   }
   std::vector<array> inputs{a};
   inputs.insert(inputs.end(), idx.begin(), idx.end());
-  return array(std::move(out), a.dtype(), std::make_shared<Gather>(to_stream(s), axes), std::move(inputs));
+  return make_node<Gather>(std::move(out), a.dtype(), std::move(inputs), to_stream(s), axes);
 }
 
 array scatter(const array& a, const IndexView& view, const std::vector<array>& indices, const array& updates,
@@ -191,7 +180,7 @@ array scatter(const array& a, const IndexView& view, const std::vector<array>& i
   std::vector<array> inputs{a};
   inputs.insert(inputs.end(), idx.begin(), idx.end());
   inputs.push_back(upd);
-  return array(a.shape(), a.dtype(), std::make_shared<Scatter>(to_stream(s), view, axes, kind), std::move(inputs));
+  return make_node<Scatter>(a.shape(), a.dtype(), std::move(inputs), to_stream(s), view, axes, kind);
 }
 
 array scatter(const array& a, const std::vector<array>& indices, const array& updates, const std::vector<int>& axes,

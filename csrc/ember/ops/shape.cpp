@@ -42,7 +42,7 @@ array reshape(const array& a, Shape shape, const StreamOrDevice& s) {
   }
   if (shape == a.shape()) return a;
   Shape out = shape;
-  return array(std::move(shape), a.dtype(), std::make_shared<Reshape>(to_stream(s), std::move(out)), {a});
+  return make_node<Reshape>(std::move(shape), a.dtype(), {a}, to_stream(s), std::move(out));
 }
 
 array flatten(const array& a, int start_axis, int end_axis, const StreamOrDevice& s) {
@@ -156,7 +156,7 @@ array transpose(const array& a, std::optional<Axes> axes, const StreamOrDevice& 
   if (identity) return a;
   Shape shape(ax.size());
   for (size_t i = 0; i < ax.size(); ++i) shape[i] = a.shape()[ax[i]];
-  return array(std::move(shape), a.dtype(), std::make_shared<Transpose>(to_stream(s), ax), {a});
+  return make_node<Transpose>(std::move(shape), a.dtype(), {a}, to_stream(s), ax);
 }
 
 array swapaxes(const array& a, int axis1, int axis2, const StreamOrDevice& s) {
@@ -185,7 +185,7 @@ array broadcast_to(const array& a, const Shape& shape, const StreamOrDevice& s) 
     fail("broadcast_to", "Cannot broadcast array of shape ", shape_str(a.shape()), " to shape ", shape_str(shape),
          ".");
   }
-  return array(out, a.dtype(), std::make_shared<Broadcast>(to_stream(s), out), {a});
+  return make_node<Broadcast>(out, a.dtype(), {a}, to_stream(s), out);
 }
 
 std::vector<array> broadcast_arrays(const std::vector<array>& arrays, const StreamOrDevice& s) {
@@ -222,7 +222,7 @@ array concatenate(const std::vector<array>& arrays, std::optional<int> axis, con
   if (arrays.size() == 1) return astype(first, t, s);
   std::vector<array> ins;
   for (auto& a : arrays) ins.push_back(astype(a, t, s));
-  return array(std::move(shape), t, std::make_shared<Concatenate>(to_stream(s), ax), std::move(ins));
+  return make_node<Concatenate>(std::move(shape), t, std::move(ins), to_stream(s), ax);
 }
 
 array stack(const std::vector<array>& arrays, int axis, const StreamOrDevice& s) {
@@ -256,8 +256,8 @@ array slice(const array& a, Shape start, Shape stop, Shape step, const StreamOrD
     identity = identity && start[i] == 0 && st == 1 && shape[i] == a.shape()[i];
   }
   if (identity) return a;
-  return array(std::move(shape), a.dtype(),
-               std::make_shared<Slice>(to_stream(s), std::move(start), std::move(stop), std::move(step)), {a});
+  return make_node<Slice>(std::move(shape), a.dtype(), {a}, to_stream(s), std::move(start), std::move(stop),
+                          std::move(step));
 }
 
 namespace {
@@ -346,8 +346,7 @@ array pad(const array& a, const std::vector<std::pair<int64_t, int64_t>>& widths
       high.push_back(widths[i].second);
     }
     array v = astype(reshape(value, {}, s), a.dtype(), s);
-    return array(std::move(out), a.dtype(), std::make_shared<Pad>(to_stream(s), std::move(low), std::move(high)),
-                 {a, v});
+    return make_node<Pad>(std::move(out), a.dtype(), {a, v}, to_stream(s), std::move(low), std::move(high));
   }
   if (mode != "edge" && mode != "reflect" && mode != "symmetric") {
     fail("pad", "Invalid pad mode '", mode, "'; expected constant, edge, reflect or symmetric.");
@@ -425,12 +424,11 @@ array as_strided(const array& a, std::optional<Shape> shape, std::optional<Strid
     }
   }
   Shape out = shp;
-  auto prim = std::make_shared<AsStrided>(to_stream(s), std::move(out), std::move(st), offset);
-  return array(std::move(shp), a.dtype(), std::move(prim), {a});
+  return make_node<AsStrided>(std::move(shp), a.dtype(), {a}, to_stream(s), std::move(out), std::move(st), offset);
 }
 
 array contiguous(const array& a, bool allow_col_major, const StreamOrDevice& s) {
-  return array(a.shape(), a.dtype(), std::make_shared<Contiguous>(to_stream(s), allow_col_major), {a});
+  return make_node<Contiguous>(a.shape(), a.dtype(), {a}, to_stream(s), allow_col_major);
 }
 
 array atleast_nd(const array& a, int n, const StreamOrDevice& s) {

@@ -28,6 +28,8 @@
 #include <limits>
 #include <numeric>
 
+#include "ember/ops.h"
+
 namespace ember {
 
 namespace {

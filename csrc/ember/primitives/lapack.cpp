@@ -19,7 +19,6 @@
 //             dU = U (F o (P S + S P^T)), dV = V (F o (S P + P^T S)), F_ij = 1/(s_j^2 - s_i^2)
 #include "ember/primitives/lapack.h"
 
-#include "ember/ops/common.h"
 #include "ember/ops/lapack.h"
 #include "ember/transforms/transforms.h"
 
@@ -118,7 +117,7 @@ std::vector<array> lapack_node(Lapack::Kind kind, bool upper, const std::vector<
     case Lapack::LUFactor: shapes = {sh({m, n}), sh({K})}, dtypes = {t, Dtype::uint32}; break;
     case Lapack::LU: shapes = {sh({m}), sh({m, K}), sh({K, n})}, dtypes = {Dtype::uint32, t, t}; break;
   }
-  return array::make_arrays(std::move(shapes), dtypes, std::make_shared<Lapack>(s, kind, upper), inputs);
+  return make_nodes<Lapack>(std::move(shapes), std::move(dtypes), inputs, s, kind, upper);
 }
 
 namespace {

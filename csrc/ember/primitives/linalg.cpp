@@ -20,7 +20,7 @@ array mH(const array& x, Stream s) { return mT(conjugate(x, s), s); }
 array matmul_node(const array& a, const array& b, Stream s) {
   Shape out = a.shape();
   out.back() = b.shape(-1);
-  return array(std::move(out), a.dtype(), std::make_shared<Matmul>(s), {a, b});
+  return make_node<Matmul>(std::move(out), a.dtype(), {a, b}, s);
 }
 
 // x with dims [d, d + 1] merged into one / with dim d split in (n, m).

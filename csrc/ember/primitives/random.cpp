@@ -34,7 +34,7 @@ std::pair<std::vector<array>, std::vector<int>> RandomBits::vmap(const std::vect
   out_shape.insert(out_shape.end(), shape_.begin(), shape_.end());
   Dtype dt = kind_ == Bits ? (width_ == 1 ? Dtype::uint8 : width_ == 2 ? Dtype::uint16 : Dtype::uint32)
                            : Dtype::float32;
-  array out(out_shape, dt, std::make_shared<RandomBits>(stream(), shape_, width_, kind_), {keys});
+  array out = make_node<RandomBits>(out_shape, dt, {keys}, stream(), shape_, width_, kind_);
   return {{out}, {ax >= 0 ? 0 : -1}};
 }
 
@@ -44,7 +44,7 @@ std::pair<std::vector<array>, std::vector<int>> RandomCholesky::vmap(const std::
   array a = inputs[0];
   int ax = axes[0];
   if (ax > 0) a = moveaxis(a, ax, 0, stream());
-  array out(a.shape(), a.dtype(), std::make_shared<RandomCholesky>(stream()), {a});
+  array out = make_node<RandomCholesky>(a.shape(), a.dtype(), {a}, stream());
   return {{out}, {ax >= 0 ? 0 : -1}};
 }
 

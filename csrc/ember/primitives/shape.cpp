@@ -297,8 +297,7 @@ std::vector<array> Arange::jvp(const std::vector<array>&, const std::vector<arra
 
 VmapResult Arange::vmap(const std::vector<array>&, const std::vector<int>&) {
   if (!n_) no_rule("vmap");
-  auto prim = std::make_shared<Arange>(stream(), start_, step_, *n_, dtype_);
-  return {{array(Shape{*n_}, dtype_, std::move(prim), {})}, {-1}};
+  return {{make_node<Arange>(Shape{*n_}, dtype_, {}, stream(), start_, step_, *n_, dtype_)}, {-1}};
 }
 
 // ---- Concatenate ------------------------------------------------------------

@@ -62,7 +62,7 @@ bool inexact(Dtype d) { return is_inexact(d); }
 std::vector<array> tracer_copies(const std::vector<array>& primals) {
   std::vector<array> out;
   for (auto& p : primals) {
-    array c(p.shape(), p.dtype(), std::make_shared<Identity>(to_stream({})), {p});
+    array c = make_node<Identity>(p.shape(), p.dtype(), {p}, to_stream({}));
     c.set_tracer(true);
     out.push_back(std::move(c));
   }
@@ -257,7 +257,7 @@ std::pair<std::vector<array>, std::vector<array>> jvp(const Fun& fun, const std:
 }
 
 array stop_gradient(const array& a) {
-  return array(a.shape(), a.dtype(), std::make_shared<StopGradient>(to_stream({})), {a});
+  return make_node<StopGradient>(a.shape(), a.dtype(), {a}, to_stream({}));
 }
 
 std::vector<array> depends(const std::vector<array>& inputs, const std::vector<array>& dependencies) {
@@ -269,8 +269,7 @@ std::vector<array> depends(const std::vector<array>& inputs, const std::vector<a
   }
   std::vector<array> all = inputs;
   all.insert(all.end(), dependencies.begin(), dependencies.end());
-  return array::make_arrays(shapes, dtypes, std::make_shared<Depends>(to_stream({}), static_cast<int>(inputs.size())),
-                            all);
+  return make_nodes<Depends>(shapes, dtypes, all, to_stream({}), static_cast<int>(inputs.size()));
 }
 
 Fun custom_function(Fun fun, std::optional<VjpFun> vjp_fun, std::optional<JvpFun> jvp_fun,
@@ -285,9 +284,8 @@ Fun custom_function(Fun fun, std::optional<VjpFun> vjp_fun, std::optional<JvpFun
       dtypes.push_back(o.dtype());
       inputs.push_back(stop_gradient(o));
     }
-    auto prim = std::make_shared<CustomTransforms>(to_stream({}), static_cast<int>(args.size()), fun, vjp_fun,
-                                                   jvp_fun, vmap_fun);
-    return array::make_arrays(shapes, dtypes, prim, inputs);
+    return make_nodes<CustomTransforms>(shapes, dtypes, inputs, to_stream({}), static_cast<int>(args.size()), fun,
+                                        vjp_fun, jvp_fun, vmap_fun);
   };
 }
 

@@ -58,7 +58,7 @@ std::pair<std::vector<array>, std::vector<array>> vmap_trace(const Fun& fun, con
     }
     Shape shape = inputs[i].shape();
     shape.erase(shape.begin() + ax);
-    array p(shape, inputs[i].dtype(), std::make_shared<Placeholder>(to_stream({})), {});
+    array p = make_node<Placeholder>(shape, inputs[i].dtype(), {}, to_stream({}));
     p.set_tracer(true);
     traced.push_back(std::move(p));
   }

@@ -75,6 +75,29 @@ bool cpu_has_avx512_fp16();
 
 }  // namespace ember::cpu
 
+namespace ember {
+
+// What the CPU kernels run on: the instruction-set level in use ("baseline",
+// "avx2", "avx512"; "native" for an EMBER_NATIVE build), the best this CPU
+// supports, the levels the build contains, the CPU features the kernels care
+// about, and the kernel thread count. The level is chosen when the library
+// loads (the environment variable EMBER_ISA caps it).
+struct CpuConfig {
+  std::string isa;
+  std::string isa_supported;
+  std::vector<std::string> isa_levels;
+  std::vector<std::string> features;
+  bool dispatch = false;  // kernels compiled once per level, chosen at run time
+  int threads = 1;
+};
+CpuConfig cpu_config();
+// Caps the kernels' level at `level` (a name as EMBER_ISA takes it), clamped
+// to what the CPU supports; returns the level now in use. Meant for tests
+// comparing levels in one process: call it while nothing is evaluating.
+std::string set_cpu_isa(const std::string& level);
+
+}  // namespace ember
+
 // The per-level entry points, declared for every level.
 #if defined(EMBER_ISA_SINGLE)
 #define EMBER_ISA_DECL_NS native

@@ -12,7 +12,7 @@ namespace ember {
 namespace {
 void dense_copy(const array& in, array& out) {
   out.alloc();
-  copy_to_dense(in, out.raw_data());
+  cpu::copy_to_dense(in, out.raw_data());
 }
 }  // namespace
 
@@ -99,7 +99,7 @@ void AsStrided::eval_cpu(const std::vector<array>& inputs, std::vector<array>& o
     out.set_data(in.buffer(), strides_, in.offset() + offset_);
   } else {
     auto buf = allocator::malloc(static_cast<size_t>(in.nbytes()));
-    copy_to_dense(in, buf->ptr());
+    cpu::copy_to_dense(in, buf->ptr());
     out.set_data(std::move(buf), strides_, offset_);
   }
 }
@@ -180,7 +180,7 @@ void View::eval_cpu(const std::vector<array>& inputs, std::vector<array>& output
     out.set_data(in.buffer(), row_strides(out.shape()), in.offset() * in.itemsize() / out.itemsize());
   } else {
     auto buf = allocator::malloc(static_cast<size_t>(in.nbytes()));
-    copy_to_dense(in, buf->ptr());
+    cpu::copy_to_dense(in, buf->ptr());
     out.set_data(std::move(buf));
   }
 }
