@@ -29,6 +29,11 @@ array eye(int64_t n, int64_t m, int64_t k, Dtype dtype, EMBER_S);
 array tri(int64_t n, int64_t m, int64_t k, Dtype dtype, EMBER_S);
 array tril(const array& x, int64_t k = 0, EMBER_S);
 array triu(const array& x, int64_t k = 0, EMBER_S);
+// window functions (float32, M < 1 gives an empty window)
+array bartlett(int64_t M, EMBER_S);
+array blackman(int64_t M, EMBER_S);
+array hamming(int64_t M, EMBER_S);
+array hanning(int64_t M, EMBER_S);
 
 // ---- dtype ----
 array astype(const array& a, Dtype dtype, EMBER_S);
@@ -160,6 +165,19 @@ array as_strided(const array& a, std::optional<Shape> shape, std::optional<Strid
                  EMBER_S);
 array contiguous(const array& a, bool allow_col_major = false, EMBER_S);
 array atleast_nd(const array& a, int n, EMBER_S);
+array matrix_transpose(const array& a, EMBER_S);
+array permute_dims(const array& a, std::optional<Axes> axes = {}, EMBER_S);
+std::vector<array> unstack(const array& a, int axis = 0, EMBER_S);
+// Reverses the given axes (all when not given): a negative-stride view.
+array flip(const array& a, std::optional<Axes> axes = {}, EMBER_S);
+// n-th discrete difference along `axis`.
+array diff(const array& a, int n = 1, int axis = -1, EMBER_S);
+// roll of the flattened array, restored to a's shape
+array roll(const array& a, int64_t shift, EMBER_S);
+array roll(const array& a, int64_t shift, int axis, EMBER_S);
+// axes[i] rolled by shift[i] (shift may be longer; extra values are ignored,
+// repeated axes add up)
+array roll(const array& a, const Shape& shift, const Axes& axes, EMBER_S);
 
 // ---- indexing (gather / scatter) ----
 // Index arrays hold any integer dtype; negative values count from the end.
@@ -200,5 +218,5 @@ int normalize_axis(int axis, int ndim, const char* op);
 }  // namespace ember
 
 // Op families declared in their own headers (same conventions as above).
-#include "ember/ops/contract.h"  // einsum, tensordot, kron, windows, diff/roll, ...
+#include "ember/ops/contract.h"  // einsum, tensordot, inner, outer, kron, vecdot
 #include "ember/ops/sort.h"      // sort, partition, topk, searchsorted, unique, scans, ...

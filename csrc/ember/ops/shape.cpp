@@ -9,6 +9,7 @@
 namespace ember {
 
 using detail::fail;
+using detail::fail_index;
 
 array reshape(const array& a, Shape shape, const StreamOrDevice& s) {
   int infer = -1;
@@ -456,7 +457,126 @@ array view(const array& a, Dtype dtype, const StreamOrDevice& s) {
     }
     shape.back() = bytes / to;
   }
-  return array(std::move(shape), dtype, std::make_shared<View>(to_stream(s), dtype), {a});
+  return make_node<View>(std::move(shape), dtype, {a}, to_stream(s), dtype);
+}
+
+// ===========================================================================
+// composites of the views above: flip, roll (negative-step slices / slices
+// + concatenate), unstack, diff, ...
+// ===========================================================================
+
+array matrix_transpose(const array& a, const StreamOrDevice& s) {
+  if (a.ndim() < 2) {
+    fail("matrix_transpose", "Input array must have at least 2 dimensions; got shape ", shape_str(a.shape()), ".");
+  }
+  return swapaxes(a, -1, -2, s);
+}
+
+array permute_dims(const array& a, std::optional<Axes> axes, const StreamOrDevice& s) {
+  return transpose(a, std::move(axes), s);
+}
+
+std::vector<array> unstack(const array& a, int axis, const StreamOrDevice& s) {
+  int ax = normalize_axis(axis, a.ndim(), "unstack");
+  std::vector<array> out;
+  Shape start(a.ndim(), 0), stop = a.shape(), step(a.ndim(), 1);
+  Shape squeezed = detail::squeeze_shape(a.shape(), {ax});
+  for (int64_t i = 0; i < a.shape()[ax]; ++i) {
+    start[ax] = i;
+    stop[ax] = i + 1;
+    out.push_back(reshape(slice(a, start, stop, step, s), squeezed, s));
+  }
+  return out;
+}
+
+array flip(const array& a, std::optional<Axes> axes, const StreamOrDevice& s) {
+  std::vector<bool> rev(a.ndim(), !axes.has_value());
+  if (axes) {
+    for (int v : *axes) rev[normalize_axis(v, a.ndim(), "flip")] = true;  // a repeated axis flips once (MLX)
+  }
+  Shape start(a.ndim(), 0), stop = a.shape(), step(a.ndim(), 1);
+  bool any = false;
+  for (int i = 0; i < a.ndim(); ++i) {
+    if (!rev[i] || a.shape()[i] <= 1) continue;
+    start[i] = a.shape()[i] - 1;
+    stop[i] = -1;
+    step[i] = -1;
+    any = true;
+  }
+  return any ? slice(a, start, stop, step, s) : a;
+}
+
+array diff(const array& a, int n, int axis, const StreamOrDevice& s) {
+  if (n < 0) fail("diff", "Order `n` must be non-negative; got ", n, ".");
+  int ax = normalize_axis(axis, a.ndim(), "diff");
+  if (n == 0) return a;
+  Shape start(a.ndim(), 0), stop = a.shape(), step(a.ndim(), 1);
+  if (n >= a.shape()[ax]) {
+    stop[ax] = 0;
+    return slice(a, start, stop, step, s);
+  }
+  array r = a;
+  for (int k = 0; k < n; ++k) {
+    int64_t len = r.shape()[ax];
+    Shape hi_start = start, lo_stop = r.shape();
+    hi_start[ax] = 1;
+    lo_stop[ax] = len - 1;
+    array hi = slice(r, hi_start, r.shape(), step, s), lo = slice(r, start, lo_stop, step, s);
+    r = r.dtype() == Dtype::bool_ ? not_equal(hi, lo, s) : subtract(hi, lo, s);
+  }
+  return r;
+}
+
+namespace {
+// a rolled by `shift` along axis `ax` (already normalized): the last `k`
+// elements move to the front.
+array roll_axis(const array& a, int64_t shift, int ax, const StreamOrDevice& s) {
+  int64_t n = a.shape()[ax];
+  if (n == 0) return a;
+  int64_t k = shift % n;
+  if (k < 0) k += n;
+  if (k == 0) return a;
+  Shape start(a.ndim(), 0), stop = a.shape(), step(a.ndim(), 1);
+  start[ax] = n - k;
+  array tail = slice(a, start, stop, step, s);
+  start[ax] = 0;
+  stop[ax] = n - k;
+  array head = slice(a, start, stop, step, s);
+  return concatenate({tail, head}, ax, s);
+}
+}  // namespace
+
+array roll(const array& a, int64_t shift, const StreamOrDevice& s) {
+  if (a.ndim() == 0) return a;
+  return reshape(roll_axis(reshape(a, {a.size()}, s), shift, 0, s), a.shape(), s);
+}
+
+array roll(const array& a, int64_t shift, int axis, const StreamOrDevice& s) {
+  if (axis < -a.ndim() || axis >= a.ndim()) {
+    fail_index("roll", "Invalid axis ", axis, " for array with ", a.ndim(), " dimensions.");
+  }
+  return roll_axis(a, shift, axis < 0 ? axis + a.ndim() : axis, s);
+}
+
+array roll(const array& a, const Shape& shift, const Axes& axes, const StreamOrDevice& s) {
+  if (shift.size() < axes.size()) {
+    fail("roll", "At least one shift value per axis is required, ", shift.size(), " provided for ", axes.size(),
+         " axes.");
+  }
+  Shape total(a.ndim(), 0);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int v = axes[i];
+    if (v < -a.ndim() || v >= a.ndim()) {
+      fail_index("roll", "Invalid axis ", v, " for array with ", a.ndim(), " dimensions.");
+    }
+    int ax = v < 0 ? v + a.ndim() : v;
+    // repeated axes add up (modulo the length, so no overflow)
+    int64_t n = std::max<int64_t>(a.shape()[ax], 1);
+    total[ax] = (total[ax] + shift[i] % n) % n;
+  }
+  array r = a;
+  for (int ax = 0; ax < a.ndim(); ++ax) r = roll_axis(r, total[ax], ax, s);
+  return r;
 }
 
 }  // namespace ember
