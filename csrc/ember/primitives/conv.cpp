@@ -17,6 +17,7 @@
 #include "ember/primitives/conv.h"
 
 #include "ember/ops.h"
+#include "ember/transforms/transforms.h"
 
 namespace ember {
 
@@ -133,9 +134,9 @@ std::pair<std::vector<array>, std::vector<int>> ConvGeneral::vmap(const std::vec
   array x = inputs[0], w = inputs[1];
   bool bx = axes[0] >= 0, bw = axes[1] >= 0;
   if (!bx && !bw) return {{conv_node(x, w, p_, to_stream({}))}, {-1}};
-  if (bx) x = moveaxis(x, axes[0], 0);
-  if (bw) w = moveaxis(w, axes[1], 0);
-  const int64_t B = bx ? x.shape(0) : w.shape(0);
+  const int64_t B = batch_size(inputs, axes, name());
+  if (bx) x = batch_axis_to(x, axes[0], 0, B);
+  if (bw) w = batch_axis_to(w, axes[1], 0, B);
   const int D = (bx ? x.ndim() - 1 : x.ndim()) - 2;
   const int64_t G = p_.groups;
   auto tail = [](const array& a, int from) { return Shape(a.shape().begin() + from, a.shape().end()); };
@@ -231,13 +232,7 @@ std::pair<std::vector<array>, std::vector<int>> ConvWeightGrad::vmap(const std::
   array x = inputs[0], ct = inputs[1];
   const Shape& ws = w_shape_;
   if (axes[0] < 0 && axes[1] < 0) return {{weight_grad(x, ct, ws, p_)}, {-1}};
-  const int64_t B = axes[0] >= 0 ? x.shape(axes[0]) : ct.shape(axes[1]);
-  auto batched = [B](const array& a, int ax) {
-    if (ax >= 0) return moveaxis(a, ax, 0);
-    Shape s{B};
-    for (int64_t v : a.shape()) s.push_back(v);
-    return broadcast_to(expand_dims(a, {0}), s);
-  };
+  const int64_t B = batch_size(inputs, axes, name());
   auto fold = [B](const array& a) {  // (B, N, ..., C) -> (N, ..., B*C)
     array m = moveaxis(a, 0, -2);
     Shape s(m.shape().begin(), m.shape().end() - 2);
@@ -248,7 +243,7 @@ std::pair<std::vector<array>, std::vector<int>> ConvWeightGrad::vmap(const std::
   q.groups = B * p_.groups;
   Shape fs = ws;
   fs[0] *= B;
-  array y = weight_grad(fold(batched(x, axes[0])), fold(batched(ct, axes[1])), fs, q);
+  array y = weight_grad(fold(batch_axis_to(x, axes[0], 0, B)), fold(batch_axis_to(ct, axes[1], 0, B)), fs, q);
   Shape out{B};
   for (int64_t v : ws) out.push_back(v);
   return {{reshape(y, out)}, {0}};

@@ -14,12 +14,11 @@
 #include <vector>
 
 #include "ember/ops.h"
+#include "ember/transforms/transforms.h"
 
 namespace ember {
 
 namespace {
-
-int shifted(int axis, int b) { return b >= 0 && b <= axis ? axis + 1 : axis; }
 
 // The C2R weights w along `axis` of an ndim-d array (size 1 elsewhere).
 array hermitian_weights(int64_t n, int axis, int ndim) {
@@ -79,7 +78,7 @@ std::vector<array> FFT::jvp(const std::vector<array>& primals, const std::vector
 std::pair<std::vector<array>, std::vector<int>> FFT::vmap(const std::vector<array>& inputs,
                                                           const std::vector<int>& axes) {
   int b = axes[0];
-  return {{fft_node(inputs[0], kind_, shifted(axis_, b), inverse_, n_, scale_, stream())}, {b}};
+  return {{fft_node(inputs[0], kind_, example_axis(axis_, b), inverse_, n_, scale_, stream())}, {b}};
 }
 
 }  // namespace ember

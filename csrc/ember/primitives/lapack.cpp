@@ -297,13 +297,11 @@ std::vector<array> Lapack::jvp(const std::vector<array>& primals, const std::vec
 std::pair<std::vector<array>, std::vector<int>> Lapack::vmap(const std::vector<array>& inputs,
                                                              const std::vector<int>& axes) {
   Stream s = stream();
-  bool any = false;
-  for (int ax : axes) any = any || ax >= 0;
-  if (!any) {
+  if (!any_batched(axes)) {
     auto outs = lapack_node(kind_, upper_, inputs, s);
     return {outs, std::vector<int>(outs.size(), -1)};
   }
-  int64_t B = batch_size(inputs, axes);
+  int64_t B = batch_size(inputs, axes, name());
   std::vector<array> moved;
   for (size_t i = 0; i < inputs.size(); ++i) moved.push_back(batch_axis_to(inputs[i], axes[i], 0, B));
   auto outs = lapack_node(kind_, upper_, moved, s);

@@ -8,6 +8,7 @@
 //                               complex cotangents, see elementwise.cpp)
 #include "ember/ops.h"
 #include "ember/primitives/linalg.h"
+#include "ember/transforms/transforms.h"
 
 namespace ember {
 
@@ -72,16 +73,17 @@ std::pair<std::vector<array>, std::vector<int>> Matmul::vmap(const std::vector<a
   Stream s = stream();
   if (aa < 0 && ab < 0) return {{matmul_node(a, b, s)}, {-1}};
   if (aa >= 0 && ab >= 0) {
-    return {{matmul_node(moveaxis(a, aa, 0, s), moveaxis(b, ab, 0, s), s)}, {0}};
+    int64_t B = batch_size(inputs, axes, name());
+    return {{matmul_node(batch_axis_to(a, aa, 0, B, s), batch_axis_to(b, ab, 0, B, s), s)}, {0}};
   }
   if (aa >= 0) {
     int d = a.ndim() - 3;  // where the batch goes: just before M
-    array x = moveaxis(a, aa, d, s);
+    array x = batch_axis_to(a, aa, d, -1, s);
     array r = matmul_node(merge_dims(x, d, s), b, s);
     return {{split_dim(r, d, x.shape(d), x.shape(d + 1), s)}, {d}};
   }
   int d = b.ndim() - 2;  // just before N
-  array y = moveaxis(b, ab, d, s);
+  array y = batch_axis_to(b, ab, d, -1, s);
   array r = matmul_node(a, merge_dims(y, d, s), s);
   return {{split_dim(r, d, y.shape(d), y.shape(d + 1), s)}, {d}};
 }

@@ -5,6 +5,7 @@
 
 #include "ember/ops.h"
 #include "ember/ops/lapack.h"
+#include "ember/transforms/transforms.h"
 
 namespace ember {
 
@@ -29,7 +30,7 @@ std::pair<std::vector<array>, std::vector<int>> RandomBits::vmap(const std::vect
                                                                  const std::vector<int>& axes) {
   array keys = inputs[0];
   int ax = axes[0];
-  if (ax >= 0 && ax != 0) keys = moveaxis(keys, ax, 0, stream());
+  if (ax >= 0) keys = batch_axis_to(keys, ax, 0, -1, stream());
   Shape out_shape(keys.shape().begin(), keys.shape().end() - 1);
   out_shape.insert(out_shape.end(), shape_.begin(), shape_.end());
   Dtype dt = kind_ == Bits ? (width_ == 1 ? Dtype::uint8 : width_ == 2 ? Dtype::uint16 : Dtype::uint32)
@@ -43,7 +44,7 @@ std::pair<std::vector<array>, std::vector<int>> RandomCholesky::vmap(const std::
   // Batched matrices: the batch axis joins the leading batch dims.
   array a = inputs[0];
   int ax = axes[0];
-  if (ax > 0) a = moveaxis(a, ax, 0, stream());
+  if (ax >= 0) a = batch_axis_to(a, ax, 0, -1, stream());
   array out = make_node<RandomCholesky>(a.shape(), a.dtype(), {a}, stream());
   return {{out}, {ax >= 0 ? 0 : -1}};
 }

@@ -3,44 +3,19 @@
 // Their kernels are in backend/cpu/shape.cpp.
 //
 // The vmap rules move the batch axis to the front (an unbatched operand of
-// a multi-input op is broadcast to the batch) and shift the op's parameters
-// by one dim; every output is batched on axis 0.
+// a multi-input op is broadcast to the batch: batch_axis_to) and
+// shift the op's parameters by one dim; every output is batched on axis 0.
 #include <algorithm>
 
 #include "ember/ops.h"
 #include "ember/primitives/shape.h"
+#include "ember/transforms/transforms.h"
 
 namespace ember {
 
 namespace {
 
 using VmapResult = std::pair<std::vector<array>, std::vector<int>>;
-
-// The batch size: the extent of the first batched input's batch axis.
-int64_t batch_size(const std::vector<array>& inputs, const std::vector<int>& axes) {
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (axes[i] >= 0) return inputs[i].shape()[axes[i]];
-  }
-  return -1;
-}
-
-bool any_batched(const std::vector<int>& axes) {
-  for (int a : axes) {
-    if (a >= 0) return true;
-  }
-  return false;
-}
-
-// x with its batch axis `ax` first; an unbatched x (ax == -1) is broadcast
-// to a leading batch of n.
-array batch_first(const array& x, int ax, int64_t n, Stream s) {
-  if (ax > 0) return moveaxis(x, ax, 0, s);
-  if (ax == 0) return x;
-  Shape ex = x.shape(), to = x.shape();
-  ex.insert(ex.begin(), 1);
-  to.insert(to.begin(), n);
-  return broadcast_to(reshape(x, ex, s), to, s);
-}
 
 Shape prepend(int64_t n, const Shape& shape) {
   Shape out{n};
@@ -137,7 +112,7 @@ std::vector<array> Reshape::jvp(const std::vector<array>&, const std::vector<arr
 
 VmapResult Reshape::vmap(const std::vector<array>& inputs, const std::vector<int>& axes) {
   if (axes[0] < 0) return {{reshape(inputs[0], shape_, stream())}, {-1}};
-  array x = batch_first(inputs[0], axes[0], 0, stream());
+  array x = batch_axis_to(inputs[0], axes[0], 0, -1, stream());
   return {{reshape(x, prepend(x.shape()[0], shape_), stream())}, {0}};
 }
 
@@ -157,7 +132,7 @@ std::vector<array> Transpose::jvp(const std::vector<array>&, const std::vector<a
 
 VmapResult Transpose::vmap(const std::vector<array>& inputs, const std::vector<int>& axes) {
   if (axes[0] < 0) return {{transpose(inputs[0], axes_, stream())}, {-1}};
-  array x = batch_first(inputs[0], axes[0], 0, stream());
+  array x = batch_axis_to(inputs[0], axes[0], 0, -1, stream());
   std::vector<int> ax{0};
   for (int a : axes_) ax.push_back(a + 1);
   return {{transpose(x, ax, stream())}, {0}};
@@ -177,7 +152,7 @@ std::vector<array> Broadcast::jvp(const std::vector<array>&, const std::vector<a
 
 VmapResult Broadcast::vmap(const std::vector<array>& inputs, const std::vector<int>& axes) {
   if (axes[0] < 0) return {{broadcast_to(inputs[0], shape_, stream())}, {-1}};
-  array x = batch_first(inputs[0], axes[0], 0, stream());
+  array x = batch_axis_to(inputs[0], axes[0], 0, -1, stream());
   // (B, *in) -> (B, 1, ..., 1, *in): the input's dims right-aligned with shape_
   Shape ex(1 + shape_.size() - (x.ndim() - 1), 1);
   ex[0] = x.shape()[0];
@@ -199,7 +174,7 @@ std::vector<array> Slice::jvp(const std::vector<array>&, const std::vector<array
 
 VmapResult Slice::vmap(const std::vector<array>& inputs, const std::vector<int>& axes) {
   if (axes[0] < 0) return {{slice(inputs[0], start_, stop_, step_, stream())}, {-1}};
-  array x = batch_first(inputs[0], axes[0], 0, stream());
+  array x = batch_axis_to(inputs[0], axes[0], 0, -1, stream());
   Shape st = prepend(0, start_), sp = prepend(x.shape()[0], stop_), stp = prepend(1, step_);
   return {{slice(x, st, sp, stp, stream())}, {0}};
 }
@@ -237,7 +212,7 @@ std::vector<array> AsStrided::jvp(const std::vector<array>&, const std::vector<a
 // (as_strided reads its input in row-major order, batch first here).
 VmapResult AsStrided::vmap(const std::vector<array>& inputs, const std::vector<int>& axes) {
   if (axes[0] < 0) return {{as_strided(inputs[0], shape_, strides_, offset_, stream())}, {-1}};
-  array x = batch_first(inputs[0], axes[0], 0, stream());
+  array x = batch_axis_to(inputs[0], axes[0], 0, -1, stream());
   int64_t per = x.shape()[0] ? x.size() / x.shape()[0] : 0;
   return {{as_strided(x, prepend(x.shape()[0], shape_), prepend(per, strides_), offset_, stream())}, {0}};
 }
@@ -274,7 +249,7 @@ std::vector<array> Full::jvp(const std::vector<array>&, const std::vector<array>
 
 VmapResult Full::vmap(const std::vector<array>& inputs, const std::vector<int>& axes) {
   if (axes[0] < 0) return {{full(shape_, inputs[0], dtype_, stream())}, {-1}};
-  array v = batch_first(inputs[0], axes[0], 0, stream());
+  array v = batch_axis_to(inputs[0], axes[0], 0, -1, stream());
   // (B, *v) -> (B, 1, ..., 1, *v), right-aligned with shape_
   Shape ex(1 + shape_.size() - (v.ndim() - 1), 1);
   ex[0] = v.shape()[0];
@@ -330,9 +305,9 @@ std::vector<array> Concatenate::jvp(const std::vector<array>& primals, const std
 
 VmapResult Concatenate::vmap(const std::vector<array>& inputs, const std::vector<int>& axes) {
   if (!any_batched(axes)) return {{concatenate(inputs, axis_, stream())}, {-1}};
-  int64_t n = batch_size(inputs, axes);
+  int64_t n = batch_size(inputs, axes, name());
   std::vector<array> xs;
-  for (size_t i = 0; i < inputs.size(); ++i) xs.push_back(batch_first(inputs[i], axes[i], n, stream()));
+  for (size_t i = 0; i < inputs.size(); ++i) xs.push_back(batch_axis_to(inputs[i], axes[i], 0, n, stream()));
   return {{concatenate(xs, axis_ + 1, stream())}, {0}};
 }
 
@@ -375,8 +350,8 @@ VmapResult Pad::vmap(const std::vector<array>& inputs, const std::vector<int>& a
   std::vector<std::pair<int64_t, int64_t>> w;
   for (size_t i = 0; i < low_.size(); ++i) w.push_back({low_[i], high_[i]});
   if (!any_batched(axes)) return {{pad(inputs[0], w, "constant", inputs[1], s)}, {-1}};
-  int64_t n = batch_size(inputs, axes);
-  array x = batch_first(inputs[0], axes[0], n, s);
+  int64_t n = batch_size(inputs, axes, name());
+  array x = batch_axis_to(inputs[0], axes[0], 0, n, s);
   w.insert(w.begin(), {0, 0});
   if (axes[1] < 0) return {{pad(x, w, "constant", inputs[1], s)}, {0}};
   // one fill value per batch item: pick it where a mask of the padding is set
@@ -395,7 +370,7 @@ VmapResult Pad::vmap(const std::vector<array>& inputs, const std::vector<int>& a
 VmapResult View::vmap(const std::vector<array>& inputs, const std::vector<int>& axes) {
   Stream s = stream();
   if (axes[0] < 0) return {{view(inputs[0], dtype_, s)}, {-1}};
-  array x = batch_first(inputs[0], axes[0], 0, s);
+  array x = batch_axis_to(inputs[0], axes[0], 0, -1, s);
   if (x.ndim() == 1 && x.itemsize() != size_of(dtype_)) {
     throw std::invalid_argument(std::string("[view] Cannot view a 0-d array of ") + dtype_name(x.dtype()) + " as " +
                                 dtype_name(dtype_) + " (different itemsize).");

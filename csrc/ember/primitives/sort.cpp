@@ -32,15 +32,13 @@
 #include <limits>
 
 #include "ember/ops.h"
+#include "ember/transforms/transforms.h"
 
 namespace ember {
 
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-// The other axis index of an input whose batch axis is `b` (-1: none).
-int shifted(int axis, int b) { return b >= 0 && b <= axis ? axis + 1 : axis; }
 
 array conj_if_complex(const array& x, Stream s) { return is_complex(x.dtype()) ? conjugate(x, s) : x; }
 
@@ -125,7 +123,7 @@ std::vector<array> Sorting::jvp(const std::vector<array>& primals, const std::ve
 std::pair<std::vector<array>, std::vector<int>> Sorting::vmap(const std::vector<array>& inputs,
                                                               const std::vector<int>& axes) {
   Stream s = stream();
-  int b = axes[0], ax = shifted(axis_, b);
+  int b = axes[0], ax = example_axis(axis_, b);
   const array& x = inputs[0];
   int k = static_cast<int>(param_);
   switch (kind_) {
@@ -304,7 +302,7 @@ std::vector<array> Scan::jvp(const std::vector<array>& primals, const std::vecto
 std::pair<std::vector<array>, std::vector<int>> Scan::vmap(const std::vector<array>& inputs,
                                                            const std::vector<int>& axes) {
   int b = axes[0];
-  return {{scan_op(inputs[0], kind_, shifted(axis_, b), reverse_, inclusive_, stream())}, {b}};
+  return {{scan_op(inputs[0], kind_, example_axis(axis_, b), reverse_, inclusive_, stream())}, {b}};
 }
 
 // ---- SearchSorted ----
@@ -316,22 +314,17 @@ std::pair<std::vector<array>, std::vector<int>> SearchSorted::vmap(const std::ve
   const array& sorted = inputs[0];
   const array& values = inputs[1];
   if (axes[0] < 0) return {{searchsorted(sorted, values, side, s)}, {axes[1]}};
+  const int64_t b = batch_size(inputs, axes, name());
   // A batch of sorted rows: merge each row with its values in one stable
   // sort. Values placed before (left) or after (right) the sorted elements
   // land before / after equal ones; a value's insertion index is then its
   // merged rank minus the number of values ranked before it.
-  array rows = moveaxis(sorted, axes[0], 0, s);
-  int64_t b = rows.shape(0), n = rows.shape(1);
-  Shape vshape = axes[1] < 0 ? values.shape() : [&] {
-    Shape v = values.shape();
-    v.erase(v.begin() + axes[1]);
-    return v;
-  }();
+  array rows = batch_axis_to(sorted, axes[0], 0, b, s);
+  const int64_t n = rows.shape(1);
+  array vals = batch_axis_to(values, axes[1], 0, b, s);
+  const Shape full_shape = vals.shape();
   int64_t m = 1;
-  for (int64_t d : vshape) m *= d;
-  Shape full_shape = vshape;
-  full_shape.insert(full_shape.begin(), b);
-  array vals = axes[1] < 0 ? broadcast_to(expand_dims(values, {0}, s), full_shape, s) : moveaxis(values, axes[1], 0, s);
+  for (size_t d = 1; d < full_shape.size(); ++d) m *= full_shape[d];
   vals = reshape(vals, {b, m}, s);
   array merged = right_ ? concatenate({rows, vals}, 1, s) : concatenate({vals, rows}, 1, s);
   array rank = argsort(argsort(merged, 1, s), 1, s);  // the inverse permutation
@@ -408,12 +401,12 @@ std::pair<std::vector<array>, std::vector<int>> Unique::vmap(const std::vector<a
     auto r = unique(inputs[0], size_, true, true, true, fill, s);
     return {r, {-1, -1, -1, -1}};
   }
-  int64_t b = axes[0] >= 0 ? inputs[0].shape(axes[0]) : inputs[1].shape(axes[1]);
-  const int64_t n = inputs[0].shape(axes[0] >= 0 ? 1 - axes[0] : 0);
-  array x = axes[0] >= 0 ? moveaxis(inputs[0], axes[0], 0, s) : broadcast_to(expand_dims(inputs[0], {0}, s), {b, n}, s);
+  const int64_t b = batch_size(inputs, axes, name());
+  array x = batch_axis_to(inputs[0], axes[0], 0, b, s);
+  const int64_t n = x.shape(1);
   // the fill value as [B, 1] or [1, 1]
   std::optional<array> fill;
-  if (has_fill) fill = axes[1] >= 0 ? reshape(moveaxis(inputs[1], axes[1], 0, s), {b, 1}, s) : reshape(inputs[1], {1, 1}, s);
+  if (has_fill) fill = reshape(batch_axis_or_1_to(inputs[1], axes[1], 0, s), {axes[1] >= 0 ? b : 1, 1}, s);
   const int64_t size = size_;
   const Dtype it = index_dtype(std::max(n, size) + 1);
   if (n == 0) {
