@@ -7,6 +7,7 @@
 #include <variant>
 
 #include "ember/array.h"
+#include "ember/ops/elementwise_table.h"
 #include "ember/primitives/indexing.h"
 
 namespace ember {
@@ -40,79 +41,14 @@ array astype(const array& a, Dtype dtype, EMBER_S);
 array view(const array& a, Dtype dtype, EMBER_S);
 
 // ---- elementwise ----
-#define EMBER_DECL_UNARY(fn) array fn(const array& a, EMBER_S);
-EMBER_DECL_UNARY(abs)
-EMBER_DECL_UNARY(negative)
-EMBER_DECL_UNARY(sign)
-EMBER_DECL_UNARY(sqrt)
-EMBER_DECL_UNARY(rsqrt)
-EMBER_DECL_UNARY(square)
-EMBER_DECL_UNARY(reciprocal)
-EMBER_DECL_UNARY(exp)
-EMBER_DECL_UNARY(expm1)
-EMBER_DECL_UNARY(log)
-EMBER_DECL_UNARY(log2)
-EMBER_DECL_UNARY(log10)
-EMBER_DECL_UNARY(log1p)
-EMBER_DECL_UNARY(sin)
-EMBER_DECL_UNARY(cos)
-EMBER_DECL_UNARY(tan)
-EMBER_DECL_UNARY(sinh)
-EMBER_DECL_UNARY(cosh)
-EMBER_DECL_UNARY(tanh)
-EMBER_DECL_UNARY(arcsin)
-EMBER_DECL_UNARY(arccos)
-EMBER_DECL_UNARY(arctan)
-EMBER_DECL_UNARY(arcsinh)
-EMBER_DECL_UNARY(arccosh)
-EMBER_DECL_UNARY(arctanh)
-EMBER_DECL_UNARY(sigmoid)
-EMBER_DECL_UNARY(erf)
-EMBER_DECL_UNARY(erfinv)
-EMBER_DECL_UNARY(floor)
-EMBER_DECL_UNARY(ceil)
-EMBER_DECL_UNARY(trunc)
-EMBER_DECL_UNARY(logical_not)
-EMBER_DECL_UNARY(bitwise_invert)
-EMBER_DECL_UNARY(isnan)
-EMBER_DECL_UNARY(isinf)
-EMBER_DECL_UNARY(isposinf)
-EMBER_DECL_UNARY(isneginf)
-EMBER_DECL_UNARY(isfinite)
-EMBER_DECL_UNARY(real)
-EMBER_DECL_UNARY(imag)
-EMBER_DECL_UNARY(conjugate)
-EMBER_DECL_UNARY(degrees)
-EMBER_DECL_UNARY(radians)
+// (one line each in ops/elementwise_table.h)
+#define EMBER_DECL_UNARY(fn, Prim, In, Sig) array fn(const array& a, EMBER_S);
+EMBER_UNARY_FUNCTIONS(EMBER_DECL_UNARY)
 #undef EMBER_DECL_UNARY
 array round(const array& a, int decimals = 0, EMBER_S);
 
-#define EMBER_DECL_BINARY(fn) array fn(const array& a, const array& b, EMBER_S);
-EMBER_DECL_BINARY(add)
-EMBER_DECL_BINARY(subtract)
-EMBER_DECL_BINARY(multiply)
-EMBER_DECL_BINARY(divide)
-EMBER_DECL_BINARY(remainder)
-EMBER_DECL_BINARY(floor_divide)
-EMBER_DECL_BINARY(power)
-EMBER_DECL_BINARY(maximum)
-EMBER_DECL_BINARY(minimum)
-EMBER_DECL_BINARY(equal)
-EMBER_DECL_BINARY(not_equal)
-EMBER_DECL_BINARY(less)
-EMBER_DECL_BINARY(less_equal)
-EMBER_DECL_BINARY(greater)
-EMBER_DECL_BINARY(greater_equal)
-EMBER_DECL_BINARY(logical_and)
-EMBER_DECL_BINARY(logical_or)
-EMBER_DECL_BINARY(logical_xor)
-EMBER_DECL_BINARY(bitwise_and)
-EMBER_DECL_BINARY(bitwise_or)
-EMBER_DECL_BINARY(bitwise_xor)
-EMBER_DECL_BINARY(left_shift)
-EMBER_DECL_BINARY(right_shift)
-EMBER_DECL_BINARY(arctan2)
-EMBER_DECL_BINARY(logaddexp)
+#define EMBER_DECL_BINARY(fn, Prim, In, Sig) array fn(const array& a, const array& b, EMBER_S);
+EMBER_BINARY_FUNCTIONS(EMBER_DECL_BINARY)
 #undef EMBER_DECL_BINARY
 std::vector<array> divmod(const array& a, const array& b, EMBER_S);
 array where(const array& cond, const array& x, const array& y, EMBER_S);
