@@ -177,16 +177,6 @@ std::vector<array> array::outputs() const {
   return outs;
 }
 
-std::vector<array> array::siblings() const {
-  std::vector<array> sibs;
-  if (!desc_->node) return sibs;
-  for (auto& w : desc_->node->outputs) {
-    auto d = w.lock();
-    if (d && d != desc_) sibs.emplace_back(std::move(d));
-  }
-  return sibs;
-}
-
 void array::eval() const { ember::eval({*this}); }
 
 void array::set_data(std::shared_ptr<Buffer> buf) {

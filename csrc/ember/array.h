@@ -132,9 +132,7 @@ class array {
   void detach() const { desc_->node.reset(); }  // forget the graph (evaluated arrays)
   bool has_primitive() const { return static_cast<bool>(desc_->node); }
   Primitive& primitive() const { return *desc_->node->prim; }
-  std::shared_ptr<Primitive> primitive_ptr() const { return desc_->node->prim; }
   const std::vector<array>& inputs() const;
-  std::vector<array> siblings() const;  // the other outputs of the node
   std::vector<array> outputs() const;   // all outputs of the node, in order
   int position() const { return desc_->position; }
 

@@ -37,11 +37,6 @@ int idx(Dtype t) { return static_cast<int>(t); }
 
 int size_of(Dtype t) { return kSize[idx(t)]; }
 const char* dtype_name(Dtype t) { return kName[idx(t)]; }
-const char* category_name(DtypeCategory c) {
-  static const char* names[] = {"complexfloating", "floating", "inexact", "signedinteger",
-                                "unsignedinteger", "integer",  "number",  "generic"};
-  return names[static_cast<int>(c)];
-}
 bool is_floating(Dtype t) {
   return t == f16 || t == f32 || t == f64 || t == bf;
 }

@@ -20,11 +20,6 @@ using float16_t = _Float16;
 struct bfloat16_t {
   uint16_t bits;
   bfloat16_t() = default;
-  static bfloat16_t from_bits(uint16_t b) {
-    bfloat16_t r;
-    r.bits = b;
-    return r;
-  }
   bfloat16_t(float f) {  // NOLINT: implicit like a built-in float type
     uint32_t u;
     std::memcpy(&u, &f, 4);
@@ -79,7 +74,6 @@ enum class DtypeCategory : uint8_t {
 
 int size_of(Dtype t);
 const char* dtype_name(Dtype t);   // "float32"
-const char* category_name(DtypeCategory c);
 bool is_floating(Dtype t);         // float16/32/64, bfloat16
 bool is_complex(Dtype t);
 bool is_inexact(Dtype t);          // floating or complex

@@ -56,7 +56,6 @@ class ConvWeightGrad final : public Primitive {
   bool is_equivalent(const Primitive& o) const override;
   EMBER_TRANSFORM_RULES
   const ConvParams& params() const { return p_; }
-  const Shape& weight_shape() const { return w_shape_; }
 
  private:
   ConvParams p_;

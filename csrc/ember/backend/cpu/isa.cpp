@@ -193,10 +193,6 @@ std::vector<std::string> cpu_features() {
   return out;
 }
 
-bool cpu_has_avx512_bf16() { return features().avx512_bf16; }
-bool cpu_has_avx512_vnni() { return features().avx512_vnni; }
-bool cpu_has_avx512_fp16() { return features().avx512_fp16; }
-
 }  // namespace ember::cpu
 
 namespace ember {

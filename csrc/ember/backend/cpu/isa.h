@@ -68,10 +68,6 @@ bool isa_dispatch_build();
 // ("avx2", "fma", "avx512f", "avx512_bf16", ...), present on this CPU and
 // enabled by the OS.
 std::vector<std::string> cpu_features();
-// Individual extensions beyond the levels (for kernels that gain from them).
-bool cpu_has_avx512_bf16();
-bool cpu_has_avx512_vnni();
-bool cpu_has_avx512_fp16();
 
 }  // namespace ember::cpu
 

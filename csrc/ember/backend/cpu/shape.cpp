@@ -195,7 +195,7 @@ bool Slice::is_equivalent(const Primitive& o) const {
 }
 bool AsStrided::is_equivalent(const Primitive& o) const {
   auto p = dynamic_cast<const AsStrided*>(&o);
-  return p && p->strides_ == strides_ && p->offset_ == offset_;
+  return p && p->shape_ == shape_ && p->strides_ == strides_ && p->offset_ == offset_;
 }
 bool Contiguous::is_equivalent(const Primitive& o) const {
   auto p = dynamic_cast<const Contiguous*>(&o);
@@ -203,7 +203,7 @@ bool Contiguous::is_equivalent(const Primitive& o) const {
 }
 bool Arange::is_equivalent(const Primitive& o) const {
   auto p = dynamic_cast<const Arange*>(&o);
-  return p && p->start_ == start_ && p->step_ == step_;
+  return p && p->start_ == start_ && p->step_ == step_ && p->n_ == n_ && p->dtype_ == dtype_;
 }
 bool Concatenate::is_equivalent(const Primitive& o) const {
   auto p = dynamic_cast<const Concatenate*>(&o);
@@ -211,7 +211,7 @@ bool Concatenate::is_equivalent(const Primitive& o) const {
 }
 bool Pad::is_equivalent(const Primitive& o) const {
   auto p = dynamic_cast<const Pad*>(&o);
-  return p && p->low_ == low_;
+  return p && p->low_ == low_ && p->high_ == high_;
 }
 
 }  // namespace ember
