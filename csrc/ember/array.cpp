@@ -162,21 +162,6 @@ std::vector<array> array::make_arrays(std::vector<Shape> shapes, const std::vect
   return outs;
 }
 
-const std::vector<array>& array::inputs() const {
-  static const std::vector<array> none;
-  return desc_->node ? desc_->node->inputs : none;
-}
-
-std::vector<array> array::outputs() const {
-  if (!desc_->node) return {*this};
-  std::vector<array> outs;
-  for (auto& w : desc_->node->outputs) {
-    auto d = w.lock();
-    outs.emplace_back(d);  // may be empty if that output was dropped
-  }
-  return outs;
-}
-
 void array::eval() const { ember::eval({*this}); }
 
 void array::set_data(std::shared_ptr<Buffer> buf) {

@@ -132,8 +132,6 @@ class array {
   void detach() const { desc_->node.reset(); }  // forget the graph (evaluated arrays)
   bool has_primitive() const { return static_cast<bool>(desc_->node); }
   Primitive& primitive() const { return *desc_->node->prim; }
-  const std::vector<array>& inputs() const;
-  std::vector<array> outputs() const;   // all outputs of the node, in order
   int position() const { return desc_->position; }
 
   void eval() const;  // evaluate this array (and what it needs)

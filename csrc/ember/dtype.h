@@ -83,6 +83,8 @@ bool is_signed_int(Dtype t);
 Dtype promote_types(Dtype a, Dtype b);
 // The float type an op computes in for a given input (ints -> float32).
 Dtype to_inexact(Dtype t);
+// The index dtype for positions below n: int32 if n fits it, else int64.
+Dtype index_dtype(int64_t n);
 bool issubdtype(Dtype a, DtypeCategory c);
 bool issubdtype(DtypeCategory a, DtypeCategory b);
 bool can_cast(Dtype from, Dtype to);  // lossless ("safe") cast, NumPy's rule

@@ -57,7 +57,7 @@ bool broadcasts_to(const Shape& from, const Shape& to) {
 array axis_range(int64_t n, int dim, int ndim, const StreamOrDevice& s) {
   Shape shape(ndim, 1);
   shape[dim] = n;
-  Dtype t = n <= INT32_MAX ? Dtype::int32 : Dtype::int64;
+  Dtype t = index_dtype(n);
   return reshape(arange(0.0, static_cast<double>(n), 1.0, t, s), shape, s);
 }
 
@@ -334,7 +334,7 @@ array diagonal(const array& a, int64_t offset, int axis1_in, int axis2_in, const
     out.push_back(0);
     return zeros(out, a.dtype(), s);
   }
-  Dtype t = std::max(r0, c0) + len <= INT32_MAX ? Dtype::int32 : Dtype::int64;
+  Dtype t = index_dtype(std::max(r0, c0) + len);
   array rows = arange(static_cast<double>(r0), static_cast<double>(r0 + len), 1.0, t, s);
   array cols = arange(static_cast<double>(c0), static_cast<double>(c0 + len), 1.0, t, s);
   return moveaxis(gather(a, {rows, cols}, {ax1, ax2}, s), 0, -1, s);
@@ -346,7 +346,7 @@ array diag(const array& a, int64_t k, const StreamOrDevice& s) {
   int64_t n = a.shape()[0], size = n + (k < 0 ? -k : k);
   array z = zeros({size, size}, a.dtype(), s);
   if (n == 0) return z;
-  Dtype t = size <= INT32_MAX ? Dtype::int32 : Dtype::int64;
+  Dtype t = index_dtype(size);
   int64_t r0 = k < 0 ? -k : 0, c0 = k > 0 ? k : 0;
   array rows = arange(static_cast<double>(r0), static_cast<double>(r0 + n), 1.0, t, s);
   array cols = arange(static_cast<double>(c0), static_cast<double>(c0 + n), 1.0, t, s);

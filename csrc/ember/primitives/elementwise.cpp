@@ -239,18 +239,6 @@ EMBER_BINARY_ZERO(NaNEqual)
 
 // ---- shared helpers -------------------------------------------------------------
 
-// The cotangent of a broadcast input: ct summed over the dims that
-// broadcasting added or stretched, in `shape`.
-array sum_to_shape(const array& ct, const Shape& shape, Stream s) {
-  if (ct.shape() == shape) return ct;
-  int lead = ct.ndim() - static_cast<int>(shape.size());
-  Axes axes;
-  for (int i = 0; i < ct.ndim(); ++i) {
-    if (i < lead || (shape[i - lead] == 1 && ct.shape(i) != 1)) axes.push_back(i);
-  }
-  return reshape(sum(ct, axes, true, s), shape, s);
-}
-
 // Lines up the inputs of an elementwise primitive under vmap so that plain
 // broadcasting pairs example i of every batched input with example i of the
 // output. Returns the inputs to use and the output's batch axis (-1: none

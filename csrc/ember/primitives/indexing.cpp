@@ -37,8 +37,6 @@ namespace ember {
 
 namespace {
 
-Dtype index_dtype(int64_t n) { return n <= std::numeric_limits<int32_t>::max() ? Dtype::int32 : Dtype::int64; }
-
 // arange(n) shaped [n, 1, ..., 1] with `trailing` size-1 dims: the batch
 // index, broadcast against index arrays of rank `trailing`.
 array batch_range(int64_t n, int trailing, Stream s) {
@@ -46,12 +44,6 @@ array batch_range(int64_t n, int trailing, Stream s) {
   shape[0] = n;
   return reshape(arange(0.0, static_cast<double>(n), 1.0, index_dtype(n), s), shape, s);
 }
-
-array conj_if_complex(const array& x, Stream s) { return is_complex(x.dtype()) ? conjugate(x, s) : x; }
-
-// Zero cotangents for inputs that get none (index arrays are integers: the
-// transforms never ask, but a rule answers every argnum).
-array zero_like(const array& x, Stream s) { return zeros_like(x, {}, s); }
 
 // The window of x (an array of the scattered array's shape) that `v`
 // describes, as an array of shape v.size: window dim i is x's dim v.dims[i]
@@ -152,7 +144,7 @@ std::vector<array> Gather::vjp(const std::vector<array>& primals, const std::vec
   std::vector<array> out;
   for (int a : argnums) {
     if (a != 0) {
-      out.push_back(zero_like(primals[a], stream()));
+      out.push_back(zeros_like(primals[a], {}, stream()));
       continue;
     }
     // every read adds its cotangent to the element it read
@@ -167,7 +159,7 @@ std::vector<array> Gather::jvp(const std::vector<array>& primals, const std::vec
   for (size_t i = 0; i < argnums.size(); ++i) {
     if (argnums[i] == 0) return {gather(tangents[i], idx, axes_, stream())};
   }
-  return {zero_like(outputs[0], stream())};
+  return {zeros_like(outputs[0], {}, stream())};
 }
 
 std::pair<std::vector<array>, std::vector<int>> Gather::vmap(const std::vector<array>& inputs,
@@ -215,7 +207,7 @@ std::vector<array> Scatter::vjp(const std::vector<array>& primals, const std::ve
   std::vector<array> res;
   for (int a : argnums) {
     if (a != 0 && a != u_arg) {
-      res.push_back(zero_like(primals[a], s));
+      res.push_back(zeros_like(primals[a], {}, s));
       continue;
     }
     bool is_dst = a == 0;
@@ -241,8 +233,8 @@ std::vector<array> Scatter::vjp(const std::vector<array>& primals, const std::ve
         break;
       case ScatterKind::Prod: {
         auto [pr, e] = p.prod_factors(dst, upd);
-        res.push_back(is_dst ? multiply(ct, conj_if_complex(pr, s), s)
-                             : multiply(p.gat(ct), conj_if_complex(e, s), s));
+        res.push_back(is_dst ? multiply(ct, conjugate(pr, s), s)
+                             : multiply(p.gat(ct), conjugate(e, s), s));
         break;
       }
     }
@@ -262,7 +254,7 @@ std::vector<array> Scatter::jvp(const std::vector<array>& primals, const std::ve
     if (argnums[i] == 0) td = tangents[i];
     if (argnums[i] == u_arg) tu = tangents[i];
   }
-  if (!td && !tu) return {zero_like(outputs[0], s)};
+  if (!td && !tu) return {zeros_like(outputs[0], {}, s)};
   array t_dst = td ? *td : zeros_like(dst, {}, s);
   array t_upd = tu ? *tu : zeros_like(upd, {}, s);
   switch (kind_) {

@@ -23,18 +23,6 @@ Shape prepend(int64_t n, const Shape& shape) {
   return out;
 }
 
-// Sums x (broadcast from `shape` by NumPy's rules) back to `shape`: over
-// the leading dims and the dims where `shape` has 1. Keeps x's dtype.
-array sum_to_shape(const array& x, const Shape& shape, Stream s) {
-  int lead = x.ndim() - static_cast<int>(shape.size());
-  Axes axes;
-  for (int i = 0; i < x.ndim(); ++i) {
-    if (i < lead || (shape[i - lead] == 1 && x.shape()[i] != 1)) axes.push_back(i);
-  }
-  array r = axes.empty() ? x : sum(x, axes, true, s);
-  return reshape(astype(r, x.dtype(), s), shape, s);
-}
-
 array zero_scalar(Dtype t) { return array(0, t); }
 
 // The input cotangent of a strided slice: `cot` (the output's) placed at
@@ -189,7 +177,7 @@ std::vector<array> AsStrided::vjp(const std::vector<array>& primals, const std::
   const array& x = primals[0];
   const array& cot = cotangents[0];
   if (cot.size() == 0 || x.size() == 0) return {zeros(x.shape(), cot.dtype(), s)};
-  Dtype it = x.size() <= INT32_MAX ? Dtype::int32 : Dtype::int64;
+  Dtype it = index_dtype(x.size());
   int nd = cot.ndim();
   array idx = array(offset_, it);
   for (int i = 0; i < nd; ++i) {

@@ -261,6 +261,7 @@ array stop_gradient(const array& a) {
 }
 
 std::vector<array> depends(const std::vector<array>& inputs, const std::vector<array>& dependencies) {
+  if (inputs.empty()) return {};  // nothing to tie the dependencies to
   std::vector<Shape> shapes;
   std::vector<Dtype> dtypes;
   for (auto& a : inputs) {
@@ -276,6 +277,7 @@ Fun custom_function(Fun fun, std::optional<VjpFun> vjp_fun, std::optional<JvpFun
                     std::optional<VmapFun> vmap_fun) {
   return [fun, vjp_fun, jvp_fun, vmap_fun](const std::vector<array>& args) {
     std::vector<array> outs = fun(args);
+    if (outs.empty()) return outs;  // no outputs: no node
     std::vector<Shape> shapes;
     std::vector<Dtype> dtypes;
     std::vector<array> inputs = args;
@@ -297,6 +299,17 @@ Fun checkpoint(Fun fun) {
     return vjp(fun, depends(primals, outputs), cotangents).second;
   };
   return custom_function(fun, recompute);
+}
+
+array sum_to_shape(const array& x, const Shape& shape, const StreamOrDevice& s) {
+  if (x.shape() == shape) return x;
+  const int lead = x.ndim() - static_cast<int>(shape.size());
+  Axes axes;
+  for (int i = 0; i < x.ndim(); ++i) {
+    if (i < lead || (shape[i - lead] == 1 && x.shape(i) != 1)) axes.push_back(i);
+  }
+  array r = axes.empty() ? x : sum(x, axes, true, s);
+  return reshape(astype(r, x.dtype(), s), shape, s);
 }
 
 }  // namespace ember

@@ -61,6 +61,11 @@ array batch_axis_to(const array& a, int from, int to, int64_t B, const StreamOrD
 // arrays, scatter's updates).
 array batch_axis_or_1_to(const array& a, int from, int to, const StreamOrDevice& s = {});
 
+// For vjp rules: x (of a shape that `shape` broadcasts to by NumPy's rules)
+// summed over the dims broadcasting added or stretched, back to `shape`, in
+// x's dtype (the cotangent of a broadcast input).
+array sum_to_shape(const array& x, const Shape& shape, const StreamOrDevice& s = {});
+
 array stop_gradient(const array& a);
 // The inputs, computed only after `dependencies` (no derivative flows to them).
 std::vector<array> depends(const std::vector<array>& inputs, const std::vector<array>& dependencies);
