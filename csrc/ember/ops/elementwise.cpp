@@ -1,6 +1,8 @@
 // Elementwise ops: dtype rules (MLX's promotion), broadcasting, and the
 // node for the matching Unary/Binary primitive. Kernels broadcast through
-// strides, so no broadcast node is inserted.
+// strides, so no broadcast node is inserted. The functions listed in
+// ops/elementwise_table.h are generated from it by their input rule
+// (unary_fn / binary_fn); those marked Custom are written out below.
 #include <cmath>
 #include <limits>
 
