@@ -86,7 +86,7 @@ class Primitive {
 // as any array's (no negative dim, elements and bytes within 64 bits:
 // ValueError). A primitive whose output shapes follow from its parameters
 // by a rule of its own has one builder beside its class that computes them
-// and calls make_node (conv_node, fft_node, lapack_node).
+// and calls make_node (conv_node, fft_node, lapack_node, matmul_node).
 template <class P, class... Args>
 array make_node(Shape shape, Dtype dtype, std::vector<array> inputs, Args&&... args) {
   static_assert(std::is_base_of_v<Primitive, P>, "make_node builds nodes of primitives");

@@ -12,17 +12,16 @@
 
 namespace ember {
 
-namespace {
-
-array mT(const array& x, Stream s) { return swapaxes(x, -1, -2, s); }
-array mH(const array& x, Stream s) { return mT(conjugate(x, s), s); }
-
-// A Matmul node on operands with equal batch shapes, computing in their dtype.
 array matmul_node(const array& a, const array& b, Stream s) {
   Shape out = a.shape();
   out.back() = b.shape(-1);
   return make_node<Matmul>(std::move(out), a.dtype(), {a, b}, s);
 }
+
+namespace {
+
+array mT(const array& x, Stream s) { return swapaxes(x, -1, -2, s); }
+array mH(const array& x, Stream s) { return mT(conjugate(x, s), s); }
 
 // x with dims [d, d + 1] merged into one / with dim d split in (n, m).
 array merge_dims(const array& x, int d, Stream s) {
