@@ -109,12 +109,6 @@ class array {
   array(const void* data, const Shape& shape, Dtype dtype);  // copies dense data
   static array empty_evaluated(const Shape& shape, Dtype dtype);
 
-  // Graph nodes: built through make_node / make_nodes (primitive.h), the one
-  // path; these check the node (see there).
-  array(Shape shape, Dtype dtype, std::shared_ptr<Primitive> prim, std::vector<array> inputs);
-  static std::vector<array> make_arrays(std::vector<Shape> shapes, const std::vector<Dtype>& dtypes,
-                                        std::shared_ptr<Primitive> prim, std::vector<array> inputs);
-
   const Shape& shape() const { return desc_->shape; }
   int64_t shape(int dim) const { return desc_->shape.at(dim < 0 ? dim + ndim() : dim); }
   const Strides& strides() const { return desc_->strides; }
@@ -160,6 +154,17 @@ class array {
   T item() const;
 
  private:
+  // Graph nodes: only make_node / make_nodes (primitive.h) build them, through
+  // these constructors, which check the node (see there).
+  template <class P, class... Args>
+  friend array make_node(Shape shape, Dtype dtype, std::vector<array> inputs, Args&&... args);
+  template <class P, class... Args>
+  friend std::vector<array> make_nodes(std::vector<Shape> shapes, std::vector<Dtype> dtypes,
+                                       std::vector<array> inputs, Args&&... args);
+  array(Shape shape, Dtype dtype, std::shared_ptr<Primitive> prim, std::vector<array> inputs);
+  static std::vector<array> make_arrays(std::vector<Shape> shapes, const std::vector<Dtype>& dtypes,
+                                        std::shared_ptr<Primitive> prim, std::vector<array> inputs);
+
   std::shared_ptr<ArrayDesc> desc_;
 };
 

@@ -43,7 +43,7 @@ array c(double v, const array& x) { return array(v, x.dtype()); }
 // astype's node, built directly (the rules' casts and vmap's rebuild).
 array cast(const array& x, Dtype t, Stream s) {
   if (x.dtype() == t) return x;
-  return array(x.shape(), t, std::make_shared<AsType>(s, t), {x});
+  return make_node<AsType>(x.shape(), t, {x}, s, t);
 }
 
 // ---- unary table ------------------------------------------------------------
