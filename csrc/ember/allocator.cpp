@@ -194,10 +194,6 @@ size_t set_wired_limit(size_t limit) {
   s.unwire_to_limit();
   return old;
 }
-size_t wired_memory() {
-  std::lock_guard<std::mutex> lock(state().mu);
-  return state().wired;
-}
 
 }  // namespace allocator
 }  // namespace ember

@@ -41,7 +41,6 @@ size_t set_cache_limit(size_t limit);   // returns the previous limit
 // default) locks nothing. Throws std::runtime_error above the process's
 // RLIMIT_MEMLOCK (unless privileged) or at or above the physical memory.
 size_t set_wired_limit(size_t limit);   // returns the previous limit
-size_t wired_memory();
 }  // namespace allocator
 
 }  // namespace ember

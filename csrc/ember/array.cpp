@@ -4,8 +4,8 @@
 #include <cstring>
 #include <sstream>
 
+#include "ember/eval.h"
 #include "ember/primitive.h"
-#include "ember/transforms/eval.h"
 
 namespace ember {
 
@@ -113,8 +113,26 @@ bool in_tracing() { return g_tracing.load(std::memory_order_relaxed) > 0; }
 TraceScope::TraceScope() { ++g_tracing; }
 TraceScope::~TraceScope() { --g_tracing; }
 
-array::array(Shape shape, Dtype dtype, std::shared_ptr<Primitive> prim, std::vector<array> inputs)
-    : desc_(new_desc(std::move(shape), dtype)) {
+namespace {
+// What every node needs of its primitive and inputs (a failure is a bug in
+// the code building the node, not in the user's arguments).
+void check_node(const Primitive* prim, const std::vector<array>& inputs, size_t n_shapes, size_t n_dtypes) {
+  if (!prim) throw std::logic_error("[array] A graph node needs a primitive.");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].valid()) {
+      throw std::logic_error(detail::msg(prim->name(), "Input ", i, " of the node is not an array."));
+    }
+  }
+  if (n_shapes == 0 || n_shapes != n_dtypes) {
+    throw std::logic_error(detail::msg(prim->name(), "A node needs one dtype per output shape and at least one "
+                                       "output; got ", n_shapes, " shapes and ", n_dtypes, " dtypes."));
+  }
+}
+}  // namespace
+
+array::array(Shape shape, Dtype dtype, std::shared_ptr<Primitive> prim, std::vector<array> inputs) {
+  check_node(prim.get(), inputs, 1, 1);
+  desc_ = new_desc(std::move(shape), dtype);
   desc_->tracer = any_tracer(inputs);
   auto node = std::make_shared<Node>();
   node->prim = std::move(prim);
@@ -125,6 +143,7 @@ array::array(Shape shape, Dtype dtype, std::shared_ptr<Primitive> prim, std::vec
 
 std::vector<array> array::make_arrays(std::vector<Shape> shapes, const std::vector<Dtype>& dtypes,
                                       std::shared_ptr<Primitive> prim, std::vector<array> inputs) {
+  check_node(prim.get(), inputs, shapes.size(), dtypes.size());
   auto node = std::make_shared<Node>();
   node->prim = std::move(prim);
   node->inputs = std::move(inputs);
@@ -141,31 +160,6 @@ std::vector<array> array::make_arrays(std::vector<Shape> shapes, const std::vect
     outs.emplace_back(std::move(d));
   }
   return outs;
-}
-
-const std::vector<array>& array::inputs() const {
-  static const std::vector<array> none;
-  return desc_->node ? desc_->node->inputs : none;
-}
-
-std::vector<array> array::outputs() const {
-  if (!desc_->node) return {*this};
-  std::vector<array> outs;
-  for (auto& w : desc_->node->outputs) {
-    auto d = w.lock();
-    outs.emplace_back(d);  // may be empty if that output was dropped
-  }
-  return outs;
-}
-
-std::vector<array> array::siblings() const {
-  std::vector<array> sibs;
-  if (!desc_->node) return sibs;
-  for (auto& w : desc_->node->outputs) {
-    auto d = w.lock();
-    if (d && d != desc_) sibs.emplace_back(std::move(d));
-  }
-  return sibs;
 }
 
 void array::eval() const { ember::eval({*this}); }

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -29,6 +30,26 @@ class type_error : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;
 };
+
+// The engine's errors name the op: "[op] message". fail raises ValueError
+// (std::invalid_argument), fail_index IndexError (std::out_of_range).
+namespace detail {
+template <class... Args>
+std::string msg(const char* op, Args&&... args) {
+  std::ostringstream os;
+  os << "[" << op << "] ";
+  (os << ... << args);
+  return os.str();
+}
+template <class... Args>
+[[noreturn]] void fail(const char* op, Args&&... args) {
+  throw std::invalid_argument(msg(op, std::forward<Args>(args)...));
+}
+template <class... Args>
+[[noreturn]] void fail_index(const char* op, Args&&... args) {
+  throw std::out_of_range(msg(op, std::forward<Args>(args)...));
+}
+}  // namespace detail
 
 class Primitive;
 class array;
@@ -88,11 +109,6 @@ class array {
   array(const void* data, const Shape& shape, Dtype dtype);  // copies dense data
   static array empty_evaluated(const Shape& shape, Dtype dtype);
 
-  // Graph nodes.
-  array(Shape shape, Dtype dtype, std::shared_ptr<Primitive> prim, std::vector<array> inputs);
-  static std::vector<array> make_arrays(std::vector<Shape> shapes, const std::vector<Dtype>& dtypes,
-                                        std::shared_ptr<Primitive> prim, std::vector<array> inputs);
-
   const Shape& shape() const { return desc_->shape; }
   int64_t shape(int dim) const { return desc_->shape.at(dim < 0 ? dim + ndim() : dim); }
   const Strides& strides() const { return desc_->strides; }
@@ -110,10 +126,6 @@ class array {
   void detach() const { desc_->node.reset(); }  // forget the graph (evaluated arrays)
   bool has_primitive() const { return static_cast<bool>(desc_->node); }
   Primitive& primitive() const { return *desc_->node->prim; }
-  std::shared_ptr<Primitive> primitive_ptr() const { return desc_->node->prim; }
-  const std::vector<array>& inputs() const;
-  std::vector<array> siblings() const;  // the other outputs of the node
-  std::vector<array> outputs() const;   // all outputs of the node, in order
   int position() const { return desc_->position; }
 
   void eval() const;  // evaluate this array (and what it needs)
@@ -142,10 +154,18 @@ class array {
   T item() const;
 
  private:
+  // Graph nodes: only make_node / make_nodes (primitive.h) build them, through
+  // these constructors, which check the node (see there).
+  template <class P, class... Args>
+  friend array make_node(Shape shape, Dtype dtype, std::vector<array> inputs, Args&&... args);
+  template <class P, class... Args>
+  friend std::vector<array> make_nodes(std::vector<Shape> shapes, std::vector<Dtype> dtypes,
+                                       std::vector<array> inputs, Args&&... args);
+  array(Shape shape, Dtype dtype, std::shared_ptr<Primitive> prim, std::vector<array> inputs);
+  static std::vector<array> make_arrays(std::vector<Shape> shapes, const std::vector<Dtype>& dtypes,
+                                        std::shared_ptr<Primitive> prim, std::vector<array> inputs);
+
   std::shared_ptr<ArrayDesc> desc_;
 };
-
-// A dense copy of the array's elements into dst (row-major order).
-void copy_to_dense(const array& a, void* dst);
 
 }  // namespace ember

@@ -1,8 +1,5 @@
 #include "ember/device.h"
 
-#include "ember/backend/cpu/isa.h"
-#include "ember/backend/cpu/threadpool.h"
-
 #include <atomic>
 #include <mutex>
 #include <stdexcept>
@@ -96,25 +93,5 @@ void set_thread_stream(const Stream* s) {
 // Work on every stream is computed when evaluated, on the calling thread, so
 // once eval returns there is nothing outstanding to wait for.
 void synchronize(const Stream&) {}
-
-CpuConfig cpu_config() {
-  CpuConfig c;
-  c.isa = cpu::isa_level_name(cpu::isa_level());
-  c.isa_supported = cpu::isa_level_name(cpu::isa_supported_level());
-  for (int l = cpu::kIsaBaseline; l <= cpu::isa_supported_level(); ++l) c.isa_levels.push_back(cpu::isa_level_name(l));
-  c.features = cpu::cpu_features();
-  c.dispatch = cpu::isa_dispatch_build();
-  c.threads = cpu::num_threads();
-  return c;
-}
-
-std::string set_cpu_isa(const std::string& level) {
-  int l = cpu::parse_isa_level(level);
-  if (l < 0) {
-    throw std::invalid_argument("[set_cpu_isa] Unknown instruction-set level '" + level +
-                                "' (expected baseline, avx2 or avx512).");
-  }
-  return cpu::isa_level_name(cpu::set_isa_level(l));
-}
 
 }  // namespace ember

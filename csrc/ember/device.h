@@ -49,24 +49,4 @@ Stream current_stream();
 void set_thread_stream(const Stream* s);
 void synchronize(const Stream& s);
 
-// What the CPU kernels run on: the instruction-set level in use ("baseline",
-// "avx2", "avx512"; "native" for an EMBER_NATIVE build), the best this CPU
-// supports, the levels the build contains, the CPU features the kernels care
-// about, and the kernel thread count. The level is chosen when the library
-// loads (the environment variable EMBER_ISA caps it); see
-// backend/cpu/isa.h.
-struct CpuConfig {
-  std::string isa;
-  std::string isa_supported;
-  std::vector<std::string> isa_levels;
-  std::vector<std::string> features;
-  bool dispatch = false;  // kernels compiled once per level, chosen at run time
-  int threads = 1;
-};
-CpuConfig cpu_config();
-// Caps the kernels' level at `level` (a name as EMBER_ISA takes it), clamped
-// to what the CPU supports; returns the level now in use. Meant for tests
-// comparing levels in one process: call it while nothing is evaluating.
-std::string set_cpu_isa(const std::string& level);
-
 }  // namespace ember

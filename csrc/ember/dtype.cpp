@@ -37,11 +37,6 @@ int idx(Dtype t) { return static_cast<int>(t); }
 
 int size_of(Dtype t) { return kSize[idx(t)]; }
 const char* dtype_name(Dtype t) { return kName[idx(t)]; }
-const char* category_name(DtypeCategory c) {
-  static const char* names[] = {"complexfloating", "floating", "inexact", "signedinteger",
-                                "unsignedinteger", "integer",  "number",  "generic"};
-  return names[static_cast<int>(c)];
-}
 bool is_floating(Dtype t) {
   return t == f16 || t == f32 || t == f64 || t == bf;
 }
@@ -50,6 +45,7 @@ bool is_inexact(Dtype t) { return is_floating(t) || is_complex(t); }
 bool is_unsigned(Dtype t) { return t == u8 || t == u16 || t == u32 || t == u64; }
 bool is_signed_int(Dtype t) { return t == s8 || t == s16 || t == s32 || t == s64; }
 bool is_integral(Dtype t) { return is_unsigned(t) || is_signed_int(t); }
+Dtype index_dtype(int64_t n) { return n <= INT32_MAX ? Dtype::int32 : Dtype::int64; }
 Dtype promote_types(Dtype a, Dtype c) { return kPromote[idx(a)][idx(c)]; }
 Dtype to_inexact(Dtype t) { return is_inexact(t) ? t : f32; }
 

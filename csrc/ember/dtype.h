@@ -20,11 +20,6 @@ using float16_t = _Float16;
 struct bfloat16_t {
   uint16_t bits;
   bfloat16_t() = default;
-  static bfloat16_t from_bits(uint16_t b) {
-    bfloat16_t r;
-    r.bits = b;
-    return r;
-  }
   bfloat16_t(float f) {  // NOLINT: implicit like a built-in float type
     uint32_t u;
     std::memcpy(&u, &f, 4);
@@ -79,7 +74,6 @@ enum class DtypeCategory : uint8_t {
 
 int size_of(Dtype t);
 const char* dtype_name(Dtype t);   // "float32"
-const char* category_name(DtypeCategory c);
 bool is_floating(Dtype t);         // float16/32/64, bfloat16
 bool is_complex(Dtype t);
 bool is_inexact(Dtype t);          // floating or complex
@@ -89,6 +83,8 @@ bool is_signed_int(Dtype t);
 Dtype promote_types(Dtype a, Dtype b);
 // The float type an op computes in for a given input (ints -> float32).
 Dtype to_inexact(Dtype t);
+// The index dtype for positions below n: int32 if n fits it, else int64.
+Dtype index_dtype(int64_t n);
 bool issubdtype(Dtype a, DtypeCategory c);
 bool issubdtype(DtypeCategory a, DtypeCategory b);
 bool can_cast(Dtype from, Dtype to);  // lossless ("safe") cast, NumPy's rule

@@ -7,6 +7,8 @@
 #include <variant>
 
 #include "ember/array.h"
+#include "ember/ops/elementwise_table.h"
+#include "ember/primitives/indexing.h"
 
 namespace ember {
 
@@ -28,85 +30,25 @@ array eye(int64_t n, int64_t m, int64_t k, Dtype dtype, EMBER_S);
 array tri(int64_t n, int64_t m, int64_t k, Dtype dtype, EMBER_S);
 array tril(const array& x, int64_t k = 0, EMBER_S);
 array triu(const array& x, int64_t k = 0, EMBER_S);
+// window functions (float32, M < 1 gives an empty window)
+array bartlett(int64_t M, EMBER_S);
+array blackman(int64_t M, EMBER_S);
+array hamming(int64_t M, EMBER_S);
+array hanning(int64_t M, EMBER_S);
 
 // ---- dtype ----
 array astype(const array& a, Dtype dtype, EMBER_S);
 array view(const array& a, Dtype dtype, EMBER_S);
 
 // ---- elementwise ----
-#define EMBER_DECL_UNARY(fn) array fn(const array& a, EMBER_S);
-EMBER_DECL_UNARY(abs)
-EMBER_DECL_UNARY(negative)
-EMBER_DECL_UNARY(sign)
-EMBER_DECL_UNARY(sqrt)
-EMBER_DECL_UNARY(rsqrt)
-EMBER_DECL_UNARY(square)
-EMBER_DECL_UNARY(reciprocal)
-EMBER_DECL_UNARY(exp)
-EMBER_DECL_UNARY(expm1)
-EMBER_DECL_UNARY(log)
-EMBER_DECL_UNARY(log2)
-EMBER_DECL_UNARY(log10)
-EMBER_DECL_UNARY(log1p)
-EMBER_DECL_UNARY(sin)
-EMBER_DECL_UNARY(cos)
-EMBER_DECL_UNARY(tan)
-EMBER_DECL_UNARY(sinh)
-EMBER_DECL_UNARY(cosh)
-EMBER_DECL_UNARY(tanh)
-EMBER_DECL_UNARY(arcsin)
-EMBER_DECL_UNARY(arccos)
-EMBER_DECL_UNARY(arctan)
-EMBER_DECL_UNARY(arcsinh)
-EMBER_DECL_UNARY(arccosh)
-EMBER_DECL_UNARY(arctanh)
-EMBER_DECL_UNARY(sigmoid)
-EMBER_DECL_UNARY(erf)
-EMBER_DECL_UNARY(erfinv)
-EMBER_DECL_UNARY(floor)
-EMBER_DECL_UNARY(ceil)
-EMBER_DECL_UNARY(trunc)
-EMBER_DECL_UNARY(logical_not)
-EMBER_DECL_UNARY(bitwise_invert)
-EMBER_DECL_UNARY(isnan)
-EMBER_DECL_UNARY(isinf)
-EMBER_DECL_UNARY(isposinf)
-EMBER_DECL_UNARY(isneginf)
-EMBER_DECL_UNARY(isfinite)
-EMBER_DECL_UNARY(real)
-EMBER_DECL_UNARY(imag)
-EMBER_DECL_UNARY(conjugate)
-EMBER_DECL_UNARY(degrees)
-EMBER_DECL_UNARY(radians)
+// (one line each in ops/elementwise_table.h)
+#define EMBER_DECL_UNARY(fn, Prim, In, Sig) array fn(const array& a, EMBER_S);
+EMBER_UNARY_FUNCTIONS(EMBER_DECL_UNARY)
 #undef EMBER_DECL_UNARY
 array round(const array& a, int decimals = 0, EMBER_S);
 
-#define EMBER_DECL_BINARY(fn) array fn(const array& a, const array& b, EMBER_S);
-EMBER_DECL_BINARY(add)
-EMBER_DECL_BINARY(subtract)
-EMBER_DECL_BINARY(multiply)
-EMBER_DECL_BINARY(divide)
-EMBER_DECL_BINARY(remainder)
-EMBER_DECL_BINARY(floor_divide)
-EMBER_DECL_BINARY(power)
-EMBER_DECL_BINARY(maximum)
-EMBER_DECL_BINARY(minimum)
-EMBER_DECL_BINARY(equal)
-EMBER_DECL_BINARY(not_equal)
-EMBER_DECL_BINARY(less)
-EMBER_DECL_BINARY(less_equal)
-EMBER_DECL_BINARY(greater)
-EMBER_DECL_BINARY(greater_equal)
-EMBER_DECL_BINARY(logical_and)
-EMBER_DECL_BINARY(logical_or)
-EMBER_DECL_BINARY(logical_xor)
-EMBER_DECL_BINARY(bitwise_and)
-EMBER_DECL_BINARY(bitwise_or)
-EMBER_DECL_BINARY(bitwise_xor)
-EMBER_DECL_BINARY(left_shift)
-EMBER_DECL_BINARY(right_shift)
-EMBER_DECL_BINARY(arctan2)
-EMBER_DECL_BINARY(logaddexp)
+#define EMBER_DECL_BINARY(fn, Prim, In, Sig) array fn(const array& a, const array& b, EMBER_S);
+EMBER_BINARY_FUNCTIONS(EMBER_DECL_BINARY)
 #undef EMBER_DECL_BINARY
 std::vector<array> divmod(const array& a, const array& b, EMBER_S);
 array where(const array& cond, const array& x, const array& y, EMBER_S);
@@ -159,23 +101,26 @@ array as_strided(const array& a, std::optional<Shape> shape, std::optional<Strid
                  EMBER_S);
 array contiguous(const array& a, bool allow_col_major = false, EMBER_S);
 array atleast_nd(const array& a, int n, EMBER_S);
+array matrix_transpose(const array& a, EMBER_S);
+array permute_dims(const array& a, std::optional<Axes> axes = {}, EMBER_S);
+std::vector<array> unstack(const array& a, int axis = 0, EMBER_S);
+// Reverses the given axes (all when not given): a negative-stride view.
+array flip(const array& a, std::optional<Axes> axes = {}, EMBER_S);
+// n-th discrete difference along `axis`.
+array diff(const array& a, int n = 1, int axis = -1, EMBER_S);
+// roll of the flattened array, restored to a's shape
+array roll(const array& a, int64_t shift, EMBER_S);
+array roll(const array& a, int64_t shift, int axis, EMBER_S);
+// axes[i] rolled by shift[i] (shift may be longer; extra values are ignored,
+// repeated axes add up)
+array roll(const array& a, const Shape& shift, const Axes& axes, EMBER_S);
 
 // ---- indexing (gather / scatter) ----
 // Index arrays hold any integer dtype; negative values count from the end.
 // An index out of range raises IndexError when the result is evaluated.
 
-// A strided window on an array: window dim i is the array's dim dims[i]
-// taken at start[i] + step[i] * j for j < size[i], or (dims[i] == -1) an
-// inserted dim of size 1. full_view(shape) is the whole array.
-struct IndexView {
-  std::vector<int> dims;
-  Shape start, step, size;
-  bool operator==(const IndexView& o) const {
-    return dims == o.dims && start == o.start && step == o.step && size == o.size;
-  }
-};
-IndexView full_view(const Shape& shape);
-enum class ScatterKind { Assign, Add, Prod, Max, Min };
+// IndexView (a strided window) and ScatterKind are the Scatter primitive's
+// parameters (primitives/indexing.h).
 
 // a[..., indices[0], ..., indices[k-1], ...] on `axes`: the index arrays
 // broadcast to a shape I; the result is I ++ (a's other dims, in order).
@@ -209,5 +154,5 @@ int normalize_axis(int axis, int ndim, const char* op);
 }  // namespace ember
 
 // Op families declared in their own headers (same conventions as above).
-#include "ember/ops/contract.h"  // einsum, tensordot, kron, windows, diff/roll, ...
+#include "ember/ops/contract.h"  // einsum, tensordot, inner, outer, kron, vecdot
 #include "ember/ops/sort.h"      // sort, partition, topk, searchsorted, unique, scans, ...

@@ -23,7 +23,9 @@
 // "[vjp] Primitive Foo has no vjp rule." (ValueError).
 #pragma once
 
+#include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -73,5 +75,29 @@ class Primitive {
  private:
   Stream stream_;
 };
+
+// Building graph nodes: the one way ops, rules and transforms create them.
+// make_node<P>(shape, dtype, inputs, args...) creates the primitive
+// P(args...) and the node computing one output of that shape and dtype from
+// `inputs`; make_nodes<P>(shapes, dtypes, inputs, args...) a node with one
+// output per shape. Both go through array's node constructors, which check
+// what every node needs: valid inputs, one dtype per output shape and at
+// least one output (std::logic_error: a bug in the caller), and the shapes
+// as any array's (no negative dim, elements and bytes within 64 bits:
+// ValueError). A primitive whose output shapes follow from its parameters
+// by a rule of its own has one builder beside its class that computes them
+// and calls make_node (conv_node, fft_node, lapack_node, matmul_node).
+template <class P, class... Args>
+array make_node(Shape shape, Dtype dtype, std::vector<array> inputs, Args&&... args) {
+  static_assert(std::is_base_of_v<Primitive, P>, "make_node builds nodes of primitives");
+  return array(std::move(shape), dtype, std::make_shared<P>(std::forward<Args>(args)...), std::move(inputs));
+}
+template <class P, class... Args>
+std::vector<array> make_nodes(std::vector<Shape> shapes, std::vector<Dtype> dtypes, std::vector<array> inputs,
+                              Args&&... args) {
+  static_assert(std::is_base_of_v<Primitive, P>, "make_nodes builds nodes of primitives");
+  return array::make_arrays(std::move(shapes), dtypes, std::make_shared<P>(std::forward<Args>(args)...),
+                            std::move(inputs));
+}
 
 }  // namespace ember

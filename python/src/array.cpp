@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "bindings.h"
+#include "ember/backend/cpu/copy.h"
 #include "ember/primitive.h"
 
 namespace ember::py_bind {
@@ -252,7 +253,7 @@ array from_dlpack(py::handle obj) {
                                           ::operator delete(static_cast<void*>(b));
                                         });
     array src(desc);
-    copy_to_dense(src, out.raw_data());
+    cpu::copy_to_dense(src, out.raw_data());
   }
   PyCapsule_SetName(cap.ptr(), "used_dltensor");
   if (t->deleter) t->deleter(t);

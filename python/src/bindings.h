@@ -9,7 +9,7 @@
 #include <optional>
 
 #include "ember/ops.h"
-#include "ember/transforms/eval.h"
+#include "ember/eval.h"
 
 namespace py = pybind11;
 using namespace pybind11::literals;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "bindings.h"
+#include "ember/backend/cpu/isa.h"
 
 namespace ember::py_bind {
 

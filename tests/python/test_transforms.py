@@ -293,6 +293,16 @@ def test_depends():
     close(g[1], [0.0, 0.0])
 
 
+@pytest.mark.ember_only  # Ember's empty containers; not checked against MLX
+def test_transforms_without_outputs_build_no_node():
+    # nodes need an output (make_nodes checks it): depends on no inputs, and a
+    # custom function or checkpoint returning nothing, give nothing back
+    x = mx.array(X)
+    assert mx.depends([], [x]) == []
+    assert mx.custom_function(lambda a: [])(x) == ()
+    assert mx.checkpoint(lambda a: [])(x) == ()
+
+
 # --------------------------------------------------------------------------
 # custom_function, checkpoint
 # --------------------------------------------------------------------------

@@ -1,29 +1,11 @@
-// Helpers shared by the op builders (ops/*.cpp).
+// Helpers shared by the op builders (ops/*.cpp); the error helpers (fail,
+// fail_index, msg) are in array.h.
 #pragma once
-
-#include <sstream>
 
 #include "ember/ops.h"
 #include "ember/primitive.h"
 
 namespace ember::detail {
-
-template <class... Args>
-std::string msg(const char* op, Args&&... args) {
-  std::ostringstream os;
-  os << "[" << op << "] ";
-  (os << ... << args);
-  return os.str();
-}
-template <class... Args>
-[[noreturn]] void fail(const char* op, Args&&... args) {
-  throw std::invalid_argument(msg(op, std::forward<Args>(args)...));
-}
-
-template <class... Args>
-[[noreturn]] void fail_index(const char* op, Args&&... args) {
-  throw std::out_of_range(msg(op, std::forward<Args>(args)...));
-}
 
 // Sorted, unique, non-negative axes (all axes when not given).
 Axes reduce_axes(const std::optional<Axes>& axes, int ndim, const char* op);

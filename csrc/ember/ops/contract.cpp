@@ -1,13 +1,10 @@
-// Contractions and composite ops, built from the public ops (no primitives
-// of their own):
+// Contractions, built from the public ops (no primitives of their own):
 //
 //   einsum        parse -> broadcast/diagonal/single-operand sums per operand
 //                 -> pairwise contractions in einsum_path's order, each one
 //                 a batched matmul (or a broadcast multiply when nothing is
 //                 summed) -> transpose to the output order
 //   tensordot ... matmul of permuted, reshaped operands
-//   flip/roll     negative-step slices / slices + concatenate
-//   windows       float64 cosines rounded once to float32
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -18,7 +15,6 @@
 namespace ember {
 
 using detail::fail;
-using detail::fail_index;
 
 namespace {
 
@@ -646,162 +642,5 @@ array vecdot(const array& a, const array& b, int axis, const StreamOrDevice& s) 
   array r = sum(multiply(x, y, s), Axes{-1}, false, s);
   return half ? astype(r, t, s) : r;
 }
-
-// ===========================================================================
-// layout
-// ===========================================================================
-
-array matrix_transpose(const array& a, const StreamOrDevice& s) {
-  if (a.ndim() < 2) {
-    fail("matrix_transpose", "Input array must have at least 2 dimensions; got shape ", shape_str(a.shape()), ".");
-  }
-  return swapaxes(a, -1, -2, s);
-}
-
-array permute_dims(const array& a, std::optional<Axes> axes, const StreamOrDevice& s) {
-  return transpose(a, std::move(axes), s);
-}
-
-std::vector<array> unstack(const array& a, int axis, const StreamOrDevice& s) {
-  int ax = normalize_axis(axis, a.ndim(), "unstack");
-  std::vector<array> out;
-  Shape start(a.ndim(), 0), stop = a.shape(), step(a.ndim(), 1);
-  Shape squeezed = detail::squeeze_shape(a.shape(), {ax});
-  for (int64_t i = 0; i < a.shape()[ax]; ++i) {
-    start[ax] = i;
-    stop[ax] = i + 1;
-    out.push_back(reshape(slice(a, start, stop, step, s), squeezed, s));
-  }
-  return out;
-}
-
-array flip(const array& a, std::optional<Axes> axes, const StreamOrDevice& s) {
-  std::vector<bool> rev(a.ndim(), !axes.has_value());
-  if (axes) {
-    for (int v : *axes) rev[normalize_axis(v, a.ndim(), "flip")] = true;  // a repeated axis flips once (MLX)
-  }
-  Shape start(a.ndim(), 0), stop = a.shape(), step(a.ndim(), 1);
-  bool any = false;
-  for (int i = 0; i < a.ndim(); ++i) {
-    if (!rev[i] || a.shape()[i] <= 1) continue;
-    start[i] = a.shape()[i] - 1;
-    stop[i] = -1;
-    step[i] = -1;
-    any = true;
-  }
-  return any ? slice(a, start, stop, step, s) : a;
-}
-
-array diff(const array& a, int n, int axis, const StreamOrDevice& s) {
-  if (n < 0) fail("diff", "Order `n` must be non-negative; got ", n, ".");
-  int ax = normalize_axis(axis, a.ndim(), "diff");
-  if (n == 0) return a;
-  Shape start(a.ndim(), 0), stop = a.shape(), step(a.ndim(), 1);
-  if (n >= a.shape()[ax]) {
-    stop[ax] = 0;
-    return slice(a, start, stop, step, s);
-  }
-  array r = a;
-  for (int k = 0; k < n; ++k) {
-    int64_t len = r.shape()[ax];
-    Shape hi_start = start, lo_stop = r.shape();
-    hi_start[ax] = 1;
-    lo_stop[ax] = len - 1;
-    array hi = slice(r, hi_start, r.shape(), step, s), lo = slice(r, start, lo_stop, step, s);
-    r = r.dtype() == Dtype::bool_ ? not_equal(hi, lo, s) : subtract(hi, lo, s);
-  }
-  return r;
-}
-
-namespace {
-// a rolled by `shift` along axis `ax` (already normalized): the last `k`
-// elements move to the front.
-array roll_axis(const array& a, int64_t shift, int ax, const StreamOrDevice& s) {
-  int64_t n = a.shape()[ax];
-  if (n == 0) return a;
-  int64_t k = shift % n;
-  if (k < 0) k += n;
-  if (k == 0) return a;
-  Shape start(a.ndim(), 0), stop = a.shape(), step(a.ndim(), 1);
-  start[ax] = n - k;
-  array tail = slice(a, start, stop, step, s);
-  start[ax] = 0;
-  stop[ax] = n - k;
-  array head = slice(a, start, stop, step, s);
-  return concatenate({tail, head}, ax, s);
-}
-}  // namespace
-
-array roll(const array& a, int64_t shift, const StreamOrDevice& s) {
-  if (a.ndim() == 0) return a;
-  return reshape(roll_axis(reshape(a, {a.size()}, s), shift, 0, s), a.shape(), s);
-}
-
-array roll(const array& a, int64_t shift, int axis, const StreamOrDevice& s) {
-  if (axis < -a.ndim() || axis >= a.ndim()) {
-    fail_index("roll", "Invalid axis ", axis, " for array with ", a.ndim(), " dimensions.");
-  }
-  return roll_axis(a, shift, axis < 0 ? axis + a.ndim() : axis, s);
-}
-
-array roll(const array& a, const Shape& shift, const Axes& axes, const StreamOrDevice& s) {
-  if (shift.size() < axes.size()) {
-    fail("roll", "At least one shift value per axis is required, ", shift.size(), " provided for ", axes.size(),
-         " axes.");
-  }
-  Shape total(a.ndim(), 0);
-  for (size_t i = 0; i < axes.size(); ++i) {
-    int v = axes[i];
-    if (v < -a.ndim() || v >= a.ndim()) {
-      fail_index("roll", "Invalid axis ", v, " for array with ", a.ndim(), " dimensions.");
-    }
-    int ax = v < 0 ? v + a.ndim() : v;
-    // repeated axes add up (modulo the length, so no overflow)
-    int64_t n = std::max<int64_t>(a.shape()[ax], 1);
-    total[ax] = (total[ax] + shift[i] % n) % n;
-  }
-  array r = a;
-  for (int ax = 0; ax < a.ndim(); ++ax) r = roll_axis(r, total[ax], ax, s);
-  return r;
-}
-
-// ===========================================================================
-// window functions
-// ===========================================================================
-
-namespace {
-constexpr double kPi = 3.14159265358979323846;
-
-// sum_k coef[k] * cos(2 pi k n / (M - 1)) for n = 0..M-1, in float64, as float32
-array cosine_window(int64_t M, std::initializer_list<double> coef, const StreamOrDevice& s) {
-  if (M < 1) return zeros({0}, Dtype::float32, s);
-  if (M == 1) return ones({1}, Dtype::float32, s);
-  auto scalar = [](double v) { return array(v, Dtype::float64); };
-  array phase = multiply(arange(0.0, static_cast<double>(M), 1.0, Dtype::float64, s),
-                         scalar(2.0 * kPi / static_cast<double>(M - 1)), s);
-  array w = zeros({M}, Dtype::float64, s);
-  double k = 0;
-  for (double c : coef) {
-    w = add(w, k == 0 ? scalar(c) : multiply(cos(multiply(phase, scalar(k), s), s), scalar(c), s), s);
-    k += 1;
-  }
-  return astype(w, Dtype::float32, s);
-}
-}  // namespace
-
-array bartlett(int64_t M, const StreamOrDevice& s) {
-  if (M < 1) return zeros({0}, Dtype::float32, s);
-  if (M == 1) return ones({1}, Dtype::float32, s);
-  // 1 - |2n - (M - 1)| / (M - 1)
-  double m1 = static_cast<double>(M - 1);
-  array n = arange(0.0, static_cast<double>(M), 1.0, Dtype::float64, s);
-  array d = abs(subtract(multiply(n, array(2.0, Dtype::float64), s), array(m1, Dtype::float64), s), s);
-  array w = subtract(array(1.0, Dtype::float64), divide(d, array(m1, Dtype::float64), s), s);
-  return astype(w, Dtype::float32, s);
-}
-
-array blackman(int64_t M, const StreamOrDevice& s) { return cosine_window(M, {0.42, -0.5, 0.08}, s); }
-array hamming(int64_t M, const StreamOrDevice& s) { return cosine_window(M, {0.54, -0.46}, s); }
-array hanning(int64_t M, const StreamOrDevice& s) { return cosine_window(M, {0.5, -0.5}, s); }
 
 }  // namespace ember

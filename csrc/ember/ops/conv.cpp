@@ -21,35 +21,12 @@ std::string tuple_str(const ConvDims& v) {
   return s + ")";
 }
 
-// Spatial extent of the dilated, padded input and the output size.
-int64_t out_size(int64_t S, int64_t K, int64_t stride, int64_t lo, int64_t hi, int64_t kd, int64_t id) {
-  int64_t in_d = S > 0 ? (S - 1) * id + 1 : 0;
-  int64_t padded = in_d + lo + hi;
-  int64_t ke = K > 0 ? (K - 1) * kd + 1 : 0;
-  return padded >= ke ? (padded - ke) / stride + 1 : 0;
-}
-
 ConvDims expand(ConvDims v, size_t D) {
   if (v.size() == 1 && D != 1) v.assign(D, v[0]);
   return v;
 }
 
 }  // namespace
-
-namespace detail {
-
-array conv_node(const array& input, const array& weight, const ConvParams& p, const StreamOrDevice& s) {
-  int D = input.ndim() - 2;
-  Shape out_shape{input.shape(0)};
-  for (int d = 0; d < D; ++d) {
-    out_shape.push_back(out_size(input.shape(d + 1), weight.shape(d + 1), p.stride[d], p.pad_lo[d], p.pad_hi[d],
-                                 p.kernel_dilation[d], p.input_dilation[d]));
-  }
-  out_shape.push_back(weight.shape(0));
-  return array(out_shape, input.dtype(), std::make_shared<ConvGeneral>(to_stream(s), p), {input, weight});
-}
-
-}  // namespace detail
 
 array conv_general(const array& input, const array& weight, ConvDims stride, ConvDims pad_lo, ConvDims pad_hi,
                    ConvDims kernel_dilation, ConvDims input_dilation, int64_t groups, bool flip,
@@ -118,7 +95,7 @@ array conv_general(const array& input, const array& weight, ConvDims stride, Con
     }
   }
   ConvParams p{stride, pad_lo, pad_hi, kernel_dilation, input_dilation, groups, flip};
-  return detail::conv_node(astype(input, dt, s), astype(weight, dt, s), p, s);
+  return conv_node(astype(input, dt, s), astype(weight, dt, s), p, to_stream(s));
 }
 
 namespace {

@@ -10,7 +10,6 @@ namespace ember {
 #define EMBER_S const StreamOrDevice& s = {}
 
 using ConvDims = std::vector<int64_t>;
-struct ConvParams;  // primitives/conv.h
 
 // Every option: stride, padding low/high (negative crops), kernel dilation,
 // input dilation, groups and flip (true convolution instead of correlation).
@@ -36,12 +35,6 @@ array conv_transpose3d(const array& input, const array& weight, ConvDims stride 
                        ConvDims output_padding = {0, 0, 0}, int64_t groups = 1, EMBER_S);
 // 1-D convolution of two vectors, NumPy's modes "full", "same", "valid".
 array convolve(const array& a, const array& v, const std::string& mode = "full", EMBER_S);
-
-namespace detail {
-// Builds the node without the user-level checks (the rules call it with
-// padding that may crop past the kernel extent).
-array conv_node(const array& input, const array& weight, const ConvParams& p, const StreamOrDevice& s);
-}  // namespace detail
 
 #undef EMBER_S
 

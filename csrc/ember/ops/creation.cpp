@@ -1,5 +1,6 @@
 // Creation ops: constants are small evaluated scalars materialized by Full;
-// ranges by Arange; triangles and identities composed from ranges.
+// ranges by Arange; triangles, identities and window functions composed
+// from ranges.
 #include <cmath>
 
 #include "ember/ops/common.h"
@@ -16,7 +17,7 @@ array full(const Shape& shape, const array& vals, std::optional<Dtype> dtype, co
   if (out != shape) {
     fail("full", "Cannot broadcast values of shape ", shape_str(vals.shape()), " to shape ", shape_str(shape), ".");
   }
-  return array(shape, t, std::make_shared<Full>(to_stream(s), shape, t), {vals});
+  return make_node<Full>(shape, t, {vals}, to_stream(s), shape, t);
 }
 
 array zeros(const Shape& shape, Dtype dtype, const StreamOrDevice& s) {
@@ -45,14 +46,14 @@ array arange(double start, double stop, double step, Dtype dtype, const StreamOr
   if (static_cast<double>(n) * size_of(dtype) > static_cast<double>(allocator::memory_limit())) {
     fail("arange", "Maximum size exceeded: ", n, " elements of ", dtype_name(dtype), " exceed the memory limit.");
   }
-  return array(Shape{n}, dtype, std::make_shared<Arange>(to_stream(s), start, step, n, dtype), {});
+  return make_node<Arange>(Shape{n}, dtype, {}, to_stream(s), start, step, n, dtype);
 }
 
 array linspace(double start, double stop, int64_t num, bool endpoint, Dtype dtype, const StreamOrDevice& s) {
   if (num < 0) fail("linspace", "Number of samples, ", num, ", must be non-negative.");
   int64_t div = endpoint ? num - 1 : num;
   double step = div > 0 ? (stop - start) / static_cast<double>(div) : 0.0;
-  array idx(Shape{num}, Dtype::float64, std::make_shared<Arange>(to_stream(s), 0.0, 1.0, num, Dtype::float64), {});
+  array idx = make_node<Arange>(Shape{num}, Dtype::float64, {}, to_stream(s), 0.0, 1.0, num, Dtype::float64);
   array vals = add(multiply(idx, array(step, Dtype::float64), s), array(start, Dtype::float64), s);
   if (endpoint && num > 1) {
     // the last sample is exactly `stop`, as NumPy
@@ -88,5 +89,44 @@ array tri_mask(const array& x, int64_t k, bool lower, const char* name, const St
 
 array tril(const array& x, int64_t k, const StreamOrDevice& s) { return tri_mask(x, k, true, "tril", s); }
 array triu(const array& x, int64_t k, const StreamOrDevice& s) { return tri_mask(x, k, false, "triu", s); }
+
+// ===========================================================================
+// window functions: float64 cosines rounded once to float32
+// ===========================================================================
+
+namespace {
+constexpr double kPi = 3.14159265358979323846;
+
+// sum_k coef[k] * cos(2 pi k n / (M - 1)) for n = 0..M-1, in float64, as float32
+array cosine_window(int64_t M, std::initializer_list<double> coef, const StreamOrDevice& s) {
+  if (M < 1) return zeros({0}, Dtype::float32, s);
+  if (M == 1) return ones({1}, Dtype::float32, s);
+  auto scalar = [](double v) { return array(v, Dtype::float64); };
+  array phase = multiply(arange(0.0, static_cast<double>(M), 1.0, Dtype::float64, s),
+                         scalar(2.0 * kPi / static_cast<double>(M - 1)), s);
+  array w = zeros({M}, Dtype::float64, s);
+  double k = 0;
+  for (double c : coef) {
+    w = add(w, k == 0 ? scalar(c) : multiply(cos(multiply(phase, scalar(k), s), s), scalar(c), s), s);
+    k += 1;
+  }
+  return astype(w, Dtype::float32, s);
+}
+}  // namespace
+
+array bartlett(int64_t M, const StreamOrDevice& s) {
+  if (M < 1) return zeros({0}, Dtype::float32, s);
+  if (M == 1) return ones({1}, Dtype::float32, s);
+  // 1 - |2n - (M - 1)| / (M - 1)
+  double m1 = static_cast<double>(M - 1);
+  array n = arange(0.0, static_cast<double>(M), 1.0, Dtype::float64, s);
+  array d = abs(subtract(multiply(n, array(2.0, Dtype::float64), s), array(m1, Dtype::float64), s), s);
+  array w = subtract(array(1.0, Dtype::float64), divide(d, array(m1, Dtype::float64), s), s);
+  return astype(w, Dtype::float32, s);
+}
+
+array blackman(int64_t M, const StreamOrDevice& s) { return cosine_window(M, {0.42, -0.5, 0.08}, s); }
+array hamming(int64_t M, const StreamOrDevice& s) { return cosine_window(M, {0.54, -0.46}, s); }
+array hanning(int64_t M, const StreamOrDevice& s) { return cosine_window(M, {0.5, -0.5}, s); }
 
 }  // namespace ember

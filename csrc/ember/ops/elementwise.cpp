@@ -1,6 +1,8 @@
 // Elementwise ops: dtype rules (MLX's promotion), broadcasting, and the
 // node for the matching Unary/Binary primitive. Kernels broadcast through
-// strides, so no broadcast node is inserted.
+// strides, so no broadcast node is inserted. The functions listed in
+// ops/elementwise_table.h are generated from it by their input rule
+// (unary_fn / binary_fn); those marked Custom are written out below.
 #include <cmath>
 #include <limits>
 
@@ -42,123 +44,128 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
 
 array astype(const array& a, Dtype dtype, const StreamOrDevice& s) {
   if (a.dtype() == dtype) return a;
-  return array(a.shape(), dtype, std::make_shared<AsType>(to_stream(s), dtype), {a});
+  return make_node<AsType>(a.shape(), dtype, {a}, to_stream(s), dtype);
 }
 
 namespace {
 
+// The node of a unary / binary primitive on inputs already of the dtype its
+// kernel computes in; the output dtype is the primitive's rule.
 template <class Op>
-array unary(const array& a, Dtype out_dtype, const StreamOrDevice& s) {
-  return array(a.shape(), out_dtype, std::make_shared<Unary<Op>>(to_stream(s)), {a});
-}
-
-// Float ops: integers and bool compute in float32.
-template <class Op>
-array float_unary(const array& a, const StreamOrDevice& s) {
-  Dtype t = to_inexact(a.dtype());
-  return unary<Op>(astype(a, t, s), t, s);
+array unary(const array& a, const StreamOrDevice& s) {
+  return make_node<Unary<Op>>(a.shape(), Unary<Op>::out_dtype(a.dtype()), {a}, to_stream(s));
 }
 
 template <class Op>
-array real_float_unary(const array& a, const StreamOrDevice& s, const char* name) {
-  if (is_complex(a.dtype())) fail(name, "Not supported for complex64 inputs.");
-  return float_unary<Op>(a, s);
-}
-
-template <class Op>
-array binary(array a, array b, Dtype compute, Dtype out, const StreamOrDevice& s, const char* name) {
+array binary(array a, array b, Dtype compute, const StreamOrDevice& s, const char* name) {
   Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
   a = astype(a, compute, s);
   b = astype(b, compute, s);
-  return array(std::move(shape), out, std::make_shared<Binary<Op>>(to_stream(s)), {a, b});
+  return make_node<Binary<Op>>(std::move(shape), Binary<Op>::out_dtype(compute), {a, b}, to_stream(s));
 }
 
-template <class Op>
-array arith(const array& a, const array& b, const StreamOrDevice& s, const char* name) {
-  Dtype t = promote_types(a.dtype(), b.dtype());
-  return binary<Op>(a, b, t, t, s, name);
+void no_complex(Dtype t, const char* name) {
+  if (is_complex(t)) fail(name, "Not supported for complex64 inputs.");
 }
 
-template <class Op>
-array compare(const array& a, const array& b, const StreamOrDevice& s, const char* name) {
-  Dtype t = promote_types(a.dtype(), b.dtype());
-  return binary<Op>(a, b, t, Dtype::bool_, s, name);
-}
+// The In rules of ops/elementwise_table.h.
+enum class UnaryIn { Same, Float, RealFloat, Rounding, Predicate, RealPredicate, ComplexOnly };
+enum class BinaryIn { Arith, RealArith, Float, RealFloat, Bitwise, Shift, Logical };
 
-template <class Op>
-array float_binary(const array& a, const array& b, const StreamOrDevice& s, const char* name) {
-  Dtype t = to_inexact(promote_types(a.dtype(), b.dtype()));
-  return binary<Op>(a, b, t, t, s, name);
-}
-
-template <class Op>
-array bitwise(const array& a, const array& b, const StreamOrDevice& s, const char* name) {
-  Dtype t = promote_types(a.dtype(), b.dtype());
-  if (is_inexact(t)) {
-    fail(name, "Bitwise operations are only allowed on integer and boolean types; got ", dtype_name(a.dtype()),
-         " and ", dtype_name(b.dtype()), ".");
+template <class Op, UnaryIn In>
+array unary_fn(const array& a, const StreamOrDevice& s, const char* name) {
+  const Dtype t = a.dtype();
+  constexpr bool real_only = In == UnaryIn::RealFloat || In == UnaryIn::Rounding || In == UnaryIn::RealPredicate;
+  if constexpr (In == UnaryIn::Rounding) {
+    if (!is_inexact(t)) return a;
   }
-  return binary<Op>(a, b, t, t, s, name);
+  if constexpr (In == UnaryIn::Predicate || In == UnaryIn::RealPredicate) {
+    if (!is_inexact(t)) return full(a.shape(), array(false, Dtype::bool_), {}, s);
+  }
+  if constexpr (In == UnaryIn::ComplexOnly) {
+    if (!is_complex(t)) return a;
+  }
+  if constexpr (real_only) no_complex(t, name);
+  if constexpr (In == UnaryIn::Float || In == UnaryIn::RealFloat) return unary<Op>(astype(a, to_inexact(t), s), s);
+  return unary<Op>(a, s);
+}
+
+template <class Op, BinaryIn In>
+array binary_fn(array a, array b, const StreamOrDevice& s, const char* name) {
+  if constexpr (In == BinaryIn::Logical) {
+    return binary<Op>(astype(a, Dtype::bool_, s), astype(b, Dtype::bool_, s), Dtype::bool_, s, name);
+  }
+  if constexpr (In == BinaryIn::Shift) {  // booleans shift as uint8 (as MLX)
+    if (a.dtype() == Dtype::bool_) a = astype(a, Dtype::uint8, s);
+    if (b.dtype() == Dtype::bool_) b = astype(b, Dtype::uint8, s);
+  }
+  Dtype t = promote_types(a.dtype(), b.dtype());
+  if constexpr (In == BinaryIn::RealArith || In == BinaryIn::RealFloat) no_complex(t, name);
+  if constexpr (In == BinaryIn::Float || In == BinaryIn::RealFloat) t = to_inexact(t);
+  if constexpr (In == BinaryIn::Bitwise || In == BinaryIn::Shift) {
+    if (is_inexact(t)) {
+      fail(name, "Bitwise operations are only allowed on integer and boolean types; got ", dtype_name(a.dtype()),
+           " and ", dtype_name(b.dtype()), ".");
+    }
+  }
+  return binary<Op>(a, b, t, s, name);
 }
 
 array scalar_like(double v, Dtype t) { return array(v, t); }
 
 }  // namespace
 
+// The table's functions; the Custom ones are written out below.
+#define EMBER_UNARY_DEF(fn, Prim, In, Sig) EMBER_UNARY_DEF_##In(fn, Prim, In)
+#define EMBER_UNARY_DEF_RULE(fn, Prim, In) \
+  array fn(const array& a, const StreamOrDevice& s) { return unary_fn<op::Prim, UnaryIn::In>(a, s, #fn); }
+#define EMBER_UNARY_DEF_Custom(fn, Prim, In)
+#define EMBER_UNARY_DEF_Same EMBER_UNARY_DEF_RULE
+#define EMBER_UNARY_DEF_Float EMBER_UNARY_DEF_RULE
+#define EMBER_UNARY_DEF_RealFloat EMBER_UNARY_DEF_RULE
+#define EMBER_UNARY_DEF_Rounding EMBER_UNARY_DEF_RULE
+#define EMBER_UNARY_DEF_Predicate EMBER_UNARY_DEF_RULE
+#define EMBER_UNARY_DEF_RealPredicate EMBER_UNARY_DEF_RULE
+#define EMBER_UNARY_DEF_ComplexOnly EMBER_UNARY_DEF_RULE
+EMBER_UNARY_FUNCTIONS(EMBER_UNARY_DEF)
+#undef EMBER_UNARY_DEF
+#undef EMBER_UNARY_DEF_RULE
+#undef EMBER_UNARY_DEF_Custom
+#undef EMBER_UNARY_DEF_Same
+#undef EMBER_UNARY_DEF_Float
+#undef EMBER_UNARY_DEF_RealFloat
+#undef EMBER_UNARY_DEF_Rounding
+#undef EMBER_UNARY_DEF_Predicate
+#undef EMBER_UNARY_DEF_RealPredicate
+#undef EMBER_UNARY_DEF_ComplexOnly
+
+#define EMBER_BINARY_DEF(fn, Prim, In, Sig)                           \
+  array fn(const array& a, const array& b, const StreamOrDevice& s) { \
+    return binary_fn<op::Prim, BinaryIn::In>(a, b, s, #fn);           \
+  }
+EMBER_BINARY_FUNCTIONS(EMBER_BINARY_DEF)
+#undef EMBER_BINARY_DEF
+
 array abs(const array& a, const StreamOrDevice& s) {
   if (a.dtype() == Dtype::bool_ || is_unsigned(a.dtype())) return a;
-  return unary<op::Abs>(a, is_complex(a.dtype()) ? Dtype::float32 : a.dtype(), s);
+  return unary<op::Abs>(a, s);
 }
 array negative(const array& a, const StreamOrDevice& s) {
   if (a.dtype() == Dtype::bool_) fail("negative", "The negative of a boolean array is not supported.");
-  return unary<op::Negative>(a, a.dtype(), s);
+  return unary<op::Negative>(a, s);
 }
 array sign(const array& a, const StreamOrDevice& s) {
   if (a.dtype() == Dtype::bool_) return a;
-  return unary<op::Sign>(a, a.dtype(), s);
+  return unary<op::Sign>(a, s);
 }
-array square(const array& a, const StreamOrDevice& s) { return unary<op::Square>(a, a.dtype(), s); }
-array sqrt(const array& a, const StreamOrDevice& s) { return float_unary<op::Sqrt>(a, s); }
-array rsqrt(const array& a, const StreamOrDevice& s) { return float_unary<op::Rsqrt>(a, s); }
 array reciprocal(const array& a, const StreamOrDevice& s) {
   Dtype t = to_inexact(a.dtype());
   return divide(scalar_like(1.0, t), astype(a, t, s), s);
 }
-array exp(const array& a, const StreamOrDevice& s) { return float_unary<op::Exp>(a, s); }
-array log(const array& a, const StreamOrDevice& s) { return float_unary<op::Log>(a, s); }
-array log10(const array& a, const StreamOrDevice& s) { return float_unary<op::Log10>(a, s); }
-array sin(const array& a, const StreamOrDevice& s) { return float_unary<op::Sin>(a, s); }
-array cos(const array& a, const StreamOrDevice& s) { return float_unary<op::Cos>(a, s); }
-array tan(const array& a, const StreamOrDevice& s) { return float_unary<op::Tan>(a, s); }
-array sinh(const array& a, const StreamOrDevice& s) { return float_unary<op::Sinh>(a, s); }
-array cosh(const array& a, const StreamOrDevice& s) { return float_unary<op::Cosh>(a, s); }
-array tanh(const array& a, const StreamOrDevice& s) { return float_unary<op::Tanh>(a, s); }
-array arcsin(const array& a, const StreamOrDevice& s) { return float_unary<op::ArcSin>(a, s); }
-array arccos(const array& a, const StreamOrDevice& s) { return float_unary<op::ArcCos>(a, s); }
-array arctan(const array& a, const StreamOrDevice& s) { return float_unary<op::ArcTan>(a, s); }
-array arcsinh(const array& a, const StreamOrDevice& s) { return float_unary<op::ArcSinh>(a, s); }
-array arccosh(const array& a, const StreamOrDevice& s) { return float_unary<op::ArcCosh>(a, s); }
-array arctanh(const array& a, const StreamOrDevice& s) { return float_unary<op::ArcTanh>(a, s); }
-array expm1(const array& a, const StreamOrDevice& s) { return real_float_unary<op::Expm1>(a, s, "expm1"); }
-array log2(const array& a, const StreamOrDevice& s) { return float_unary<op::Log2>(a, s); }
-array log1p(const array& a, const StreamOrDevice& s) { return float_unary<op::Log1p>(a, s); }
-array sigmoid(const array& a, const StreamOrDevice& s) { return real_float_unary<op::Sigmoid>(a, s, "sigmoid"); }
-array erf(const array& a, const StreamOrDevice& s) { return real_float_unary<op::Erf>(a, s, "erf"); }
-array erfinv(const array& a, const StreamOrDevice& s) { return real_float_unary<op::ErfInv>(a, s, "erfinv"); }
-
-#define EMBER_ROUNDING(fn, Op)                                                  \
-  array fn(const array& a, const StreamOrDevice& s) {                          \
-    if (!is_inexact(a.dtype())) return a;                                      \
-    if (is_complex(a.dtype())) fail(#fn, "Not supported for complex64 inputs."); \
-    return unary<Op>(a, a.dtype(), s);                                         \
-  }
-EMBER_ROUNDING(floor, op::Floor)
-EMBER_ROUNDING(ceil, op::Ceil)
-#undef EMBER_ROUNDING
 
 array trunc(const array& a, const StreamOrDevice& s) {
   if (!is_inexact(a.dtype())) return a;
-  if (is_complex(a.dtype())) fail("trunc", "Not supported for complex64 inputs.");
+  no_complex(a.dtype(), "trunc");
   return where(less(a, scalar_like(0, a.dtype()), s), ceil(a, s), floor(a, s), s);
 }
 
@@ -167,56 +174,29 @@ array round(const array& a, int decimals, const StreamOrDevice& s) {
     if (decimals >= 0) return a;
     array f = astype(a, Dtype::float64, s);
     array scale = scalar_like(std::pow(10.0, -decimals), Dtype::float64);
-    return astype(multiply(unary<op::Round>(divide(f, scale, s), Dtype::float64, s), scale, s), a.dtype(), s);
+    return astype(multiply(unary<op::Round>(divide(f, scale, s), s), scale, s), a.dtype(), s);
   }
-  if (decimals == 0) return unary<op::Round>(a, a.dtype(), s);
+  if (decimals == 0) return unary<op::Round>(a, s);
   array scale = scalar_like(std::pow(10.0, decimals), a.dtype());
-  return divide(unary<op::Round>(multiply(a, scale, s), a.dtype(), s), scale, s);
+  return divide(unary<op::Round>(multiply(a, scale, s), s), scale, s);
 }
 
-array logical_not(const array& a, const StreamOrDevice& s) { return unary<op::LogicalNot>(a, Dtype::bool_, s); }
 array bitwise_invert(const array& a, const StreamOrDevice& s) {
   if (is_inexact(a.dtype())) {
     fail("bitwise_invert", "Bitwise inversion is only allowed on integer and boolean types; got ",
          dtype_name(a.dtype()), ".");
   }
-  return unary<op::BitwiseInvert>(a, a.dtype(), s);
+  return unary<op::BitwiseInvert>(a, s);
 }
-
-#define EMBER_PREDICATE(fn, Op, IF_EXACT)                                               \
-  array fn(const array& a, const StreamOrDevice& s) {                                   \
-    if (!is_inexact(a.dtype())) return full(a.shape(), array(IF_EXACT, Dtype::bool_), {}, s); \
-    return unary<Op>(a, Dtype::bool_, s);                                               \
-  }
-EMBER_PREDICATE(isnan, op::IsNaN, false)
-EMBER_PREDICATE(isinf, op::IsInf, false)
-#undef EMBER_PREDICATE
-#define EMBER_REAL_PREDICATE(fn, Op)                                                   \
-  array fn(const array& a, const StreamOrDevice& s) {                                  \
-    if (!is_inexact(a.dtype())) return full(a.shape(), array(false, Dtype::bool_), {}, s); \
-    if (is_complex(a.dtype())) fail(#fn, "Not supported for complex64 inputs.");       \
-    return unary<Op>(a, Dtype::bool_, s);                                              \
-  }
-EMBER_REAL_PREDICATE(isposinf, op::IsPosInf)
-EMBER_REAL_PREDICATE(isneginf, op::IsNegInf)
-#undef EMBER_REAL_PREDICATE
 
 array isfinite(const array& a, const StreamOrDevice& s) {
   if (!is_inexact(a.dtype())) return full(a.shape(), array(true, Dtype::bool_), {}, s);
   return logical_not(logical_or(isnan(a, s), isinf(a, s), s), s);
 }
 
-array real(const array& a, const StreamOrDevice& s) {
-  if (!is_complex(a.dtype())) return a;
-  return unary<op::Real>(a, Dtype::float32, s);
-}
 array imag(const array& a, const StreamOrDevice& s) {
   if (!is_complex(a.dtype())) return zeros_like(a, {}, s);
-  return unary<op::Imag>(a, Dtype::float32, s);
-}
-array conjugate(const array& a, const StreamOrDevice& s) {
-  if (!is_complex(a.dtype())) return a;
-  return unary<op::Conjugate>(a, a.dtype(), s);
+  return unary<op::Imag>(a, s);
 }
 array degrees(const array& a, const StreamOrDevice& s) {
   Dtype t = to_inexact(a.dtype());
@@ -228,98 +208,16 @@ array radians(const array& a, const StreamOrDevice& s) {
 }
 
 // ---- binary ----
-array add(const array& a, const array& b, const StreamOrDevice& s) { return arith<op::Add>(a, b, s, "add"); }
-array subtract(const array& a, const array& b, const StreamOrDevice& s) {
-  return arith<op::Subtract>(a, b, s, "subtract");  // bool - bool is xor, as MLX
-}
-array multiply(const array& a, const array& b, const StreamOrDevice& s) {
-  return arith<op::Multiply>(a, b, s, "multiply");
-}
-array divide(const array& a, const array& b, const StreamOrDevice& s) {
-  return float_binary<op::Divide>(a, b, s, "divide");
-}
-array remainder(const array& a, const array& b, const StreamOrDevice& s) {
-  if (is_complex(promote_types(a.dtype(), b.dtype()))) fail("remainder", "Not supported for complex64 inputs.");
-  return arith<op::Remainder>(a, b, s, "remainder");
-}
-array floor_divide(const array& a, const array& b, const StreamOrDevice& s) {
-  Dtype t = promote_types(a.dtype(), b.dtype());
-  if (is_complex(t)) fail("floor_divide", "Not supported for complex64 inputs.");
-  return binary<op::FloorDivide>(a, b, t, t, s, "floor_divide");
-}
 std::vector<array> divmod(const array& a, const array& b, const StreamOrDevice& s) {
-  if (is_complex(promote_types(a.dtype(), b.dtype()))) fail("divmod", "Not supported for complex64 inputs.");
+  no_complex(promote_types(a.dtype(), b.dtype()), "divmod");
   return {floor_divide(a, b, s), remainder(a, b, s)};
-}
-array power(const array& a, const array& b, const StreamOrDevice& s) {
-  return arith<op::Power>(a, b, s, "power");
-}
-array maximum(const array& a, const array& b, const StreamOrDevice& s) {
-  return arith<op::Maximum>(a, b, s, "maximum");
-}
-array minimum(const array& a, const array& b, const StreamOrDevice& s) {
-  return arith<op::Minimum>(a, b, s, "minimum");
-}
-array equal(const array& a, const array& b, const StreamOrDevice& s) { return compare<op::Equal>(a, b, s, "equal"); }
-array not_equal(const array& a, const array& b, const StreamOrDevice& s) {
-  return compare<op::NotEqual>(a, b, s, "not_equal");
-}
-#define EMBER_ORDERED(fn, Op)                                         \
-  array fn(const array& a, const array& b, const StreamOrDevice& s) { \
-    return compare<Op>(a, b, s, #fn);                                 \
-  }
-EMBER_ORDERED(less, op::Less)
-EMBER_ORDERED(less_equal, op::LessEqual)
-EMBER_ORDERED(greater, op::Greater)
-EMBER_ORDERED(greater_equal, op::GreaterEqual)
-#undef EMBER_ORDERED
-namespace {
-template <class Op>
-array logical(const array& a, const array& b, const StreamOrDevice& s, const char* name) {
-  return binary<Op>(astype(a, Dtype::bool_, s), astype(b, Dtype::bool_, s), Dtype::bool_, Dtype::bool_, s, name);
-}
-}  // namespace
-array logical_and(const array& a, const array& b, const StreamOrDevice& s) {
-  return logical<op::LogicalAnd>(a, b, s, "logical_and");
-}
-array logical_or(const array& a, const array& b, const StreamOrDevice& s) {
-  return logical<op::LogicalOr>(a, b, s, "logical_or");
-}
-array logical_xor(const array& a, const array& b, const StreamOrDevice& s) {
-  return logical<op::NotEqual>(a, b, s, "logical_xor");
-}
-array bitwise_and(const array& a, const array& b, const StreamOrDevice& s) {
-  return bitwise<op::BitwiseAnd>(a, b, s, "bitwise_and");
-}
-array bitwise_or(const array& a, const array& b, const StreamOrDevice& s) {
-  return bitwise<op::BitwiseOr>(a, b, s, "bitwise_or");
-}
-array bitwise_xor(const array& a, const array& b, const StreamOrDevice& s) {
-  return bitwise<op::BitwiseXor>(a, b, s, "bitwise_xor");
-}
-// Shifts treat booleans as uint8 (as MLX).
-array left_shift(const array& a, const array& b, const StreamOrDevice& s) {
-  auto u8 = [&](const array& x) { return x.dtype() == Dtype::bool_ ? astype(x, Dtype::uint8, s) : x; };
-  return bitwise<op::LeftShift>(u8(a), u8(b), s, "left_shift");
-}
-array right_shift(const array& a, const array& b, const StreamOrDevice& s) {
-  auto u8 = [&](const array& x) { return x.dtype() == Dtype::bool_ ? astype(x, Dtype::uint8, s) : x; };
-  return bitwise<op::RightShift>(u8(a), u8(b), s, "right_shift");
-}
-array arctan2(const array& a, const array& b, const StreamOrDevice& s) {
-  if (is_complex(promote_types(a.dtype(), b.dtype()))) fail("arctan2", "Not supported for complex64 inputs.");
-  return float_binary<op::ArcTan2>(a, b, s, "arctan2");
-}
-array logaddexp(const array& a, const array& b, const StreamOrDevice& s) {
-  if (is_complex(promote_types(a.dtype(), b.dtype()))) fail("logaddexp", "Not supported for complex64 inputs.");
-  return float_binary<op::LogAddExp>(a, b, s, "logaddexp");
 }
 
 array where(const array& cond, const array& x, const array& y, const StreamOrDevice& s) {
   Shape shape = broadcast_shapes(broadcast_shapes(cond.shape(), x.shape(), "where"), y.shape(), "where");
   Dtype t = promote_types(x.dtype(), y.dtype());
-  return array(std::move(shape), t, std::make_shared<Select>(to_stream(s)),
-               {astype(cond, Dtype::bool_, s), astype(x, t, s), astype(y, t, s)});
+  return make_node<Select>(std::move(shape), t, {astype(cond, Dtype::bool_, s), astype(x, t, s), astype(y, t, s)},
+                           to_stream(s));
 }
 
 array clip(const array& a, const std::optional<array>& lo, const std::optional<array>& hi,
@@ -351,7 +249,7 @@ array allclose(const array& a, const array& b, double rtol, double atol, bool eq
 array array_equal(const array& a, const array& b, bool equal_nan, const StreamOrDevice& s) {
   if (a.shape() != b.shape()) return array(false, Dtype::bool_);
   Dtype t = promote_types(a.dtype(), b.dtype());
-  array eq = equal_nan ? binary<op::NaNEqual>(a, b, t, Dtype::bool_, s, "array_equal") : equal(a, b, s);
+  array eq = equal_nan ? binary<op::NaNEqual>(a, b, t, s, "array_equal") : equal(a, b, s);
   return all(eq, {}, false, s);
 }
 
@@ -359,7 +257,7 @@ array nan_to_num(const array& a, double nan, std::optional<double> posinf, std::
                  const StreamOrDevice& s) {
   Dtype t = a.dtype();
   if (!is_floating(t)) {
-    if (is_complex(t)) fail("nan_to_num", "Not supported for complex64 inputs.");
+    no_complex(t, "nan_to_num");
     return a;
   }
   double big = t == Dtype::float64    ? std::numeric_limits<double>::max()

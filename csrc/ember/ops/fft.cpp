@@ -5,32 +5,13 @@
 #include <cmath>
 
 #include "ember/ops/common.h"
-#include "ember/ops/contract.h"
 #include "ember/primitives/fft.h"
 
 namespace ember::fft {
 
 using ember::detail::fail;
 
-namespace detail {
-
-array transform(const array& x, int kind, int axis, bool inverse, int64_t n, double scale, const StreamOrDevice& s) {
-  const char* op = "fft";
-  if (axis < 0 || axis >= x.ndim()) fail(op, "Invalid axis ", axis, " for shape ", shape_str(x.shape()), ".");
-  const int64_t half = n / 2 + 1;
-  Shape shape = x.shape();
-  if (kind == FFT::R2C) {
-    if (x.dtype() != Dtype::float32 || x.shape(axis) != n) fail(op, "R2C needs float32 of length ", n, ".");
-    shape[axis] = half;
-  } else if (kind == FFT::C2R) {
-    if (x.dtype() != Dtype::complex64 || x.shape(axis) != half) fail(op, "C2R needs complex64 of length ", half, ".");
-    shape[axis] = n;
-  } else if (x.dtype() != Dtype::complex64 || x.shape(axis) != n) {
-    fail(op, "C2C needs complex64 of length ", n, ".");
-  }
-  return array(shape, kind == FFT::C2R ? Dtype::float32 : Dtype::complex64,
-               std::make_shared<FFT>(to_stream(s), static_cast<FFT::Kind>(kind), axis, inverse, n, scale), {x});
-}
+namespace {
 
 array resize_axis(const array& x, int axis, int64_t len, const StreamOrDevice& s) {
   const int64_t cur = x.shape(axis);
@@ -45,12 +26,6 @@ array resize_axis(const array& x, int axis, int64_t len, const StreamOrDevice& s
   return pad(x, w, "constant", array(0.0, x.dtype()), s);
 }
 
-}  // namespace detail
-
-namespace {
-
-enum Mode { kC2C, kR2C, kC2R };
-
 double norm_scale(const char* op, const std::string& norm, bool inverse, int64_t n) {
   if (norm == "backward") return inverse ? 1.0 / static_cast<double>(n) : 1.0;
   if (norm == "ortho") return 1.0 / std::sqrt(static_cast<double>(n));
@@ -59,7 +34,7 @@ double norm_scale(const char* op, const std::string& norm, bool inverse, int64_t
 }
 
 array general(const char* op, const array& a, const std::optional<Shape>& sz, const std::vector<int>& axes_in,
-              bool inverse, Mode mode, const std::string& norm, const StreamOrDevice& s) {
+              bool inverse, FFT::Kind mode, const std::string& norm, const StreamOrDevice& s) {
   norm_scale(op, norm, inverse, 1);  // validates norm
   const int nd = a.ndim();
   std::vector<int> axes;
@@ -81,7 +56,7 @@ array general(const char* op, const array& a, const std::optional<Shape>& sz, co
   for (int i = 0; i < k; ++i) {
     if (sz) {
       n[i] = (*sz)[i];
-    } else if (mode == kC2R && i == k - 1) {
+    } else if (mode == FFT::C2R && i == k - 1) {
       n[i] = 2 * (a.shape(axes[i]) - 1);
     } else {
       n[i] = a.shape(axes[i]);
@@ -92,32 +67,32 @@ array general(const char* op, const array& a, const std::optional<Shape>& sz, co
     }
   }
   const int last = axes[k - 1];
-  if (mode == kC2C) {
+  if (mode == FFT::C2C) {
     array x = a.dtype() == Dtype::complex64 ? a : astype(a, Dtype::complex64, s);
     for (int i = k - 1; i >= 0; --i) {
-      x = detail::resize_axis(x, axes[i], n[i], s);
-      x = detail::transform(x, FFT::C2C, axes[i], inverse, n[i], norm_scale(op, norm, inverse, n[i]), s);
+      x = resize_axis(x, axes[i], n[i], s);
+      x = fft_node(x, FFT::C2C, axes[i], inverse, n[i], norm_scale(op, norm, inverse, n[i]), to_stream(s));
     }
     return x;
   }
-  if (mode == kR2C) {
+  if (mode == FFT::R2C) {
     array x = is_complex(a.dtype()) ? real(a, s) : a;
     if (x.dtype() != Dtype::float32) x = astype(x, Dtype::float32, s);
-    x = detail::resize_axis(x, last, n[k - 1], s);
-    x = detail::transform(x, FFT::R2C, last, false, n[k - 1], norm_scale(op, norm, false, n[k - 1]), s);
+    x = resize_axis(x, last, n[k - 1], s);
+    x = fft_node(x, FFT::R2C, last, false, n[k - 1], norm_scale(op, norm, false, n[k - 1]), to_stream(s));
     for (int i = k - 2; i >= 0; --i) {
-      x = detail::resize_axis(x, axes[i], n[i], s);
-      x = detail::transform(x, FFT::C2C, axes[i], false, n[i], norm_scale(op, norm, false, n[i]), s);
+      x = resize_axis(x, axes[i], n[i], s);
+      x = fft_node(x, FFT::C2C, axes[i], false, n[i], norm_scale(op, norm, false, n[i]), to_stream(s));
     }
     return x;
   }
   array x = a.dtype() == Dtype::complex64 ? a : astype(a, Dtype::complex64, s);
   for (int i = 0; i < k - 1; ++i) {
-    x = detail::resize_axis(x, axes[i], n[i], s);
-    x = detail::transform(x, FFT::C2C, axes[i], true, n[i], norm_scale(op, norm, true, n[i]), s);
+    x = resize_axis(x, axes[i], n[i], s);
+    x = fft_node(x, FFT::C2C, axes[i], true, n[i], norm_scale(op, norm, true, n[i]), to_stream(s));
   }
-  x = detail::resize_axis(x, last, n[k - 1] / 2 + 1, s);
-  return detail::transform(x, FFT::C2R, last, true, n[k - 1], norm_scale(op, norm, true, n[k - 1]), s);
+  x = resize_axis(x, last, n[k - 1] / 2 + 1, s);
+  return fft_node(x, FFT::C2R, last, true, n[k - 1], norm_scale(op, norm, true, n[k - 1]), to_stream(s));
 }
 
 std::vector<int> all_axes(int nd) {
@@ -127,7 +102,7 @@ std::vector<int> all_axes(int nd) {
 }
 
 array nd_op(const char* op, const array& a, const std::optional<Shape>& sz, const std::optional<std::vector<int>>& axes,
-            bool inverse, Mode mode, const std::string& norm, const StreamOrDevice& s) {
+            bool inverse, FFT::Kind mode, const std::string& norm, const StreamOrDevice& s) {
   if (!axes && sz) fail(op, "`axes` should not be `None` if `s` is not `None`.");
   return general(op, a, sz, axes ? *axes : all_axes(a.ndim()), inverse, mode, norm, s);
 }
@@ -140,32 +115,32 @@ std::optional<Shape> one(std::optional<int64_t> n) {
 }  // namespace
 
 array fft(const array& a, std::optional<int64_t> n, int axis, const std::string& norm, const StreamOrDevice& s) {
-  return general("fft", a, one(n), {axis}, false, kC2C, norm, s);
+  return general("fft", a, one(n), {axis}, false, FFT::C2C, norm, s);
 }
 array ifft(const array& a, std::optional<int64_t> n, int axis, const std::string& norm, const StreamOrDevice& s) {
-  return general("ifft", a, one(n), {axis}, true, kC2C, norm, s);
+  return general("ifft", a, one(n), {axis}, true, FFT::C2C, norm, s);
 }
 array rfft(const array& a, std::optional<int64_t> n, int axis, const std::string& norm, const StreamOrDevice& s) {
-  return general("rfft", a, one(n), {axis}, false, kR2C, norm, s);
+  return general("rfft", a, one(n), {axis}, false, FFT::R2C, norm, s);
 }
 array irfft(const array& a, std::optional<int64_t> n, int axis, const std::string& norm, const StreamOrDevice& s) {
-  return general("irfft", a, one(n), {axis}, true, kC2R, norm, s);
+  return general("irfft", a, one(n), {axis}, true, FFT::C2R, norm, s);
 }
 array fftn(const array& a, const std::optional<Shape>& sz, const std::optional<std::vector<int>>& axes,
            const std::string& norm, const StreamOrDevice& s) {
-  return nd_op("fftn", a, sz, axes, false, kC2C, norm, s);
+  return nd_op("fftn", a, sz, axes, false, FFT::C2C, norm, s);
 }
 array ifftn(const array& a, const std::optional<Shape>& sz, const std::optional<std::vector<int>>& axes,
             const std::string& norm, const StreamOrDevice& s) {
-  return nd_op("ifftn", a, sz, axes, true, kC2C, norm, s);
+  return nd_op("ifftn", a, sz, axes, true, FFT::C2C, norm, s);
 }
 array rfftn(const array& a, const std::optional<Shape>& sz, const std::optional<std::vector<int>>& axes,
             const std::string& norm, const StreamOrDevice& s) {
-  return nd_op("rfftn", a, sz, axes, false, kR2C, norm, s);
+  return nd_op("rfftn", a, sz, axes, false, FFT::R2C, norm, s);
 }
 array irfftn(const array& a, const std::optional<Shape>& sz, const std::optional<std::vector<int>>& axes,
              const std::string& norm, const StreamOrDevice& s) {
-  return nd_op("irfftn", a, sz, axes, true, kC2R, norm, s);
+  return nd_op("irfftn", a, sz, axes, true, FFT::C2R, norm, s);
 }
 
 namespace {
@@ -310,7 +285,7 @@ array istft(const array& stft_matrix, std::optional<int64_t> n_fft_opt, std::opt
   st[nb] = start;
   sp[nb] = std::max(stop, start);
   y = slice(y, st, sp, step, s);
-  if (length && y.shape(nb) < *length) y = detail::resize_axis(y, nb, *length, s);
+  if (length && y.shape(nb) < *length) y = resize_axis(y, nb, *length, s);
   return y;
 }
 

@@ -63,15 +63,6 @@ array istft(const array& stft_matrix, std::optional<int64_t> n_fft = {}, std::op
             const std::string& norm = "backward", std::optional<bool> onesided = {},
             std::optional<int64_t> length = {}, EMBER_S);
 
-namespace detail {
-// One FFT node along `axis` (non-negative) of an input already cast and sized:
-// complex64 of length n (C2C), float32 of length n (R2C), complex64 of
-// length n/2+1 (C2R). kind: 0 C2C, 1 R2C, 2 C2R (FFT::Kind).
-array transform(const array& x, int kind, int axis, bool inverse, int64_t n, double scale, EMBER_S);
-// x cropped or zero-padded to length len along axis.
-array resize_axis(const array& x, int axis, int64_t len, EMBER_S);
-}  // namespace detail
-
 #undef EMBER_S
 
 }  // namespace ember::fft

@@ -57,7 +57,7 @@ bool broadcasts_to(const Shape& from, const Shape& to) {
 array axis_range(int64_t n, int dim, int ndim, const StreamOrDevice& s) {
   Shape shape(ndim, 1);
   shape[dim] = n;
-  Dtype t = n <= INT32_MAX ? Dtype::int32 : Dtype::int64;
+  Dtype t = index_dtype(n);
   return reshape(arange(0.0, static_cast<double>(n), 1.0, t, s), shape, s);
 }
 
@@ -107,17 +107,6 @@ array restore_axes(const array& g, const std::vector<int>& axes, int ndim, const
 
 }  // namespace
 
-IndexView full_view(const Shape& shape) {
-  IndexView v;
-  for (int d = 0; d < static_cast<int>(shape.size()); ++d) {
-    v.dims.push_back(d);
-    v.start.push_back(0);
-    v.step.push_back(1);
-    v.size.push_back(shape[d]);
-  }
-  return v;
-}
-
 array gather(const array& a, const std::vector<array>& indices, const std::vector<int>& axes_in,
              const StreamOrDevice& s) {
   if (indices.size() != axes_in.size()) {
@@ -141,7 +130,7 @@ array gather(const array& a, const std::vector<array>& indices, const std::vecto
   }
   std::vector<array> inputs{a};
   inputs.insert(inputs.end(), idx.begin(), idx.end());
-  return array(std::move(out), a.dtype(), std::make_shared<Gather>(to_stream(s), axes), std::move(inputs));
+  return make_node<Gather>(std::move(out), a.dtype(), std::move(inputs), to_stream(s), axes);
 }
 
 array scatter(const array& a, const IndexView& view, const std::vector<array>& indices, const array& updates,
@@ -191,7 +180,7 @@ array scatter(const array& a, const IndexView& view, const std::vector<array>& i
   std::vector<array> inputs{a};
   inputs.insert(inputs.end(), idx.begin(), idx.end());
   inputs.push_back(upd);
-  return array(a.shape(), a.dtype(), std::make_shared<Scatter>(to_stream(s), view, axes, kind), std::move(inputs));
+  return make_node<Scatter>(a.shape(), a.dtype(), std::move(inputs), to_stream(s), view, axes, kind);
 }
 
 array scatter(const array& a, const std::vector<array>& indices, const array& updates, const std::vector<int>& axes,
@@ -345,7 +334,7 @@ array diagonal(const array& a, int64_t offset, int axis1_in, int axis2_in, const
     out.push_back(0);
     return zeros(out, a.dtype(), s);
   }
-  Dtype t = std::max(r0, c0) + len <= INT32_MAX ? Dtype::int32 : Dtype::int64;
+  Dtype t = index_dtype(std::max(r0, c0) + len);
   array rows = arange(static_cast<double>(r0), static_cast<double>(r0 + len), 1.0, t, s);
   array cols = arange(static_cast<double>(c0), static_cast<double>(c0 + len), 1.0, t, s);
   return moveaxis(gather(a, {rows, cols}, {ax1, ax2}, s), 0, -1, s);
@@ -357,7 +346,7 @@ array diag(const array& a, int64_t k, const StreamOrDevice& s) {
   int64_t n = a.shape()[0], size = n + (k < 0 ? -k : k);
   array z = zeros({size, size}, a.dtype(), s);
   if (n == 0) return z;
-  Dtype t = size <= INT32_MAX ? Dtype::int32 : Dtype::int64;
+  Dtype t = index_dtype(size);
   int64_t r0 = k < 0 ? -k : 0, c0 = k > 0 ? k : 0;
   array rows = arange(static_cast<double>(r0), static_cast<double>(r0 + n), 1.0, t, s);
   array cols = arange(static_cast<double>(c0), static_cast<double>(c0 + n), 1.0, t, s);

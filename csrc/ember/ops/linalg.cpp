@@ -33,9 +33,7 @@ array matmul(const array& a_in, const array& b_in, const StreamOrDevice& s) {
   sb.insert(sb.end(), {b.shape(-2), b.shape(-1)});
   a = broadcast_to(astype(a, compute, s), sa, s);
   b = broadcast_to(astype(b, compute, s), sb, s);
-  Shape out = batch;
-  out.insert(out.end(), {a.shape(-2), b.shape(-1)});
-  array r(out, compute, std::make_shared<Matmul>(to_stream(s)), {a, b});
+  array r = matmul_node(a, b, to_stream(s));
   if (a_in.ndim() == 1 || b_in.ndim() == 1) {
     Shape final_shape = batch;
     if (a_in.ndim() > 1) final_shape.push_back(a_in.shape(-2));

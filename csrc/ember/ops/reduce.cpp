@@ -57,7 +57,7 @@ array reduce(const array& a, const std::optional<Axes>& axes, bool keepdims, Red
   Axes ax = detail::reduce_axes(axes, a.ndim(), name);
   if (ax.empty()) return a;  // nothing to reduce (0-d input or axis=()): MLX returns the input
   Shape kept = detail::keep_shape(a.shape(), ax);
-  array out(kept, out_t, std::make_shared<Reduce>(to_stream(s), kind, ax), {a});
+  array out = make_node<Reduce>(kept, out_t, {a}, to_stream(s), kind, ax);
   if (!keepdims && !ax.empty()) out = reshape(out, detail::squeeze_shape(a.shape(), ax), s);
   return out;
 }
@@ -155,14 +155,14 @@ array arg_reduce(const array& a, std::optional<int> axis, bool keepdims, ArgRedu
   if (!axis) {
     if (a.size() == 0) fail(name, "Cannot ", name, " reduce zero size array.");
     array flat = reshape(a, {a.size()}, s);
-    array out(Shape{1}, Dtype::uint32, std::make_shared<ArgReduce>(to_stream(s), kind, 0), {flat});
+    array out = make_node<ArgReduce>(Shape{1}, Dtype::uint32, {flat}, to_stream(s), kind, 0);
     return reshape(out, keepdims ? Shape(a.ndim(), 1) : Shape{}, s);
   }
   int ax = normalize_axis(*axis, a.ndim(), name);
   check_nonempty_axes(a, {ax}, name);
   Shape kept = a.shape();
   kept[ax] = 1;
-  array out(kept, Dtype::uint32, std::make_shared<ArgReduce>(to_stream(s), kind, ax), {a});
+  array out = make_node<ArgReduce>(kept, Dtype::uint32, {a}, to_stream(s), kind, ax);
   if (!keepdims) out = reshape(out, detail::squeeze_shape(a.shape(), {ax}), s);
   return out;
 }
@@ -185,7 +185,7 @@ array softmax(const array& a, std::optional<Axes> axes, bool precise, const Stre
     int axis = ax[0];
     bool last = axis == a.ndim() - 1;
     array in = last ? x : swapaxes(x, axis, -1, s);
-    array out(in.shape(), t, std::make_shared<Softmax>(to_stream(s), precise), {in});
+    array out = make_node<Softmax>(in.shape(), t, {in}, to_stream(s), precise);
     return last ? out : swapaxes(out, axis, -1, s);
   }
   array m = max(x, ax, true, s);

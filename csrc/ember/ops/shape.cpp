@@ -9,6 +9,7 @@
 namespace ember {
 
 using detail::fail;
+using detail::fail_index;
 
 array reshape(const array& a, Shape shape, const StreamOrDevice& s) {
   int infer = -1;
@@ -42,7 +43,7 @@ array reshape(const array& a, Shape shape, const StreamOrDevice& s) {
   }
   if (shape == a.shape()) return a;
   Shape out = shape;
-  return array(std::move(shape), a.dtype(), std::make_shared<Reshape>(to_stream(s), std::move(out)), {a});
+  return make_node<Reshape>(std::move(shape), a.dtype(), {a}, to_stream(s), std::move(out));
 }
 
 array flatten(const array& a, int start_axis, int end_axis, const StreamOrDevice& s) {
@@ -156,7 +157,7 @@ array transpose(const array& a, std::optional<Axes> axes, const StreamOrDevice& 
   if (identity) return a;
   Shape shape(ax.size());
   for (size_t i = 0; i < ax.size(); ++i) shape[i] = a.shape()[ax[i]];
-  return array(std::move(shape), a.dtype(), std::make_shared<Transpose>(to_stream(s), ax), {a});
+  return make_node<Transpose>(std::move(shape), a.dtype(), {a}, to_stream(s), ax);
 }
 
 array swapaxes(const array& a, int axis1, int axis2, const StreamOrDevice& s) {
@@ -185,7 +186,7 @@ array broadcast_to(const array& a, const Shape& shape, const StreamOrDevice& s) 
     fail("broadcast_to", "Cannot broadcast array of shape ", shape_str(a.shape()), " to shape ", shape_str(shape),
          ".");
   }
-  return array(out, a.dtype(), std::make_shared<Broadcast>(to_stream(s), out), {a});
+  return make_node<Broadcast>(out, a.dtype(), {a}, to_stream(s), out);
 }
 
 std::vector<array> broadcast_arrays(const std::vector<array>& arrays, const StreamOrDevice& s) {
@@ -222,7 +223,7 @@ array concatenate(const std::vector<array>& arrays, std::optional<int> axis, con
   if (arrays.size() == 1) return astype(first, t, s);
   std::vector<array> ins;
   for (auto& a : arrays) ins.push_back(astype(a, t, s));
-  return array(std::move(shape), t, std::make_shared<Concatenate>(to_stream(s), ax), std::move(ins));
+  return make_node<Concatenate>(std::move(shape), t, std::move(ins), to_stream(s), ax);
 }
 
 array stack(const std::vector<array>& arrays, int axis, const StreamOrDevice& s) {
@@ -256,8 +257,8 @@ array slice(const array& a, Shape start, Shape stop, Shape step, const StreamOrD
     identity = identity && start[i] == 0 && st == 1 && shape[i] == a.shape()[i];
   }
   if (identity) return a;
-  return array(std::move(shape), a.dtype(),
-               std::make_shared<Slice>(to_stream(s), std::move(start), std::move(stop), std::move(step)), {a});
+  return make_node<Slice>(std::move(shape), a.dtype(), {a}, to_stream(s), std::move(start), std::move(stop),
+                          std::move(step));
 }
 
 namespace {
@@ -346,8 +347,7 @@ array pad(const array& a, const std::vector<std::pair<int64_t, int64_t>>& widths
       high.push_back(widths[i].second);
     }
     array v = astype(reshape(value, {}, s), a.dtype(), s);
-    return array(std::move(out), a.dtype(), std::make_shared<Pad>(to_stream(s), std::move(low), std::move(high)),
-                 {a, v});
+    return make_node<Pad>(std::move(out), a.dtype(), {a, v}, to_stream(s), std::move(low), std::move(high));
   }
   if (mode != "edge" && mode != "reflect" && mode != "symmetric") {
     fail("pad", "Invalid pad mode '", mode, "'; expected constant, edge, reflect or symmetric.");
@@ -425,12 +425,11 @@ array as_strided(const array& a, std::optional<Shape> shape, std::optional<Strid
     }
   }
   Shape out = shp;
-  auto prim = std::make_shared<AsStrided>(to_stream(s), std::move(out), std::move(st), offset);
-  return array(std::move(shp), a.dtype(), std::move(prim), {a});
+  return make_node<AsStrided>(std::move(shp), a.dtype(), {a}, to_stream(s), std::move(out), std::move(st), offset);
 }
 
 array contiguous(const array& a, bool allow_col_major, const StreamOrDevice& s) {
-  return array(a.shape(), a.dtype(), std::make_shared<Contiguous>(to_stream(s), allow_col_major), {a});
+  return make_node<Contiguous>(a.shape(), a.dtype(), {a}, to_stream(s), allow_col_major);
 }
 
 array atleast_nd(const array& a, int n, const StreamOrDevice& s) {
@@ -458,7 +457,126 @@ array view(const array& a, Dtype dtype, const StreamOrDevice& s) {
     }
     shape.back() = bytes / to;
   }
-  return array(std::move(shape), dtype, std::make_shared<View>(to_stream(s), dtype), {a});
+  return make_node<View>(std::move(shape), dtype, {a}, to_stream(s), dtype);
+}
+
+// ===========================================================================
+// composites of the views above: flip, roll (negative-step slices / slices
+// + concatenate), unstack, diff, ...
+// ===========================================================================
+
+array matrix_transpose(const array& a, const StreamOrDevice& s) {
+  if (a.ndim() < 2) {
+    fail("matrix_transpose", "Input array must have at least 2 dimensions; got shape ", shape_str(a.shape()), ".");
+  }
+  return swapaxes(a, -1, -2, s);
+}
+
+array permute_dims(const array& a, std::optional<Axes> axes, const StreamOrDevice& s) {
+  return transpose(a, std::move(axes), s);
+}
+
+std::vector<array> unstack(const array& a, int axis, const StreamOrDevice& s) {
+  int ax = normalize_axis(axis, a.ndim(), "unstack");
+  std::vector<array> out;
+  Shape start(a.ndim(), 0), stop = a.shape(), step(a.ndim(), 1);
+  Shape squeezed = detail::squeeze_shape(a.shape(), {ax});
+  for (int64_t i = 0; i < a.shape()[ax]; ++i) {
+    start[ax] = i;
+    stop[ax] = i + 1;
+    out.push_back(reshape(slice(a, start, stop, step, s), squeezed, s));
+  }
+  return out;
+}
+
+array flip(const array& a, std::optional<Axes> axes, const StreamOrDevice& s) {
+  std::vector<bool> rev(a.ndim(), !axes.has_value());
+  if (axes) {
+    for (int v : *axes) rev[normalize_axis(v, a.ndim(), "flip")] = true;  // a repeated axis flips once (MLX)
+  }
+  Shape start(a.ndim(), 0), stop = a.shape(), step(a.ndim(), 1);
+  bool any = false;
+  for (int i = 0; i < a.ndim(); ++i) {
+    if (!rev[i] || a.shape()[i] <= 1) continue;
+    start[i] = a.shape()[i] - 1;
+    stop[i] = -1;
+    step[i] = -1;
+    any = true;
+  }
+  return any ? slice(a, start, stop, step, s) : a;
+}
+
+array diff(const array& a, int n, int axis, const StreamOrDevice& s) {
+  if (n < 0) fail("diff", "Order `n` must be non-negative; got ", n, ".");
+  int ax = normalize_axis(axis, a.ndim(), "diff");
+  if (n == 0) return a;
+  Shape start(a.ndim(), 0), stop = a.shape(), step(a.ndim(), 1);
+  if (n >= a.shape()[ax]) {
+    stop[ax] = 0;
+    return slice(a, start, stop, step, s);
+  }
+  array r = a;
+  for (int k = 0; k < n; ++k) {
+    int64_t len = r.shape()[ax];
+    Shape hi_start = start, lo_stop = r.shape();
+    hi_start[ax] = 1;
+    lo_stop[ax] = len - 1;
+    array hi = slice(r, hi_start, r.shape(), step, s), lo = slice(r, start, lo_stop, step, s);
+    r = r.dtype() == Dtype::bool_ ? not_equal(hi, lo, s) : subtract(hi, lo, s);
+  }
+  return r;
+}
+
+namespace {
+// a rolled by `shift` along axis `ax` (already normalized): the last `k`
+// elements move to the front.
+array roll_axis(const array& a, int64_t shift, int ax, const StreamOrDevice& s) {
+  int64_t n = a.shape()[ax];
+  if (n == 0) return a;
+  int64_t k = shift % n;
+  if (k < 0) k += n;
+  if (k == 0) return a;
+  Shape start(a.ndim(), 0), stop = a.shape(), step(a.ndim(), 1);
+  start[ax] = n - k;
+  array tail = slice(a, start, stop, step, s);
+  start[ax] = 0;
+  stop[ax] = n - k;
+  array head = slice(a, start, stop, step, s);
+  return concatenate({tail, head}, ax, s);
+}
+}  // namespace
+
+array roll(const array& a, int64_t shift, const StreamOrDevice& s) {
+  if (a.ndim() == 0) return a;
+  return reshape(roll_axis(reshape(a, {a.size()}, s), shift, 0, s), a.shape(), s);
+}
+
+array roll(const array& a, int64_t shift, int axis, const StreamOrDevice& s) {
+  if (axis < -a.ndim() || axis >= a.ndim()) {
+    fail_index("roll", "Invalid axis ", axis, " for array with ", a.ndim(), " dimensions.");
+  }
+  return roll_axis(a, shift, axis < 0 ? axis + a.ndim() : axis, s);
+}
+
+array roll(const array& a, const Shape& shift, const Axes& axes, const StreamOrDevice& s) {
+  if (shift.size() < axes.size()) {
+    fail("roll", "At least one shift value per axis is required, ", shift.size(), " provided for ", axes.size(),
+         " axes.");
+  }
+  Shape total(a.ndim(), 0);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int v = axes[i];
+    if (v < -a.ndim() || v >= a.ndim()) {
+      fail_index("roll", "Invalid axis ", v, " for array with ", a.ndim(), " dimensions.");
+    }
+    int ax = v < 0 ? v + a.ndim() : v;
+    // repeated axes add up (modulo the length, so no overflow)
+    int64_t n = std::max<int64_t>(a.shape()[ax], 1);
+    total[ax] = (total[ax] + shift[i] % n) % n;
+  }
+  array r = a;
+  for (int ax = 0; ax < a.ndim(); ++ax) r = roll_axis(r, total[ax], ax, s);
+  return r;
 }
 
 }  // namespace ember

@@ -31,8 +31,7 @@ array sorting(const array& a, std::optional<int> axis, Sorting::Kind kind, const
   auto [x, ax] = along(a, axis, op, s);
   bool indices = kind == Sorting::ArgSort;
   if (indices) check_index_range(x.shape(ax), op);
-  return array(x.shape(), indices ? Dtype::uint32 : x.dtype(), std::make_shared<Sorting>(to_stream(s), kind, ax),
-               {x});
+  return make_node<Sorting>(x.shape(), indices ? Dtype::uint32 : x.dtype(), {x}, to_stream(s), kind, ax);
 }
 
 array partition_impl(const array& a, int kth, std::optional<int> axis, bool indices, const StreamOrDevice& s) {
@@ -46,8 +45,7 @@ array partition_impl(const array& a, int kth, std::optional<int> axis, bool indi
   if (indices) check_index_range(n, op);
   int64_t k = kth < 0 ? kth + n : kth;
   auto kind = indices ? Sorting::ArgPartition : Sorting::Partition;
-  return array(x.shape(), indices ? Dtype::uint32 : x.dtype(), std::make_shared<Sorting>(to_stream(s), kind, ax, k),
-               {x});
+  return make_node<Sorting>(x.shape(), indices ? Dtype::uint32 : x.dtype(), {x}, to_stream(s), kind, ax, k);
 }
 
 }  // namespace
@@ -77,7 +75,7 @@ array topk(const array& a, int k, std::optional<int> axis, const StreamOrDevice&
   }
   Shape shape = x.shape();
   shape[ax] = k;
-  return array(shape, x.dtype(), std::make_shared<Sorting>(to_stream(s), Sorting::TopK, ax, k), {x});
+  return make_node<Sorting>(shape, x.dtype(), {x}, to_stream(s), Sorting::TopK, ax, k);
 }
 
 array searchsorted(const array& sorted, const array& values, const std::string& side, const StreamOrDevice& s) {
@@ -89,8 +87,8 @@ array searchsorted(const array& sorted, const array& values, const std::string& 
   }
   check_index_range(sorted.size(), "searchsorted");
   Dtype t = promote_types(sorted.dtype(), values.dtype());
-  return array(values.shape(), Dtype::uint32, std::make_shared<SearchSorted>(to_stream(s), side == "right"),
-               {astype(sorted, t, s), astype(values, t, s)});
+  return make_node<SearchSorted>(values.shape(), Dtype::uint32, {astype(sorted, t, s), astype(values, t, s)},
+                                 to_stream(s), side == "right");
 }
 
 std::vector<array> unique(const array& a, int64_t size, bool return_index, bool return_inverse, bool return_counts,
@@ -108,9 +106,9 @@ std::vector<array> unique(const array& a, int64_t size, bool return_index, bool 
     }
     inputs.push_back(reshape(astype(*fill_value, a.dtype(), s), {1}, s));
   }
-  auto outs = array::make_arrays({{size}, {size}, {a.size()}, {size}},
-                                 {a.dtype(), Dtype::uint32, Dtype::uint32, Dtype::int32},
-                                 std::make_shared<Unique>(to_stream(s), size), std::move(inputs));
+  auto outs = make_nodes<Unique>({{size}, {size}, {a.size()}, {size}},
+                                 {a.dtype(), Dtype::uint32, Dtype::uint32, Dtype::int32}, std::move(inputs),
+                                 to_stream(s), size);
   std::vector<array> result{outs[0]};
   if (return_index) result.push_back(outs[1]);
   if (return_inverse) result.push_back(reshape(outs[2], a.shape(), s));
@@ -147,7 +145,7 @@ array median(const array& a, std::optional<Axes> axes, bool keepdims, const Stre
 
   // The middle element (and, for even n, the largest one below it).
   const int64_t k = n / 2;
-  array p(flat, x.dtype(), std::make_shared<Sorting>(to_stream(s), Sorting::Partition, last, k), {x});
+  array p = make_node<Sorting>(flat, x.dtype(), {x}, to_stream(s), Sorting::Partition, last, k);
   auto take = [&](int64_t b, int64_t e) {
     Shape st(flat.size(), 0), sp = flat, stp(flat.size(), 1);
     st[last] = b;
@@ -196,7 +194,7 @@ array scan(const array& a, std::optional<int> axis, bool reverse, bool inclusive
   if (axis) normalize_axis(*axis, a.ndim(), op);  // validate before any cast
   array x = a.dtype() == t ? a : astype(a, t, s);
   auto [y, ax] = along(x, axis, op, s);
-  return array(y.shape(), t, std::make_shared<Scan>(to_stream(s), kind, ax, reverse, inclusive), {y});
+  return make_node<Scan>(y.shape(), t, {y}, to_stream(s), kind, ax, reverse, inclusive);
 }
 
 }  // namespace

@@ -17,11 +17,19 @@
 #include "ember/primitives/conv.h"
 
 #include "ember/ops.h"
-#include "ember/ops/conv.h"
+#include "ember/transforms/transforms.h"
 
 namespace ember {
 
 namespace {
+
+// Spatial extent of the dilated, padded input and the output size.
+int64_t out_size(int64_t S, int64_t K, int64_t stride, int64_t lo, int64_t hi, int64_t kd, int64_t id) {
+  int64_t in_d = S > 0 ? (S - 1) * id + 1 : 0;
+  int64_t padded = in_d + lo + hi;
+  int64_t ke = K > 0 ? (K - 1) * kd + 1 : 0;
+  return padded >= ke ? (padded - ke) / stride + 1 : 0;
+}
 
 int64_t excess(const ConvParams& p, int d, int64_t S, int64_t K, int64_t OS) {
   int64_t in_d = (S - 1) * p.input_dilation[d] + 1;
@@ -30,6 +38,17 @@ int64_t excess(const ConvParams& p, int d, int64_t S, int64_t K, int64_t OS) {
 }
 
 }  // namespace
+
+array conv_node(const array& input, const array& weight, const ConvParams& p, Stream s) {
+  int D = input.ndim() - 2;
+  Shape out_shape{input.shape(0)};
+  for (int d = 0; d < D; ++d) {
+    out_shape.push_back(out_size(input.shape(d + 1), weight.shape(d + 1), p.stride[d], p.pad_lo[d], p.pad_hi[d],
+                                 p.kernel_dilation[d], p.input_dilation[d]));
+  }
+  out_shape.push_back(weight.shape(0));
+  return make_node<ConvGeneral>(std::move(out_shape), input.dtype(), {input, weight}, s, p);
+}
 
 bool ConvGeneral::is_equivalent(const Primitive& o) const {
   auto* c = dynamic_cast<const ConvGeneral*>(&o);
@@ -65,13 +84,12 @@ array input_grad(const array& ct, const array& w, const Shape& x_shape, const Co
     q.kernel_dilation.push_back(p.kernel_dilation[d]);
     q.input_dilation.push_back(p.stride[d]);
   }
-  return detail::conv_node(ct, wt, q, {});
+  return conv_node(ct, wt, q, to_stream({}));
 }
 
 // d/dweight of conv(x, w) for the output cotangent ct.
 array weight_grad(const array& x, const array& ct, const Shape& w_shape, const ConvParams& p) {
-  return array(w_shape, x.dtype(), std::make_shared<ConvWeightGrad>(to_stream({}), p, w_shape),
-               {x, ct});
+  return make_node<ConvWeightGrad>(w_shape, x.dtype(), {x, ct}, to_stream({}), p, w_shape);
 }
 
 bool has_empty(const std::vector<array>& v) {
@@ -104,8 +122,8 @@ std::vector<array> ConvGeneral::jvp(const std::vector<array>& primals, const std
                                     const std::vector<int>& argnums, const std::vector<array>& outputs) {
   std::optional<array> out;
   for (size_t i = 0; i < argnums.size(); ++i) {
-    array t = argnums[i] == 0 ? detail::conv_node(tangents[i], primals[1], p_, {})
-                              : detail::conv_node(primals[0], tangents[i], p_, {});
+    array t = argnums[i] == 0 ? conv_node(tangents[i], primals[1], p_, to_stream({}))
+                              : conv_node(primals[0], tangents[i], p_, to_stream({}));
     out = out ? add(*out, t) : t;
   }
   return {*out};
@@ -115,17 +133,17 @@ std::pair<std::vector<array>, std::vector<int>> ConvGeneral::vmap(const std::vec
                                                                   const std::vector<int>& axes) {
   array x = inputs[0], w = inputs[1];
   bool bx = axes[0] >= 0, bw = axes[1] >= 0;
-  if (!bx && !bw) return {{detail::conv_node(x, w, p_, {})}, {-1}};
-  if (bx) x = moveaxis(x, axes[0], 0);
-  if (bw) w = moveaxis(w, axes[1], 0);
-  const int64_t B = bx ? x.shape(0) : w.shape(0);
+  if (!bx && !bw) return {{conv_node(x, w, p_, to_stream({}))}, {-1}};
+  const int64_t B = batch_size(inputs, axes, name());
+  if (bx) x = batch_axis_to(x, axes[0], 0, B);
+  if (bw) w = batch_axis_to(w, axes[1], 0, B);
   const int D = (bx ? x.ndim() - 1 : x.ndim()) - 2;
   const int64_t G = p_.groups;
   auto tail = [](const array& a, int from) { return Shape(a.shape().begin() + from, a.shape().end()); };
   if (bx && !bw) {
     Shape s{B * x.shape(1)};
     for (int64_t v : tail(x, 2)) s.push_back(v);
-    array y = detail::conv_node(reshape(x, s), w, p_, {});
+    array y = conv_node(reshape(x, s), w, p_, to_stream({}));
     Shape ys{B, x.shape(1)};
     for (int64_t v : tail(y, 1)) ys.push_back(v);
     return {{reshape(y, ys)}, {0}};
@@ -140,7 +158,7 @@ std::pair<std::vector<array>, std::vector<int>> ConvGeneral::vmap(const std::vec
     Shape w2{G * B * Og};
     for (int64_t v : tail(w, 2)) w2.push_back(v);
     array wf = reshape(transpose(reshape(w, ws), perm), w2);
-    array y = detail::conv_node(x, wf, p_, {});  // (N, *OS, G*B*Og)
+    array y = conv_node(x, wf, p_, to_stream({}));  // (N, *OS, G*B*Og)
     Shape ys(y.shape().begin(), y.shape().end() - 1);
     ys.push_back(G);
     ys.push_back(B);
@@ -161,7 +179,7 @@ std::pair<std::vector<array>, std::vector<int>> ConvGeneral::vmap(const std::vec
   for (int64_t v : tail(w, 2)) w2.push_back(v);
   ConvParams q = p_;
   q.groups = B * G;
-  array y = detail::conv_node(reshape(xm, xs), reshape(w, w2), q, {});
+  array y = conv_node(reshape(xm, xs), reshape(w, w2), q, to_stream({}));
   Shape ys(y.shape().begin(), y.shape().end() - 1);
   ys.push_back(B);
   ys.push_back(O);
@@ -189,7 +207,7 @@ std::vector<array> ConvWeightGrad::vjp(const std::vector<array>& primals, const 
     } else if (arg == 0) {
       grads.push_back(input_grad(ct, wbar, x.shape(), p_));
     } else {
-      grads.push_back(detail::conv_node(x, wbar, p_, {}));
+      grads.push_back(conv_node(x, wbar, p_, to_stream({})));
     }
   }
   return grads;
@@ -214,13 +232,7 @@ std::pair<std::vector<array>, std::vector<int>> ConvWeightGrad::vmap(const std::
   array x = inputs[0], ct = inputs[1];
   const Shape& ws = w_shape_;
   if (axes[0] < 0 && axes[1] < 0) return {{weight_grad(x, ct, ws, p_)}, {-1}};
-  const int64_t B = axes[0] >= 0 ? x.shape(axes[0]) : ct.shape(axes[1]);
-  auto batched = [B](const array& a, int ax) {
-    if (ax >= 0) return moveaxis(a, ax, 0);
-    Shape s{B};
-    for (int64_t v : a.shape()) s.push_back(v);
-    return broadcast_to(expand_dims(a, {0}), s);
-  };
+  const int64_t B = batch_size(inputs, axes, name());
   auto fold = [B](const array& a) {  // (B, N, ..., C) -> (N, ..., B*C)
     array m = moveaxis(a, 0, -2);
     Shape s(m.shape().begin(), m.shape().end() - 2);
@@ -231,7 +243,7 @@ std::pair<std::vector<array>, std::vector<int>> ConvWeightGrad::vmap(const std::
   q.groups = B * p_.groups;
   Shape fs = ws;
   fs[0] *= B;
-  array y = weight_grad(fold(batched(x, axes[0])), fold(batched(ct, axes[1])), fs, q);
+  array y = weight_grad(fold(batch_axis_to(x, axes[0], 0, B)), fold(batch_axis_to(ct, axes[1], 0, B)), fs, q);
   Shape out{B};
   for (int64_t v : ws) out.push_back(v);
   return {{reshape(y, out)}, {0}};

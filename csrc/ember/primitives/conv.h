@@ -42,6 +42,12 @@ class ConvGeneral final : public Primitive {
 // (K, a parameter, is the weight's kernel shape). Computed from the same
 // im2col blocks as the forward pass (dW_g += ct_g^T @ col_g); its rules are
 // convolutions again (it is bilinear in x and the cotangent).
+// The ConvGeneral node of input (N, *spatial, C) and weight (O, *kernel, C/G):
+// output (N, *output spatial, O) in the input's dtype. No user-level checks:
+// the ops validate; the rules build convolutions whose padding may crop past
+// the kernel extent.
+array conv_node(const array& input, const array& weight, const ConvParams& p, Stream s);
+
 class ConvWeightGrad final : public Primitive {
  public:
   ConvWeightGrad(Stream s, ConvParams p, Shape w_shape) : Primitive(s), p_(std::move(p)), w_shape_(std::move(w_shape)) {}
@@ -50,7 +56,6 @@ class ConvWeightGrad final : public Primitive {
   bool is_equivalent(const Primitive& o) const override;
   EMBER_TRANSFORM_RULES
   const ConvParams& params() const { return p_; }
-  const Shape& weight_shape() const { return w_shape_; }
 
  private:
   ConvParams p_;

@@ -26,10 +26,10 @@
 // dims back to each input's shape, and a jvp broadcasts to the output's.
 #include <cmath>
 #include <optional>
-#include <type_traits>
 
 #include "ember/ops.h"
 #include "ember/primitives/elementwise.h"
+#include "ember/transforms/transforms.h"
 
 namespace ember {
 
@@ -43,7 +43,7 @@ array c(double v, const array& x) { return array(v, x.dtype()); }
 // astype's node, built directly (the rules' casts and vmap's rebuild).
 array cast(const array& x, Dtype t, Stream s) {
   if (x.dtype() == t) return x;
-  return array(x.shape(), t, std::make_shared<AsType>(s, t), {x});
+  return make_node<AsType>(x.shape(), t, {x}, s, t);
 }
 
 // ---- unary table ------------------------------------------------------------
@@ -237,42 +237,7 @@ EMBER_BINARY_ZERO(RightShift)
 EMBER_BINARY_ZERO(NaNEqual)
 #undef EMBER_BINARY_ZERO
 
-// ---- output dtypes (vmap rebuilds the node) -----------------------------------
-
-template <class Op, class... Ts>
-constexpr bool one_of = (std::is_same_v<Op, Ts> || ...);
-
-template <class Op>
-Dtype unary_out_dtype(Dtype in) {
-  if constexpr (one_of<Op, op::LogicalNot, op::IsNaN, op::IsInf, op::IsPosInf, op::IsNegInf>) return Dtype::bool_;
-  else if constexpr (one_of<Op, op::Real, op::Imag>) return Dtype::float32;
-  else if constexpr (one_of<Op, op::Abs>) return is_complex(in) ? Dtype::float32 : in;
-  else return in;
-}
-
-template <class Op>
-Dtype binary_out_dtype(Dtype in) {
-  if constexpr (one_of<Op, op::Equal, op::NotEqual, op::Less, op::LessEqual, op::Greater, op::GreaterEqual,
-                       op::LogicalAnd, op::LogicalOr, op::NaNEqual>) {
-    return Dtype::bool_;
-  } else {
-    return in;
-  }
-}
-
 // ---- shared helpers -------------------------------------------------------------
-
-// The cotangent of a broadcast input: ct summed over the dims that
-// broadcasting added or stretched, in `shape`.
-array sum_to_shape(const array& ct, const Shape& shape, Stream s) {
-  if (ct.shape() == shape) return ct;
-  int lead = ct.ndim() - static_cast<int>(shape.size());
-  Axes axes;
-  for (int i = 0; i < ct.ndim(); ++i) {
-    if (i < lead || (shape[i - lead] == 1 && ct.shape(i) != 1)) axes.push_back(i);
-  }
-  return reshape(sum(ct, axes, true, s), shape, s);
-}
 
 // Lines up the inputs of an elementwise primitive under vmap so that plain
 // broadcasting pairs example i of every batched input with example i of the
@@ -281,15 +246,11 @@ array sum_to_shape(const array& ct, const Shape& shape, Stream s) {
 // and rank, and no unbatched input reaches that axis, nothing moves;
 // otherwise batched inputs get their axis at 0 and size-1 dims after it up to
 // the output's per-example rank (unbatched ones then broadcast from the right).
-std::pair<std::vector<array>, int> align_batch(std::vector<array> in, const std::vector<int>& axes, Stream s) {
-  int first = -1;
-  for (size_t i = 0; i < in.size(); ++i) {
-    if (axes[i] >= 0) {
-      first = static_cast<int>(i);
-      break;
-    }
-  }
-  if (first < 0) return {std::move(in), -1};
+std::pair<std::vector<array>, int> align_batch(std::vector<array> in, const std::vector<int>& axes, const char* op,
+                                               Stream s) {
+  if (batch_size(in, axes, op) < 0) return {std::move(in), -1};
+  int first = 0;
+  while (axes[first] < 0) ++first;
   const int nd = in[first].ndim(), ax = axes[first];
   bool in_place = true;
   int rank = 0;  // the output's per-example rank
@@ -301,7 +262,7 @@ std::pair<std::vector<array>, int> align_batch(std::vector<array> in, const std:
   if (in_place) return {std::move(in), ax};
   for (size_t i = 0; i < in.size(); ++i) {
     if (axes[i] < 0) continue;
-    array x = moveaxis(in[i], axes[i], 0, s);
+    array x = batch_axis_to(in[i], axes[i], 0, -1, s);
     if (x.ndim() - 1 < rank) {
       Shape sh = x.shape();
       sh.insert(sh.begin() + 1, rank - (x.ndim() - 1), 1);
@@ -354,7 +315,7 @@ template <class Op>
 std::pair<std::vector<array>, std::vector<int>> Unary<Op>::vmap(const std::vector<array>& inputs,
                                                                 const std::vector<int>& axes) {
   const array& x = inputs[0];
-  array out(x.shape(), unary_out_dtype<Op>(x.dtype()), std::make_shared<Unary<Op>>(stream()), {x});
+  array out = make_node<Unary<Op>>(x.shape(), Unary<Op>::out_dtype(x.dtype()), {x}, stream());
   return {{out}, {axes[0]}};
 }
 
@@ -414,9 +375,9 @@ std::vector<array> Binary<Op>::jvp(const std::vector<array>& primals, const std:
 template <class Op>
 std::pair<std::vector<array>, std::vector<int>> Binary<Op>::vmap(const std::vector<array>& inputs,
                                                                  const std::vector<int>& axes) {
-  auto [in, ax] = align_batch(inputs, axes, stream());
+  auto [in, ax] = align_batch(inputs, axes, name(), stream());
   Shape shape = broadcast_shapes(in[0].shape(), in[1].shape(), name());
-  array out(std::move(shape), binary_out_dtype<Op>(in[0].dtype()), std::make_shared<Binary<Op>>(stream()), in);
+  array out = make_node<Binary<Op>>(std::move(shape), Binary<Op>::out_dtype(in[0].dtype()), in, stream());
   return {{out}, {ax}};
 }
 
@@ -427,8 +388,8 @@ std::pair<std::vector<array>, std::vector<int>> Binary<Op>::vmap(const std::vect
                                                 const std::vector<int>&, const std::vector<array>&);          \
   template std::pair<std::vector<array>, std::vector<int>> CLASS<op::N>::vmap(const std::vector<array>&,      \
                                                                              const std::vector<int>&);
-#define EMBER_UNARY_RULES(N) EMBER_RULES(Unary, N)
-#define EMBER_BINARY_RULES(N) EMBER_RULES(Binary, N)
+#define EMBER_UNARY_RULES(N, OUT) EMBER_RULES(Unary, N)
+#define EMBER_BINARY_RULES(N, OUT) EMBER_RULES(Binary, N)
 EMBER_UNARY_OPS(EMBER_UNARY_RULES)
 EMBER_BINARY_OPS(EMBER_BINARY_RULES)
 #undef EMBER_UNARY_RULES
@@ -471,7 +432,7 @@ std::vector<array> Select::jvp(const std::vector<array>& primals, const std::vec
 
 std::pair<std::vector<array>, std::vector<int>> Select::vmap(const std::vector<array>& inputs,
                                                              const std::vector<int>& axes) {
-  auto [in, ax] = align_batch(inputs, axes, stream());
+  auto [in, ax] = align_batch(inputs, axes, name(), stream());
   return {{where(in[0], in[1], in[2], stream())}, {ax}};
 }
 

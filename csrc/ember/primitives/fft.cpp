@@ -14,13 +14,11 @@
 #include <vector>
 
 #include "ember/ops.h"
-#include "ember/ops/fft.h"
+#include "ember/transforms/transforms.h"
 
 namespace ember {
 
 namespace {
-
-int shifted(int axis, int b) { return b >= 0 && b <= axis ? axis + 1 : axis; }
 
 // The C2R weights w along `axis` of an ndim-d array (size 1 elsewhere).
 array hermitian_weights(int64_t n, int axis, int ndim) {
@@ -35,28 +33,52 @@ array hermitian_weights(int64_t n, int axis, int ndim) {
 
 }  // namespace
 
+array fft_node(const array& x, FFT::Kind kind, int axis, bool inverse, int64_t n, double scale, Stream s) {
+  using detail::fail;
+  const char* op = "fft";
+  if (axis < 0 || axis >= x.ndim()) fail(op, "Invalid axis ", axis, " for shape ", shape_str(x.shape()), ".");
+  const int64_t half = n / 2 + 1;
+  Shape shape = x.shape();
+  if (kind == FFT::R2C) {
+    if (x.dtype() != Dtype::float32 || x.shape(axis) != n) fail(op, "R2C needs float32 of length ", n, ".");
+    shape[axis] = half;
+  } else if (kind == FFT::C2R) {
+    if (x.dtype() != Dtype::complex64 || x.shape(axis) != half) fail(op, "C2R needs complex64 of length ", half, ".");
+    shape[axis] = n;
+  } else if (x.dtype() != Dtype::complex64 || x.shape(axis) != n) {
+    fail(op, "C2C needs complex64 of length ", n, ".");
+  }
+  return make_node<FFT>(std::move(shape), kind == FFT::C2R ? Dtype::float32 : Dtype::complex64, {x}, s, kind, axis,
+                        inverse, n, scale);
+}
+
 std::vector<array> FFT::vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
                             const std::vector<int>& argnums, const std::vector<array>& outputs) {
   Stream s = stream();
   const array& ct = cotangents[0];
-  if (kind_ == C2C) return {fft::detail::transform(ct, C2C, axis_, !inverse_, n_, scale_, s)};
+  if (kind_ == C2C) return {fft_node(ct, C2C, axis_, !inverse_, n_, scale_, s)};
   if (kind_ == R2C) {
-    array padded = fft::detail::resize_axis(ct, axis_, n_, s);
-    return {real(fft::detail::transform(padded, C2C, axis_, true, n_, scale_, s), s)};
+    array padded = ct;  // P^T: bins n/2+1 .. n-1 are zero
+    if (ct.shape(axis_) < n_) {
+      std::vector<std::pair<int64_t, int64_t>> widths(ct.ndim(), {0, 0});
+      widths[axis_].second = n_ - ct.shape(axis_);
+      padded = pad(ct, widths, "constant", array(0.0, ct.dtype()), s);
+    }
+    return {real(fft_node(padded, C2C, axis_, true, n_, scale_, s), s)};
   }
-  array y = fft::detail::transform(ct, R2C, axis_, false, n_, scale_, s);
+  array y = fft_node(ct, R2C, axis_, false, n_, scale_, s);
   return {multiply(y, hermitian_weights(n_, axis_, ct.ndim()), s)};
 }
 
 std::vector<array> FFT::jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
                             const std::vector<int>& argnums, const std::vector<array>& outputs) {
-  return {fft::detail::transform(tangents[0], kind_, axis_, inverse_, n_, scale_, stream())};
+  return {fft_node(tangents[0], kind_, axis_, inverse_, n_, scale_, stream())};
 }
 
 std::pair<std::vector<array>, std::vector<int>> FFT::vmap(const std::vector<array>& inputs,
                                                           const std::vector<int>& axes) {
   int b = axes[0];
-  return {{fft::detail::transform(inputs[0], kind_, shifted(axis_, b), inverse_, n_, scale_, stream())}, {b}};
+  return {{fft_node(inputs[0], kind_, example_axis(axis_, b), inverse_, n_, scale_, stream())}, {b}};
 }
 
 }  // namespace ember

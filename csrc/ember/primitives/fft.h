@@ -40,4 +40,9 @@ class FFT final : public Primitive {
   double scale_;
 };
 
+// The FFT node of one transform of `kind` along `axis` of x (checked: x is
+// float32 of length n for R2C, complex64 of length n/2+1 for C2R and of
+// length n for C2C).
+array fft_node(const array& x, FFT::Kind kind, int axis, bool inverse, int64_t n, double scale, Stream s);
+
 }  // namespace ember

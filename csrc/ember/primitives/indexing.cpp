@@ -4,7 +4,9 @@
 //
 // vmap turns the batch into one more indexed axis: the batch axis of the
 // source goes first and an arange over the batch joins the index arrays (on
-// that axis), broadcast against them; an unbatched operand is broadcast.
+// that axis), broadcast against them; an unbatched index array or update
+// gets a size-1 batch axis that broadcasts, an unbatched source or
+// destination B copies (the helpers in transforms/transforms.h).
 // When only the source is batched the batch rides along as a non-indexed
 // axis instead (no extra index array).
 //
@@ -28,11 +30,12 @@
 #include <limits>
 #include <numeric>
 
+#include "ember/ops.h"
+#include "ember/transforms/transforms.h"
+
 namespace ember {
 
 namespace {
-
-Dtype index_dtype(int64_t n) { return n <= std::numeric_limits<int32_t>::max() ? Dtype::int32 : Dtype::int64; }
 
 // arange(n) shaped [n, 1, ..., 1] with `trailing` size-1 dims: the batch
 // index, broadcast against index arrays of rank `trailing`.
@@ -41,24 +44,6 @@ array batch_range(int64_t n, int trailing, Stream s) {
   shape[0] = n;
   return reshape(arange(0.0, static_cast<double>(n), 1.0, index_dtype(n), s), shape, s);
 }
-
-// x with its batch axis first; an unbatched x gets a leading size-1 axis.
-array batch_first(const array& x, int ax, Stream s) {
-  return ax < 0 ? expand_dims(x, {0}, s) : moveaxis(x, ax, 0, s);
-}
-
-int64_t batch_size(const std::vector<array>& inputs, const std::vector<int>& axes) {
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (axes[i] >= 0) return inputs[i].shape(axes[i]);
-  }
-  return -1;
-}
-
-array conj_if_complex(const array& x, Stream s) { return is_complex(x.dtype()) ? conjugate(x, s) : x; }
-
-// Zero cotangents for inputs that get none (index arrays are integers: the
-// transforms never ask, but a rule answers every argnum).
-array zero_like(const array& x, Stream s) { return zeros_like(x, {}, s); }
 
 // The window of x (an array of the scattered array's shape) that `v`
 // describes, as an array of shape v.size: window dim i is x's dim v.dims[i]
@@ -159,7 +144,7 @@ std::vector<array> Gather::vjp(const std::vector<array>& primals, const std::vec
   std::vector<array> out;
   for (int a : argnums) {
     if (a != 0) {
-      out.push_back(zero_like(primals[a], stream()));
+      out.push_back(zeros_like(primals[a], {}, stream()));
       continue;
     }
     // every read adds its cotangent to the element it read
@@ -174,7 +159,7 @@ std::vector<array> Gather::jvp(const std::vector<array>& primals, const std::vec
   for (size_t i = 0; i < argnums.size(); ++i) {
     if (argnums[i] == 0) return {gather(tangents[i], idx, axes_, stream())};
   }
-  return {zero_like(outputs[0], stream())};
+  return {zeros_like(outputs[0], {}, stream())};
 }
 
 std::pair<std::vector<array>, std::vector<int>> Gather::vmap(const std::vector<array>& inputs,
@@ -188,16 +173,16 @@ std::pair<std::vector<array>, std::vector<int>> Gather::vmap(const std::vector<a
     if (sa < 0) return {{gather(src, idx, axes_, s)}, {-1}};
     // the batch is one more non-indexed dim of the source
     std::vector<int> g_axes;
-    for (int a : axes_) g_axes.push_back(a + (a >= sa));
+    for (int a : axes_) g_axes.push_back(example_axis(a, sa));
     int before = 0;  // non-indexed source dims before the batch dim
     for (int d = 0; d < sa; ++d) before += std::find(g_axes.begin(), g_axes.end(), d) == g_axes.end();
     return {{gather(src, idx, g_axes, s)}, {idx[0].ndim() + before}};
   }
-  int64_t b = batch_size(inputs, axes);
+  int64_t b = batch_size(inputs, axes, name());
   std::vector<array> bidx;
   int n_index_dims = 0;
   for (size_t j = 0; j < idx.size(); ++j) {
-    bidx.push_back(batch_first(idx[j], axes[j + 1], s));
+    bidx.push_back(batch_axis_or_1_to(idx[j], axes[j + 1], 0, s));
     n_index_dims = bidx.back().ndim() - 1;
   }
   if (sa < 0) return {{gather(src, bidx, axes_, s)}, {0}};
@@ -205,7 +190,7 @@ std::pair<std::vector<array>, std::vector<int>> Gather::vmap(const std::vector<a
   bidx.insert(bidx.begin(), batch_range(b, n_index_dims, s));
   std::vector<int> g_axes{0};
   for (int a : axes_) g_axes.push_back(a + 1);
-  return {{gather(moveaxis(src, sa, 0, s), bidx, g_axes, s)}, {0}};
+  return {{gather(batch_axis_to(src, sa, 0, b, s), bidx, g_axes, s)}, {0}};
 }
 
 // ---- Scatter ----
@@ -222,7 +207,7 @@ std::vector<array> Scatter::vjp(const std::vector<array>& primals, const std::ve
   std::vector<array> res;
   for (int a : argnums) {
     if (a != 0 && a != u_arg) {
-      res.push_back(zero_like(primals[a], s));
+      res.push_back(zeros_like(primals[a], {}, s));
       continue;
     }
     bool is_dst = a == 0;
@@ -248,8 +233,8 @@ std::vector<array> Scatter::vjp(const std::vector<array>& primals, const std::ve
         break;
       case ScatterKind::Prod: {
         auto [pr, e] = p.prod_factors(dst, upd);
-        res.push_back(is_dst ? multiply(ct, conj_if_complex(pr, s), s)
-                             : multiply(p.gat(ct), conj_if_complex(e, s), s));
+        res.push_back(is_dst ? multiply(ct, conjugate(pr, s), s)
+                             : multiply(p.gat(ct), conjugate(e, s), s));
         break;
       }
     }
@@ -269,7 +254,7 @@ std::vector<array> Scatter::jvp(const std::vector<array>& primals, const std::ve
     if (argnums[i] == 0) td = tangents[i];
     if (argnums[i] == u_arg) tu = tangents[i];
   }
-  if (!td && !tu) return {zero_like(outputs[0], s)};
+  if (!td && !tu) return {zeros_like(outputs[0], {}, s)};
   array t_dst = td ? *td : zeros_like(dst, {}, s);
   array t_upd = tu ? *tu : zeros_like(upd, {}, s);
   switch (kind_) {
@@ -303,7 +288,7 @@ std::pair<std::vector<array>, std::vector<int>> Scatter::vmap(const std::vector<
   const int n_index_dims = idx.empty() ? 0 : idx[0].ndim() - (axes[1] >= 0);
   bool others_batched = std::any_of(axes.begin() + 1, axes.end(), [](int a) { return a >= 0; });
   if (da < 0 && !others_batched) return {{scatter(dst, view_, idx, upd, axes_, kind_, s)}, {-1}};
-  int64_t b = batch_size(inputs, axes);
+  int64_t b = batch_size(inputs, axes, name());
   // the batch becomes window dim 0 (dst's dim 0)
   IndexView v;
   v.dims.push_back(0);
@@ -321,18 +306,15 @@ std::pair<std::vector<array>, std::vector<int>> Scatter::vmap(const std::vector<
   if (!others_batched) {
     // only dst is batched: the batch is a non-indexed window dim, the first
     // of the updates' trailing dims (where the same updates broadcast)
-    array u = expand_dims(upd, {n_index_dims}, s);
-    return {{scatter(moveaxis(dst, da, 0, s), v, idx, u, s_axes, kind_, s)}, {0}};
+    array u = batch_axis_or_1_to(upd, ua, n_index_dims, s);  // ua == -1
+    return {{scatter(batch_axis_to(dst, da, 0, b, s), v, idx, u, s_axes, kind_, s)}, {0}};
   }
-  array bdst = da >= 0 ? moveaxis(dst, da, 0, s) : broadcast_to(expand_dims(dst, {0}, s), [&] {
-    Shape sh = dst.shape();
-    sh.insert(sh.begin(), b);
-    return sh;
-  }(), s);
+  // every example writes its own copy of dst
+  array bdst = batch_axis_to(dst, da, 0, b, s);
   std::vector<array> bidx{batch_range(b, n_index_dims, s)};
-  for (size_t j = 0; j < idx.size(); ++j) bidx.push_back(batch_first(idx[j], axes[j + 1], s));
+  for (size_t j = 0; j < idx.size(); ++j) bidx.push_back(batch_axis_or_1_to(idx[j], axes[j + 1], 0, s));
   s_axes.insert(s_axes.begin(), 0);
-  return {{scatter(bdst, v, bidx, batch_first(upd, ua, s), s_axes, kind_, s)}, {0}};
+  return {{scatter(bdst, v, bidx, batch_axis_or_1_to(upd, ua, 0, s), s_axes, kind_, s)}, {0}};
 }
 
 }  // namespace ember

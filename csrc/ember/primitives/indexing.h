@@ -6,10 +6,32 @@
 // rules are in primitives/indexing.cpp.
 #pragma once
 
-#include "ember/ops.h"
 #include "ember/primitive.h"
 
 namespace ember {
+
+// A strided window on an array: window dim i is the array's dim dims[i]
+// taken at start[i] + step[i] * j for j < size[i], or (dims[i] == -1) an
+// inserted dim of size 1. full_view(shape) is the whole array.
+struct IndexView {
+  std::vector<int> dims;
+  Shape start, step, size;
+  bool operator==(const IndexView& o) const {
+    return dims == o.dims && start == o.start && step == o.step && size == o.size;
+  }
+};
+inline IndexView full_view(const Shape& shape) {
+  IndexView v;
+  for (int d = 0; d < static_cast<int>(shape.size()); ++d) {
+    v.dims.push_back(d);
+    v.start.push_back(0);
+    v.step.push_back(1);
+    v.size.push_back(shape[d]);
+  }
+  return v;
+}
+// How Scatter combines an update with what is there.
+enum class ScatterKind { Assign, Add, Prod, Max, Min };
 
 // inputs: src, idx_0 .. idx_{k-1}
 // output: I ++ (src's dims not in axes, in order)
@@ -30,7 +52,7 @@ class Gather final : public Primitive {
 // view's dims not in axes)
 // output: dst with the updates combined into view(dst)[idx...] by `kind`;
 // with kind Assign and a repeated index the last update wins.
-// The axes index `view`, a strided window on dst (see IndexView in ops.h).
+// The axes index `view`, a strided window on dst (IndexView above).
 class Scatter final : public Primitive {
  public:
   Scatter(Stream s, IndexView view, std::vector<int> axes, ScatterKind kind)

@@ -19,7 +19,6 @@
 //             dU = U (F o (P S + S P^T)), dV = V (F o (S P + P^T S)), F_ij = 1/(s_j^2 - s_i^2)
 #include "ember/primitives/lapack.h"
 
-#include "ember/ops/common.h"
 #include "ember/ops/lapack.h"
 #include "ember/transforms/transforms.h"
 
@@ -118,7 +117,7 @@ std::vector<array> lapack_node(Lapack::Kind kind, bool upper, const std::vector<
     case Lapack::LUFactor: shapes = {sh({m, n}), sh({K})}, dtypes = {t, Dtype::uint32}; break;
     case Lapack::LU: shapes = {sh({m}), sh({m, K}), sh({K, n})}, dtypes = {Dtype::uint32, t, t}; break;
   }
-  return array::make_arrays(std::move(shapes), dtypes, std::make_shared<Lapack>(s, kind, upper), inputs);
+  return make_nodes<Lapack>(std::move(shapes), std::move(dtypes), inputs, s, kind, upper);
 }
 
 namespace {
@@ -298,13 +297,11 @@ std::vector<array> Lapack::jvp(const std::vector<array>& primals, const std::vec
 std::pair<std::vector<array>, std::vector<int>> Lapack::vmap(const std::vector<array>& inputs,
                                                              const std::vector<int>& axes) {
   Stream s = stream();
-  bool any = false;
-  for (int ax : axes) any = any || ax >= 0;
-  if (!any) {
+  if (!any_batched(axes)) {
     auto outs = lapack_node(kind_, upper_, inputs, s);
     return {outs, std::vector<int>(outs.size(), -1)};
   }
-  int64_t B = batch_size(inputs, axes);
+  int64_t B = batch_size(inputs, axes, name());
   std::vector<array> moved;
   for (size_t i = 0; i < inputs.size(); ++i) moved.push_back(batch_axis_to(inputs[i], axes[i], 0, B));
   auto outs = lapack_node(kind_, upper_, moved, s);

@@ -8,20 +8,20 @@
 //                               complex cotangents, see elementwise.cpp)
 #include "ember/ops.h"
 #include "ember/primitives/linalg.h"
+#include "ember/transforms/transforms.h"
 
 namespace ember {
+
+array matmul_node(const array& a, const array& b, Stream s) {
+  Shape out = a.shape();
+  out.back() = b.shape(-1);
+  return make_node<Matmul>(std::move(out), a.dtype(), {a, b}, s);
+}
 
 namespace {
 
 array mT(const array& x, Stream s) { return swapaxes(x, -1, -2, s); }
 array mH(const array& x, Stream s) { return mT(conjugate(x, s), s); }
-
-// A Matmul node on operands with equal batch shapes, computing in their dtype.
-array matmul_node(const array& a, const array& b, Stream s) {
-  Shape out = a.shape();
-  out.back() = b.shape(-1);
-  return array(std::move(out), a.dtype(), std::make_shared<Matmul>(s), {a, b});
-}
 
 // x with dims [d, d + 1] merged into one / with dim d split in (n, m).
 array merge_dims(const array& x, int d, Stream s) {
@@ -72,16 +72,17 @@ std::pair<std::vector<array>, std::vector<int>> Matmul::vmap(const std::vector<a
   Stream s = stream();
   if (aa < 0 && ab < 0) return {{matmul_node(a, b, s)}, {-1}};
   if (aa >= 0 && ab >= 0) {
-    return {{matmul_node(moveaxis(a, aa, 0, s), moveaxis(b, ab, 0, s), s)}, {0}};
+    int64_t B = batch_size(inputs, axes, name());
+    return {{matmul_node(batch_axis_to(a, aa, 0, B, s), batch_axis_to(b, ab, 0, B, s), s)}, {0}};
   }
   if (aa >= 0) {
     int d = a.ndim() - 3;  // where the batch goes: just before M
-    array x = moveaxis(a, aa, d, s);
+    array x = batch_axis_to(a, aa, d, -1, s);
     array r = matmul_node(merge_dims(x, d, s), b, s);
     return {{split_dim(r, d, x.shape(d), x.shape(d + 1), s)}, {d}};
   }
   int d = b.ndim() - 2;  // just before N
-  array y = moveaxis(b, ab, d, s);
+  array y = batch_axis_to(b, ab, d, -1, s);
   array r = matmul_node(a, merge_dims(y, d, s), s);
   return {{split_dim(r, d, y.shape(d), y.shape(d + 1), s)}, {d}};
 }

@@ -16,4 +16,8 @@ class Matmul final : public Primitive {
   bool is_equivalent(const Primitive& o) const override { return dynamic_cast<const Matmul*>(&o); }
 };
 
+// The Matmul node of a (..., M, K) and b (..., K, N) with equal batch shapes
+// and one dtype (the op layer broadcasts and casts): (..., M, N).
+array matmul_node(const array& a, const array& b, Stream s);
+
 }  // namespace ember

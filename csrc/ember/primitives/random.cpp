@@ -5,6 +5,7 @@
 
 #include "ember/ops.h"
 #include "ember/ops/lapack.h"
+#include "ember/transforms/transforms.h"
 
 namespace ember {
 
@@ -29,12 +30,12 @@ std::pair<std::vector<array>, std::vector<int>> RandomBits::vmap(const std::vect
                                                                  const std::vector<int>& axes) {
   array keys = inputs[0];
   int ax = axes[0];
-  if (ax >= 0 && ax != 0) keys = moveaxis(keys, ax, 0, stream());
+  if (ax >= 0) keys = batch_axis_to(keys, ax, 0, -1, stream());
   Shape out_shape(keys.shape().begin(), keys.shape().end() - 1);
   out_shape.insert(out_shape.end(), shape_.begin(), shape_.end());
   Dtype dt = kind_ == Bits ? (width_ == 1 ? Dtype::uint8 : width_ == 2 ? Dtype::uint16 : Dtype::uint32)
                            : Dtype::float32;
-  array out(out_shape, dt, std::make_shared<RandomBits>(stream(), shape_, width_, kind_), {keys});
+  array out = make_node<RandomBits>(out_shape, dt, {keys}, stream(), shape_, width_, kind_);
   return {{out}, {ax >= 0 ? 0 : -1}};
 }
 
@@ -43,8 +44,8 @@ std::pair<std::vector<array>, std::vector<int>> RandomCholesky::vmap(const std::
   // Batched matrices: the batch axis joins the leading batch dims.
   array a = inputs[0];
   int ax = axes[0];
-  if (ax > 0) a = moveaxis(a, ax, 0, stream());
-  array out(a.shape(), a.dtype(), std::make_shared<RandomCholesky>(stream()), {a});
+  if (ax >= 0) a = batch_axis_to(a, ax, 0, -1, stream());
+  array out = make_node<RandomCholesky>(a.shape(), a.dtype(), {a}, stream());
   return {{out}, {ax >= 0 ? 0 : -1}};
 }
 

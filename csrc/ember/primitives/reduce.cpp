@@ -14,6 +14,7 @@
 
 #include "ember/ops.h"
 #include "ember/primitives/reduce.h"
+#include "ember/transforms/transforms.h"
 
 namespace ember {
 
@@ -98,11 +99,7 @@ std::pair<std::vector<array>, std::vector<int>> Reduce::vmap(const std::vector<a
                                                              const std::vector<int>& axes) {
   int b = axes[0];
   std::vector<int> ax = axes_;
-  if (b >= 0) {
-    for (int& a : ax) {
-      if (a >= b) ++a;
-    }
-  }
+  for (int& a : ax) a = example_axis(a, b);
   const array& x = inputs[0];
   Stream s = stream();
   // The public reductions give the node's output dtype for its input dtype.
@@ -133,7 +130,7 @@ std::vector<array> ArgReduce::jvp(const std::vector<array>&, const std::vector<a
 std::pair<std::vector<array>, std::vector<int>> ArgReduce::vmap(const std::vector<array>& inputs,
                                                                 const std::vector<int>& axes) {
   int b = axes[0];
-  int ax = axis_ + (b >= 0 && axis_ >= b);
+  int ax = example_axis(axis_, b);
   const array& x = inputs[0];
   array out = kind_ == ArgMax ? argmax(x, ax, true, stream()) : argmin(x, ax, true, stream());
   return {{out}, {b}};
@@ -165,7 +162,7 @@ std::pair<std::vector<array>, std::vector<int>> Softmax::vmap(const std::vector<
   array x = inputs[0];
   int b = axes[0];
   if (b >= 0 && b == x.ndim() - 1) {  // the batch axis is where softmax runs: move it out
-    x = moveaxis(x, b, 0, stream());
+    x = batch_axis_to(x, b, 0, -1, stream());
     b = 0;
   }
   return {{softmax(x, std::vector<int>{-1}, precise_, stream())}, {b}};

@@ -3,12 +3,13 @@
 // Their kernels are in backend/cpu/shape.cpp.
 //
 // The vmap rules move the batch axis to the front (an unbatched operand of
-// a multi-input op is broadcast to the batch) and shift the op's parameters
-// by one dim; every output is batched on axis 0.
+// a multi-input op is broadcast to the batch: batch_axis_to) and
+// shift the op's parameters by one dim; every output is batched on axis 0.
 #include <algorithm>
 
 #include "ember/ops.h"
 #include "ember/primitives/shape.h"
+#include "ember/transforms/transforms.h"
 
 namespace ember {
 
@@ -16,48 +17,10 @@ namespace {
 
 using VmapResult = std::pair<std::vector<array>, std::vector<int>>;
 
-// The batch size: the extent of the first batched input's batch axis.
-int64_t batch_size(const std::vector<array>& inputs, const std::vector<int>& axes) {
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (axes[i] >= 0) return inputs[i].shape()[axes[i]];
-  }
-  return -1;
-}
-
-bool any_batched(const std::vector<int>& axes) {
-  for (int a : axes) {
-    if (a >= 0) return true;
-  }
-  return false;
-}
-
-// x with its batch axis `ax` first; an unbatched x (ax == -1) is broadcast
-// to a leading batch of n.
-array batch_first(const array& x, int ax, int64_t n, Stream s) {
-  if (ax > 0) return moveaxis(x, ax, 0, s);
-  if (ax == 0) return x;
-  Shape ex = x.shape(), to = x.shape();
-  ex.insert(ex.begin(), 1);
-  to.insert(to.begin(), n);
-  return broadcast_to(reshape(x, ex, s), to, s);
-}
-
 Shape prepend(int64_t n, const Shape& shape) {
   Shape out{n};
   out.insert(out.end(), shape.begin(), shape.end());
   return out;
-}
-
-// Sums x (broadcast from `shape` by NumPy's rules) back to `shape`: over
-// the leading dims and the dims where `shape` has 1. Keeps x's dtype.
-array sum_to_shape(const array& x, const Shape& shape, Stream s) {
-  int lead = x.ndim() - static_cast<int>(shape.size());
-  Axes axes;
-  for (int i = 0; i < x.ndim(); ++i) {
-    if (i < lead || (shape[i - lead] == 1 && x.shape()[i] != 1)) axes.push_back(i);
-  }
-  array r = axes.empty() ? x : sum(x, axes, true, s);
-  return reshape(astype(r, x.dtype(), s), shape, s);
 }
 
 array zero_scalar(Dtype t) { return array(0, t); }
@@ -137,7 +100,7 @@ std::vector<array> Reshape::jvp(const std::vector<array>&, const std::vector<arr
 
 VmapResult Reshape::vmap(const std::vector<array>& inputs, const std::vector<int>& axes) {
   if (axes[0] < 0) return {{reshape(inputs[0], shape_, stream())}, {-1}};
-  array x = batch_first(inputs[0], axes[0], 0, stream());
+  array x = batch_axis_to(inputs[0], axes[0], 0, -1, stream());
   return {{reshape(x, prepend(x.shape()[0], shape_), stream())}, {0}};
 }
 
@@ -157,7 +120,7 @@ std::vector<array> Transpose::jvp(const std::vector<array>&, const std::vector<a
 
 VmapResult Transpose::vmap(const std::vector<array>& inputs, const std::vector<int>& axes) {
   if (axes[0] < 0) return {{transpose(inputs[0], axes_, stream())}, {-1}};
-  array x = batch_first(inputs[0], axes[0], 0, stream());
+  array x = batch_axis_to(inputs[0], axes[0], 0, -1, stream());
   std::vector<int> ax{0};
   for (int a : axes_) ax.push_back(a + 1);
   return {{transpose(x, ax, stream())}, {0}};
@@ -177,7 +140,7 @@ std::vector<array> Broadcast::jvp(const std::vector<array>&, const std::vector<a
 
 VmapResult Broadcast::vmap(const std::vector<array>& inputs, const std::vector<int>& axes) {
   if (axes[0] < 0) return {{broadcast_to(inputs[0], shape_, stream())}, {-1}};
-  array x = batch_first(inputs[0], axes[0], 0, stream());
+  array x = batch_axis_to(inputs[0], axes[0], 0, -1, stream());
   // (B, *in) -> (B, 1, ..., 1, *in): the input's dims right-aligned with shape_
   Shape ex(1 + shape_.size() - (x.ndim() - 1), 1);
   ex[0] = x.shape()[0];
@@ -199,7 +162,7 @@ std::vector<array> Slice::jvp(const std::vector<array>&, const std::vector<array
 
 VmapResult Slice::vmap(const std::vector<array>& inputs, const std::vector<int>& axes) {
   if (axes[0] < 0) return {{slice(inputs[0], start_, stop_, step_, stream())}, {-1}};
-  array x = batch_first(inputs[0], axes[0], 0, stream());
+  array x = batch_axis_to(inputs[0], axes[0], 0, -1, stream());
   Shape st = prepend(0, start_), sp = prepend(x.shape()[0], stop_), stp = prepend(1, step_);
   return {{slice(x, st, sp, stp, stream())}, {0}};
 }
@@ -214,7 +177,7 @@ std::vector<array> AsStrided::vjp(const std::vector<array>& primals, const std::
   const array& x = primals[0];
   const array& cot = cotangents[0];
   if (cot.size() == 0 || x.size() == 0) return {zeros(x.shape(), cot.dtype(), s)};
-  Dtype it = x.size() <= INT32_MAX ? Dtype::int32 : Dtype::int64;
+  Dtype it = index_dtype(x.size());
   int nd = cot.ndim();
   array idx = array(offset_, it);
   for (int i = 0; i < nd; ++i) {
@@ -237,7 +200,7 @@ std::vector<array> AsStrided::jvp(const std::vector<array>&, const std::vector<a
 // (as_strided reads its input in row-major order, batch first here).
 VmapResult AsStrided::vmap(const std::vector<array>& inputs, const std::vector<int>& axes) {
   if (axes[0] < 0) return {{as_strided(inputs[0], shape_, strides_, offset_, stream())}, {-1}};
-  array x = batch_first(inputs[0], axes[0], 0, stream());
+  array x = batch_axis_to(inputs[0], axes[0], 0, -1, stream());
   int64_t per = x.shape()[0] ? x.size() / x.shape()[0] : 0;
   return {{as_strided(x, prepend(x.shape()[0], shape_), prepend(per, strides_), offset_, stream())}, {0}};
 }
@@ -274,7 +237,7 @@ std::vector<array> Full::jvp(const std::vector<array>&, const std::vector<array>
 
 VmapResult Full::vmap(const std::vector<array>& inputs, const std::vector<int>& axes) {
   if (axes[0] < 0) return {{full(shape_, inputs[0], dtype_, stream())}, {-1}};
-  array v = batch_first(inputs[0], axes[0], 0, stream());
+  array v = batch_axis_to(inputs[0], axes[0], 0, -1, stream());
   // (B, *v) -> (B, 1, ..., 1, *v), right-aligned with shape_
   Shape ex(1 + shape_.size() - (v.ndim() - 1), 1);
   ex[0] = v.shape()[0];
@@ -297,8 +260,7 @@ std::vector<array> Arange::jvp(const std::vector<array>&, const std::vector<arra
 
 VmapResult Arange::vmap(const std::vector<array>&, const std::vector<int>&) {
   if (!n_) no_rule("vmap");
-  auto prim = std::make_shared<Arange>(stream(), start_, step_, *n_, dtype_);
-  return {{array(Shape{*n_}, dtype_, std::move(prim), {})}, {-1}};
+  return {{make_node<Arange>(Shape{*n_}, dtype_, {}, stream(), start_, step_, *n_, dtype_)}, {-1}};
 }
 
 // ---- Concatenate ------------------------------------------------------------
@@ -331,9 +293,9 @@ std::vector<array> Concatenate::jvp(const std::vector<array>& primals, const std
 
 VmapResult Concatenate::vmap(const std::vector<array>& inputs, const std::vector<int>& axes) {
   if (!any_batched(axes)) return {{concatenate(inputs, axis_, stream())}, {-1}};
-  int64_t n = batch_size(inputs, axes);
+  int64_t n = batch_size(inputs, axes, name());
   std::vector<array> xs;
-  for (size_t i = 0; i < inputs.size(); ++i) xs.push_back(batch_first(inputs[i], axes[i], n, stream()));
+  for (size_t i = 0; i < inputs.size(); ++i) xs.push_back(batch_axis_to(inputs[i], axes[i], 0, n, stream()));
   return {{concatenate(xs, axis_ + 1, stream())}, {0}};
 }
 
@@ -376,8 +338,8 @@ VmapResult Pad::vmap(const std::vector<array>& inputs, const std::vector<int>& a
   std::vector<std::pair<int64_t, int64_t>> w;
   for (size_t i = 0; i < low_.size(); ++i) w.push_back({low_[i], high_[i]});
   if (!any_batched(axes)) return {{pad(inputs[0], w, "constant", inputs[1], s)}, {-1}};
-  int64_t n = batch_size(inputs, axes);
-  array x = batch_first(inputs[0], axes[0], n, s);
+  int64_t n = batch_size(inputs, axes, name());
+  array x = batch_axis_to(inputs[0], axes[0], 0, n, s);
   w.insert(w.begin(), {0, 0});
   if (axes[1] < 0) return {{pad(x, w, "constant", inputs[1], s)}, {0}};
   // one fill value per batch item: pick it where a mask of the padding is set
@@ -396,7 +358,7 @@ VmapResult Pad::vmap(const std::vector<array>& inputs, const std::vector<int>& a
 VmapResult View::vmap(const std::vector<array>& inputs, const std::vector<int>& axes) {
   Stream s = stream();
   if (axes[0] < 0) return {{view(inputs[0], dtype_, s)}, {-1}};
-  array x = batch_first(inputs[0], axes[0], 0, s);
+  array x = batch_axis_to(inputs[0], axes[0], 0, -1, s);
   if (x.ndim() == 1 && x.itemsize() != size_of(dtype_)) {
     throw std::invalid_argument(std::string("[view] Cannot view a 0-d array of ") + dtype_name(x.dtype()) + " as " +
                                 dtype_name(dtype_) + " (different itemsize).");

@@ -32,6 +32,7 @@
 #include <limits>
 
 #include "ember/ops.h"
+#include "ember/transforms/transforms.h"
 
 namespace ember {
 
@@ -39,20 +40,11 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// The other axis index of an input whose batch axis is `b` (-1: none).
-int shifted(int axis, int b) { return b >= 0 && b <= axis ? axis + 1 : axis; }
-
-array conj_if_complex(const array& x, Stream s) { return is_complex(x.dtype()) ? conjugate(x, s) : x; }
-
-array zero_as(const array& x, Stream s) { return zeros_like(x, {}, s); }
-
 // int32 1 where mask, else 0 (a select rather than a cast: the rules' own
 // graphs then vmap through the elementwise rules alone)
 array ones_where(const array& mask, Stream s) {
   return where(mask, array(1, Dtype::int32), array(0, Dtype::int32), s);
 }
-
-Dtype index_dtype(int64_t n) { return n <= std::numeric_limits<int32_t>::max() ? Dtype::int32 : Dtype::int64; }
 
 // arange(n) laid along `axis` of an ndim-d array (size 1 elsewhere).
 array axis_positions(int64_t n, int axis, int ndim, Dtype t, Stream s) {
@@ -112,7 +104,7 @@ std::vector<array> Sorting::vjp(const std::vector<array>& primals, const std::ve
   const array& x = primals[0];
   array src = source_positions(*this, x, s);
   // distinct positions: the cotangent lands where each element came from
-  return {add_along_axis(zero_as(x, s), src, cotangents[0], axis_, s)};
+  return {add_along_axis(zeros_like(x, {}, s), src, cotangents[0], axis_, s)};
 }
 
 std::vector<array> Sorting::jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
@@ -125,7 +117,7 @@ std::vector<array> Sorting::jvp(const std::vector<array>& primals, const std::ve
 std::pair<std::vector<array>, std::vector<int>> Sorting::vmap(const std::vector<array>& inputs,
                                                               const std::vector<int>& axes) {
   Stream s = stream();
-  int b = axes[0], ax = shifted(axis_, b);
+  int b = axes[0], ax = example_axis(axis_, b);
   const array& x = inputs[0];
   int k = static_cast<int>(param_);
   switch (kind_) {
@@ -159,7 +151,7 @@ array scan_op(const array& x, Scan::Kind kind, int axis, bool reverse, bool incl
 // log(v) where v > 0, -inf elsewhere (no log of 0 or of negatives, so no
 // NaN reaches a derivative either).
 array log_positive(const array& v, Stream s) {
-  array pos = greater(v, zero_as(v, s), s);
+  array pos = greater(v, zeros_like(v, {}, s), s);
   array one = ones_like(v, {}, s);
   return where(pos, log(where(pos, v, one, s), s), array(-kInf, v.dtype()), s);
 }
@@ -206,7 +198,7 @@ struct ProdZeros {
 ProdZeros prod_zeros(const Scan& p, const array& x, Stream s) {
   int ax = p.axis();
   bool rev = p.reverse();
-  array zero = equal(x, zero_as(x, s), s);
+  array zero = equal(x, zeros_like(x, {}, s), s);
   array zi = ones_where(zero, s);
   array before = cumsum(zi, ax, rev, false, {}, s);  // zeros strictly before
   array none_before = equal(before, array(0, Dtype::int32), s);
@@ -230,26 +222,26 @@ std::vector<array> Scan::vjp(const std::vector<array>& primals, const std::vecto
       return {cumsum(ct, axis_, opp, inclusive_, {}, s)};
     case Prod: {
       ProdZeros z = prod_zeros(*this, x, s);
-      array regular = divide(cumsum(multiply(ct, conj_if_complex(y, s), s), axis_, opp, inclusive_, {}, s),
-                             conj_if_complex(z.x_safe, s), s);
-      array at_zero = cumsum(multiply(ct, conj_if_complex(z.y1, s), s), axis_, opp, inclusive_, {}, s);
+      array regular = divide(cumsum(multiply(ct, conjugate(y, s), s), axis_, opp, inclusive_, {}, s),
+                             conjugate(z.x_safe, s), s);
+      array at_zero = cumsum(multiply(ct, conjugate(z.y1, s), s), axis_, opp, inclusive_, {}, s);
       // after the first zero: 0, written as (first zero) * (the rest) for a
       // nonzero x, so the second derivatives are exact with one zero too
-      array first = sum(where(z.first_zero, x, zero_as(x, s), s), Axes{axis_}, true, s);
-      array after = where(z.zero, zero_as(x, s),
-                          multiply(conj_if_complex(first, s), divide(at_zero, conj_if_complex(z.x_safe, s), s), s), s);
+      array first = sum(where(z.first_zero, x, zeros_like(x, {}, s), s), Axes{axis_}, true, s);
+      array after = where(z.zero, zeros_like(x, {}, s),
+                          multiply(conjugate(first, s), divide(at_zero, conjugate(z.x_safe, s), s), s), s);
       return {where(z.first_zero, at_zero, where(z.zero_before, after, regular, s), s)};
     }
     case Max:
     case Min: {
       array y_incl = inclusive_ ? y : scan_op(x, kind_, axis_, reverse_, true, s);
       auto [src, valid] = extreme_sources(*this, x, y_incl, s);
-      return {add_along_axis(zero_as(x, s), src, where(valid, ct, zero_as(ct, s), s), axis_, s)};
+      return {add_along_axis(zeros_like(x, {}, s), src, where(valid, ct, zeros_like(ct, {}, s), s), axis_, s)};
     }
     case LogAddExp: {
       if (is_complex(x.dtype())) {
         array w = exp(negative(y, s), s);
-        array masked = where(isneginf(real(y, s), s), zero_as(w, s), w, s);  // empty sets
+        array masked = where(isneginf(real(y, s), s), zeros_like(w, {}, s), w, s);  // empty sets
         array r = cumsum(multiply(ct, conjugate(masked, s), s), axis_, opp, inclusive_, {}, s);
         return {multiply(conjugate(exp(x, s), s), r, s)};
       }
@@ -276,16 +268,16 @@ std::vector<array> Scan::jvp(const std::vector<array>& primals, const std::vecto
       // zero) -> only its own term survives; more -> 0
       array zs = cumsum(ones_where(z.zero, s), axis_, reverse_, inclusive_, {}, s);
       array none = multiply(y, cumsum(divide(t, z.x_safe, s), axis_, reverse_, inclusive_, {}, s), s);
-      array one = multiply(z.y1, cumsum(where(z.first_zero, t, zero_as(t, s), s), axis_, reverse_, inclusive_, {}, s), s);
+      array one = multiply(z.y1, cumsum(where(z.first_zero, t, zeros_like(t, {}, s), s), axis_, reverse_, inclusive_, {}, s), s);
       return {where(equal(zs, array(0, Dtype::int32), s), none,
-                    where(equal(zs, array(1, Dtype::int32), s), one, zero_as(y, s), s), s)};
+                    where(equal(zs, array(1, Dtype::int32), s), one, zeros_like(y, {}, s), s), s)};
     }
     case Max:
     case Min: {
       array y_incl = inclusive_ ? y : scan_op(x, kind_, axis_, reverse_, true, s);
       auto [src, valid] = extreme_sources(*this, x, y_incl, s);
       array g = take_along_axis(t, src, axis_, s);
-      return {where(valid, g, zero_as(g, s), s)};
+      return {where(valid, g, zeros_like(g, {}, s), s)};
     }
     case LogAddExp: {
       array empty = isneginf(is_complex(y.dtype()) ? real(y, s) : y, s);
@@ -295,7 +287,7 @@ std::vector<array> Scan::jvp(const std::vector<array>& primals, const std::vecto
       } else {
         ty = signed_exp_scan(t, x, negative(y, s), axis_, reverse_, inclusive_, s);
       }
-      return {where(empty, zero_as(ty, s), ty, s)};
+      return {where(empty, zeros_like(ty, {}, s), ty, s)};
     }
   }
   return {};
@@ -304,7 +296,7 @@ std::vector<array> Scan::jvp(const std::vector<array>& primals, const std::vecto
 std::pair<std::vector<array>, std::vector<int>> Scan::vmap(const std::vector<array>& inputs,
                                                            const std::vector<int>& axes) {
   int b = axes[0];
-  return {{scan_op(inputs[0], kind_, shifted(axis_, b), reverse_, inclusive_, stream())}, {b}};
+  return {{scan_op(inputs[0], kind_, example_axis(axis_, b), reverse_, inclusive_, stream())}, {b}};
 }
 
 // ---- SearchSorted ----
@@ -316,22 +308,17 @@ std::pair<std::vector<array>, std::vector<int>> SearchSorted::vmap(const std::ve
   const array& sorted = inputs[0];
   const array& values = inputs[1];
   if (axes[0] < 0) return {{searchsorted(sorted, values, side, s)}, {axes[1]}};
+  const int64_t b = batch_size(inputs, axes, name());
   // A batch of sorted rows: merge each row with its values in one stable
   // sort. Values placed before (left) or after (right) the sorted elements
   // land before / after equal ones; a value's insertion index is then its
   // merged rank minus the number of values ranked before it.
-  array rows = moveaxis(sorted, axes[0], 0, s);
-  int64_t b = rows.shape(0), n = rows.shape(1);
-  Shape vshape = axes[1] < 0 ? values.shape() : [&] {
-    Shape v = values.shape();
-    v.erase(v.begin() + axes[1]);
-    return v;
-  }();
+  array rows = batch_axis_to(sorted, axes[0], 0, b, s);
+  const int64_t n = rows.shape(1);
+  array vals = batch_axis_to(values, axes[1], 0, b, s);
+  const Shape full_shape = vals.shape();
   int64_t m = 1;
-  for (int64_t d : vshape) m *= d;
-  Shape full_shape = vshape;
-  full_shape.insert(full_shape.begin(), b);
-  array vals = axes[1] < 0 ? broadcast_to(expand_dims(values, {0}, s), full_shape, s) : moveaxis(values, axes[1], 0, s);
+  for (size_t d = 1; d < full_shape.size(); ++d) m *= full_shape[d];
   vals = reshape(vals, {b, m}, s);
   array merged = right_ ? concatenate({rows, vals}, 1, s) : concatenate({vals, rows}, 1, s);
   array rank = argsort(argsort(merged, 1, s), 1, s);  // the inverse permutation
@@ -366,14 +353,14 @@ std::vector<array> Unique::vjp(const std::vector<array>& primals, const std::vec
   // real slots (count > 0) hold x[index]; padded ones the fill value, or
   // without one x[index] too (index then names the first unique value)
   array real_slot = greater(counts, array(0, Dtype::int32), s);
-  array ct_x = has_fill ? where(real_slot, ct, zero_as(ct, s), s) : ct;
+  array ct_x = has_fill ? where(real_slot, ct, zeros_like(ct, {}, s), s) : ct;
   std::vector<array> res;
   for (int a : argnums) {
     if (a == 0) {
-      res.push_back(x.size() == 0 ? zero_as(x, s)
-                                  : scatter(zero_as(x, s), {index}, ct_x, {0}, ScatterKind::Add, s));
+      res.push_back(x.size() == 0 ? zeros_like(x, {}, s)
+                                  : scatter(zeros_like(x, {}, s), {index}, ct_x, {0}, ScatterKind::Add, s));
     } else {
-      res.push_back(reshape(sum(where(real_slot, zero_as(ct, s), ct, s), std::nullopt, false, s), {1}, s));
+      res.push_back(reshape(sum(where(real_slot, zeros_like(ct, {}, s), ct, s), std::nullopt, false, s), {1}, s));
     }
   }
   return res;
@@ -394,7 +381,7 @@ std::vector<array> Unique::jvp(const std::vector<array>& primals, const std::vec
   }
   // the integer outputs' tangents are zeros (none for outputs nobody holds)
   std::vector<array> res{tv};
-  for (size_t k = 1; k < 4; ++k) res.push_back(outputs[k].valid() ? zero_as(outputs[k], s) : array());
+  for (size_t k = 1; k < 4; ++k) res.push_back(outputs[k].valid() ? zeros_like(outputs[k], {}, s) : array());
   return res;
 }
 
@@ -408,12 +395,12 @@ std::pair<std::vector<array>, std::vector<int>> Unique::vmap(const std::vector<a
     auto r = unique(inputs[0], size_, true, true, true, fill, s);
     return {r, {-1, -1, -1, -1}};
   }
-  int64_t b = axes[0] >= 0 ? inputs[0].shape(axes[0]) : inputs[1].shape(axes[1]);
-  const int64_t n = inputs[0].shape(axes[0] >= 0 ? 1 - axes[0] : 0);
-  array x = axes[0] >= 0 ? moveaxis(inputs[0], axes[0], 0, s) : broadcast_to(expand_dims(inputs[0], {0}, s), {b, n}, s);
+  const int64_t b = batch_size(inputs, axes, name());
+  array x = batch_axis_to(inputs[0], axes[0], 0, b, s);
+  const int64_t n = x.shape(1);
   // the fill value as [B, 1] or [1, 1]
   std::optional<array> fill;
-  if (has_fill) fill = axes[1] >= 0 ? reshape(moveaxis(inputs[1], axes[1], 0, s), {b, 1}, s) : reshape(inputs[1], {1, 1}, s);
+  if (has_fill) fill = reshape(batch_axis_or_1_to(inputs[1], axes[1], 0, s), {axes[1] >= 0 ? b : 1, 1}, s);
   const int64_t size = size_;
   const Dtype it = index_dtype(std::max(n, size) + 1);
   if (n == 0) {

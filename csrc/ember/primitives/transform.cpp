@@ -150,7 +150,7 @@ std::pair<std::vector<array>, std::vector<int>> CustomTransforms::vmap(const std
     for (size_t j = 0; j < r.first.size(); ++j) r.first[j] = batch_axis_to(r.first[j], r.second[j], 0, B);
     return r.first;
   };
-  int64_t B = batch_size(ins, in_axes);
+  int64_t B = batch_size(ins, in_axes, name());
   Fun bfun = [fun, in_axes, at0, B](const std::vector<array>& xs) { return at0(vmap_rule(fun, xs, in_axes), B); };
   std::optional<VjpFun> bvjp;
   if (vjp_) {

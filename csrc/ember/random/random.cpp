@@ -58,7 +58,7 @@ array node(const array& key, const Shape& shape, int width, RandomBits::Kind kin
              : width == 1            ? Dtype::uint8
              : width == 2            ? Dtype::uint16
                                      : Dtype::uint32;
-  return array(shape, dt, std::make_shared<RandomBits>(st, shape, width, kind), {key});
+  return make_node<RandomBits>(shape, dt, {key}, st, shape, width, kind);
 }
 
 bool is_constant(const array& a, double v) {
@@ -297,7 +297,7 @@ array multivariate_normal(const array& mean, const array& cov, const Shape& shap
   array key_ = get_key(k, op);
   int64_t n = mean.shape(-1);
   array c = astype(cov, dtype, s);
-  array l(c.shape(), dtype, std::make_shared<RandomCholesky>(to_stream(s)), {c});
+  array l = make_node<RandomCholesky>(c.shape(), dtype, {c}, to_stream(s));
   Shape zs = shape;
   zs.push_back(n);
   array z = normal(zs, dtype, std::nullopt, std::nullopt, key_, s);

@@ -62,7 +62,7 @@ bool inexact(Dtype d) { return is_inexact(d); }
 std::vector<array> tracer_copies(const std::vector<array>& primals) {
   std::vector<array> out;
   for (auto& p : primals) {
-    array c(p.shape(), p.dtype(), std::make_shared<Identity>(to_stream({})), {p});
+    array c = make_node<Identity>(p.shape(), p.dtype(), {p}, to_stream({}));
     c.set_tracer(true);
     out.push_back(std::move(c));
   }
@@ -257,10 +257,11 @@ std::pair<std::vector<array>, std::vector<array>> jvp(const Fun& fun, const std:
 }
 
 array stop_gradient(const array& a) {
-  return array(a.shape(), a.dtype(), std::make_shared<StopGradient>(to_stream({})), {a});
+  return make_node<StopGradient>(a.shape(), a.dtype(), {a}, to_stream({}));
 }
 
 std::vector<array> depends(const std::vector<array>& inputs, const std::vector<array>& dependencies) {
+  if (inputs.empty()) return {};  // nothing to tie the dependencies to
   std::vector<Shape> shapes;
   std::vector<Dtype> dtypes;
   for (auto& a : inputs) {
@@ -269,14 +270,14 @@ std::vector<array> depends(const std::vector<array>& inputs, const std::vector<a
   }
   std::vector<array> all = inputs;
   all.insert(all.end(), dependencies.begin(), dependencies.end());
-  return array::make_arrays(shapes, dtypes, std::make_shared<Depends>(to_stream({}), static_cast<int>(inputs.size())),
-                            all);
+  return make_nodes<Depends>(shapes, dtypes, all, to_stream({}), static_cast<int>(inputs.size()));
 }
 
 Fun custom_function(Fun fun, std::optional<VjpFun> vjp_fun, std::optional<JvpFun> jvp_fun,
                     std::optional<VmapFun> vmap_fun) {
   return [fun, vjp_fun, jvp_fun, vmap_fun](const std::vector<array>& args) {
     std::vector<array> outs = fun(args);
+    if (outs.empty()) return outs;  // no outputs: no node
     std::vector<Shape> shapes;
     std::vector<Dtype> dtypes;
     std::vector<array> inputs = args;
@@ -285,9 +286,8 @@ Fun custom_function(Fun fun, std::optional<VjpFun> vjp_fun, std::optional<JvpFun
       dtypes.push_back(o.dtype());
       inputs.push_back(stop_gradient(o));
     }
-    auto prim = std::make_shared<CustomTransforms>(to_stream({}), static_cast<int>(args.size()), fun, vjp_fun,
-                                                   jvp_fun, vmap_fun);
-    return array::make_arrays(shapes, dtypes, prim, inputs);
+    return make_nodes<CustomTransforms>(shapes, dtypes, inputs, to_stream({}), static_cast<int>(args.size()), fun,
+                                        vjp_fun, jvp_fun, vmap_fun);
   };
 }
 
@@ -299,6 +299,17 @@ Fun checkpoint(Fun fun) {
     return vjp(fun, depends(primals, outputs), cotangents).second;
   };
   return custom_function(fun, recompute);
+}
+
+array sum_to_shape(const array& x, const Shape& shape, const StreamOrDevice& s) {
+  if (x.shape() == shape) return x;
+  const int lead = x.ndim() - static_cast<int>(shape.size());
+  Axes axes;
+  for (int i = 0; i < x.ndim(); ++i) {
+    if (i < lead || (shape[i - lead] == 1 && x.shape(i) != 1)) axes.push_back(i);
+  }
+  array r = axes.empty() ? x : sum(x, axes, true, s);
+  return reshape(astype(r, x.dtype(), s), shape, s);
 }
 
 }  // namespace ember

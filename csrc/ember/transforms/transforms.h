@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "ember/ops.h"
 #include "ember/primitives/transform.h"
 
 namespace ember {
@@ -38,11 +39,32 @@ Fun vmap(const Fun& fun, const std::vector<int>& in_axes, const std::vector<int>
 std::pair<std::vector<array>, std::vector<int>> vmap_rule(const Fun& fun, const std::vector<array>& inputs,
                                                           const std::vector<int>& in_axes);
 
-// Helpers for vmap rules: the common batch size of the batched inputs
-// (ValueError when they disagree), and `a` with its batch axis moved from
-// `from` to `to` (from == -1: the unbatched `a` broadcast to B copies).
-int64_t batch_size(const std::vector<array>& inputs, const std::vector<int>& axes);
-array batch_axis_to(const array& a, int from, int to, int64_t B);
+// Helpers for vmap rules: every rule lines up its inputs' batch axes with
+// these (`axes[i]` is input i's batch axis, -1 where it is unbatched), and
+// vmap checks its own inputs with batch_size.
+//
+// The common size of the batched inputs' batch axes, -1 if none is batched.
+// Sizes that disagree raise a ValueError naming `op` (the primitive, or
+// "vmap" for vmap's own inputs), the two inputs, their sizes and shapes.
+int64_t batch_size(const std::vector<array>& inputs, const std::vector<int>& axes, const char* op);
+// Whether any input is batched.
+bool any_batched(const std::vector<int>& axes);
+// Where axis `axis` of one example lies in an input batched on axis `b`.
+int example_axis(int axis, int b);
+// `a` with its batch axis moved from `from` to `to`; an unbatched `a`
+// (from == -1) is broadcast to B copies along a new axis `to` (B is used
+// only then): for ops whose operands must all carry the batch (concatenate,
+// pad, searchsorted, lapack, ...).
+array batch_axis_to(const array& a, int from, int to, int64_t B, const StreamOrDevice& s = {});
+// The same, but an unbatched `a` gets a size-1 axis at `to` that broadcasts
+// against the batch: for ops that broadcast their operands (gather's index
+// arrays, scatter's updates).
+array batch_axis_or_1_to(const array& a, int from, int to, const StreamOrDevice& s = {});
+
+// For vjp rules: x (of a shape that `shape` broadcasts to by NumPy's rules)
+// summed over the dims broadcasting added or stretched, back to `shape`, in
+// x's dtype (the cotangent of a broadcast input).
+array sum_to_shape(const array& x, const Shape& shape, const StreamOrDevice& s = {});
 
 array stop_gradient(const array& a);
 // The inputs, computed only after `dependencies` (no derivative flows to them).

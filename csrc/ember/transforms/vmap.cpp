@@ -4,6 +4,7 @@
 // depend on no batched input are kept as they are.
 #include <sstream>
 #include <stdexcept>
+#include <string>
 #include <unordered_map>
 
 #include "ember/ops.h"
@@ -12,30 +13,49 @@
 
 namespace ember {
 
-int64_t batch_size(const std::vector<array>& inputs, const std::vector<int>& axes) {
+int64_t batch_size(const std::vector<array>& inputs, const std::vector<int>& axes, const char* op) {
   int64_t B = -1;
+  size_t first = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (axes[i] < 0) continue;
     int64_t b = inputs[i].shape(axes[i]);
-    if (B >= 0 && b != B) {
+    if (B < 0) {
+      B = b;
+      first = i;
+    } else if (b != B) {
       std::ostringstream os;
-      os << "[vmap] Inconsistent sizes along the mapped axes: input " << i << " has size " << b << " on axis "
-         << axes[i] << " but an earlier input has size " << B << ".";
+      os << "[vmap] ";
+      if (std::string(op) != "vmap") os << op << ": ";
+      os << "Inconsistent sizes along the mapped axes: input " << i << " has size " << b
+         << " (axis " << axes[i] << " of shape " << shape_str(inputs[i].shape()) << ") but input " << first
+         << " has size " << B << " (axis " << axes[first] << " of shape " << shape_str(inputs[first].shape())
+         << ").";
       throw std::invalid_argument(os.str());
     }
-    B = b;
   }
   return B;
 }
 
-array batch_axis_to(const array& a, int from, int to, int64_t B) {
-  if (from < 0) {
-    if (B < 0) throw std::invalid_argument("[vmap] No batched input to take the batch size from.");
-    Shape shape = a.shape();
-    shape.insert(shape.begin() + to, B);
-    return broadcast_to(expand_dims(a, {to}), shape);
+bool any_batched(const std::vector<int>& axes) {
+  for (int a : axes) {
+    if (a >= 0) return true;
   }
-  return from == to ? a : moveaxis(a, from, to);
+  return false;
+}
+
+int example_axis(int axis, int b) { return b >= 0 && b <= axis ? axis + 1 : axis; }
+
+array batch_axis_to(const array& a, int from, int to, int64_t B, const StreamOrDevice& s) {
+  if (from >= 0) return from == to ? a : moveaxis(a, from, to, s);
+  if (B < 0) throw std::invalid_argument("[vmap] No batched input to take the batch size from.");
+  Shape shape = a.shape();
+  shape.insert(shape.begin() + to, B);
+  return broadcast_to(expand_dims(a, {to}, s), shape, s);
+}
+
+array batch_axis_or_1_to(const array& a, int from, int to, const StreamOrDevice& s) {
+  if (from >= 0) return from == to ? a : moveaxis(a, from, to, s);
+  return expand_dims(a, {to}, s);
 }
 
 std::pair<std::vector<array>, std::vector<array>> vmap_trace(const Fun& fun, const std::vector<array>& inputs,
@@ -44,7 +64,7 @@ std::pair<std::vector<array>, std::vector<array>> vmap_trace(const Fun& fun, con
     throw std::invalid_argument("[vmap] Got " + std::to_string(in_axes.size()) + " in_axes for " +
                                 std::to_string(inputs.size()) + " inputs.");
   }
-  batch_size(inputs, in_axes);
+  batch_size(inputs, in_axes, "vmap");
   std::vector<array> traced;
   for (size_t i = 0; i < inputs.size(); ++i) {
     int ax = in_axes[i];
@@ -58,7 +78,7 @@ std::pair<std::vector<array>, std::vector<array>> vmap_trace(const Fun& fun, con
     }
     Shape shape = inputs[i].shape();
     shape.erase(shape.begin() + ax);
-    array p(shape, inputs[i].dtype(), std::make_shared<Placeholder>(to_stream({})), {});
+    array p = make_node<Placeholder>(shape, inputs[i].dtype(), {}, to_stream({}));
     p.set_tracer(true);
     traced.push_back(std::move(p));
   }
@@ -142,7 +162,7 @@ std::vector<array> vmap_replace(const std::vector<array>& inputs, const std::vec
     throw std::invalid_argument("[vmap] Got " + std::to_string(out_axes.size()) + " out_axes for " +
                                 std::to_string(traced_outputs.size()) + " outputs.");
   }
-  int64_t B = batch_size(inputs, in_axes);
+  int64_t B = batch_size(inputs, in_axes, "vmap");
   auto [outs, axes] = rebuild(inputs, traced_inputs, traced_outputs, in_axes);
   std::vector<array> result;
   for (size_t j = 0; j < outs.size(); ++j) {

@@ -52,7 +52,7 @@ void binary_eval(const std::vector<array>& inputs, std::vector<array>& outputs) 
   });
 }
 
-#define EMBER_INSTANTIATE(N) \
+#define EMBER_INSTANTIATE(N, OUT) \
   template void binary_eval<op::N>(const std::vector<array>&, std::vector<array>&);
 EMBER_BINARY_OPS(EMBER_INSTANTIATE)
 #undef EMBER_INSTANTIATE
@@ -65,7 +65,7 @@ template <class Op>
 void Binary<Op>::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
   EMBER_ISA_CALL(binary_eval<Op>)(inputs, outputs);
 }
-#define EMBER_INSTANTIATE(N) template class Binary<op::N>;
+#define EMBER_INSTANTIATE(N, OUT) template class Binary<op::N>;
 EMBER_BINARY_OPS(EMBER_INSTANTIATE)
 #undef EMBER_INSTANTIATE
 }  // namespace ember

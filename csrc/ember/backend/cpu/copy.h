@@ -12,6 +12,8 @@ void copy_into(const array& src, const Shape& shape, const Strides& src_strides,
                Dtype dst_dtype, const Strides& dst_strides, char* dst_base);
 // src broadcast into dst's shape and layout (dst already has storage).
 void copy_to(const array& src, array& dst);
+// A dense copy of the (evaluated) array's elements into dst, row-major.
+void copy_to_dense(const array& a, void* dst);
 // Strides of `a` broadcast to `shape` (0 where a has size 1 or is missing).
 Strides broadcast_strides(const array& a, const Shape& shape);
 

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 
+#include "ember/backend/cpu/copy.h"
 #include "ember/backend/cpu/functors.h"
 #include "ember/backend/cpu/kernel_utils.h"
 #include "ember/backend/cpu/loops.h"
@@ -469,7 +470,7 @@ void Scatter::eval_cpu(const std::vector<array>& inputs, std::vector<array>& out
     out.set_data(dst.buffer());
   } else {
     out.alloc();
-    copy_to_dense(dst, out.raw_data());
+    cpu::copy_to_dense(dst, out.raw_data());
   }
   std::vector<array> idx(inputs.begin() + 1, inputs.end() - 1);
   Shape space = idx.empty() ? Shape{} : idx[0].shape();

@@ -1,4 +1,5 @@
-// CPU feature detection and the choice of the kernel level (see isa.h).
+// CPU feature detection, the choice of the kernel level (see isa.h) and
+// the report of both (cpu_config).
 #include "ember/backend/cpu/isa.h"
 
 #include <algorithm>
@@ -6,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -13,6 +15,8 @@
 #else
 #define EMBER_X86 0
 #endif
+
+#include "ember/backend/cpu/threadpool.h"
 
 namespace ember::cpu {
 
@@ -189,8 +193,28 @@ std::vector<std::string> cpu_features() {
   return out;
 }
 
-bool cpu_has_avx512_bf16() { return features().avx512_bf16; }
-bool cpu_has_avx512_vnni() { return features().avx512_vnni; }
-bool cpu_has_avx512_fp16() { return features().avx512_fp16; }
-
 }  // namespace ember::cpu
+
+namespace ember {
+
+CpuConfig cpu_config() {
+  CpuConfig c;
+  c.isa = cpu::isa_level_name(cpu::isa_level());
+  c.isa_supported = cpu::isa_level_name(cpu::isa_supported_level());
+  for (int l = cpu::kIsaBaseline; l <= cpu::isa_supported_level(); ++l) c.isa_levels.push_back(cpu::isa_level_name(l));
+  c.features = cpu::cpu_features();
+  c.dispatch = cpu::isa_dispatch_build();
+  c.threads = cpu::num_threads();
+  return c;
+}
+
+std::string set_cpu_isa(const std::string& level) {
+  int l = cpu::parse_isa_level(level);
+  if (l < 0) {
+    throw std::invalid_argument("[set_cpu_isa] Unknown instruction-set level '" + level +
+                                "' (expected baseline, avx2 or avx512).");
+  }
+  return cpu::isa_level_name(cpu::set_isa_level(l));
+}
+
+}  // namespace ember

@@ -68,12 +68,31 @@ bool isa_dispatch_build();
 // ("avx2", "fma", "avx512f", "avx512_bf16", ...), present on this CPU and
 // enabled by the OS.
 std::vector<std::string> cpu_features();
-// Individual extensions beyond the levels (for kernels that gain from them).
-bool cpu_has_avx512_bf16();
-bool cpu_has_avx512_vnni();
-bool cpu_has_avx512_fp16();
 
 }  // namespace ember::cpu
+
+namespace ember {
+
+// What the CPU kernels run on: the instruction-set level in use ("baseline",
+// "avx2", "avx512"; "native" for an EMBER_NATIVE build), the best this CPU
+// supports, the levels the build contains, the CPU features the kernels care
+// about, and the kernel thread count. The level is chosen when the library
+// loads (the environment variable EMBER_ISA caps it).
+struct CpuConfig {
+  std::string isa;
+  std::string isa_supported;
+  std::vector<std::string> isa_levels;
+  std::vector<std::string> features;
+  bool dispatch = false;  // kernels compiled once per level, chosen at run time
+  int threads = 1;
+};
+CpuConfig cpu_config();
+// Caps the kernels' level at `level` (a name as EMBER_ISA takes it), clamped
+// to what the CPU supports; returns the level now in use. Meant for tests
+// comparing levels in one process: call it while nothing is evaluating.
+std::string set_cpu_isa(const std::string& level);
+
+}  // namespace ember
 
 // The per-level entry points, declared for every level.
 #if defined(EMBER_ISA_SINGLE)

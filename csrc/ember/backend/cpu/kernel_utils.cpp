@@ -52,11 +52,11 @@ void copy_to(const array& src, array& dst) {
   copy_into(src, dst.shape(), ss, src.data<char>(), dst.dtype(), dst.strides(), dst.data<char>());
 }
 
-}  // namespace cpu
-
 void copy_to_dense(const array& a, void* dst) {
   Strides ds = row_strides(a.shape());
-  cpu::copy_into(a, a.shape(), a.strides(), a.data<char>(), a.dtype(), ds, static_cast<char*>(dst));
+  copy_into(a, a.shape(), a.strides(), a.data<char>(), a.dtype(), ds, static_cast<char*>(dst));
 }
+
+}  // namespace cpu
 
 }  // namespace ember

@@ -158,13 +158,13 @@ void run(Lapack::Kind kind, bool upper, const std::vector<array>& inputs, std::v
   if (batch == 0) return;
   // dense row-major copies of the inputs (LAPACK works in place on them)
   std::vector<T> A(static_cast<size_t>(a.size()));
-  if (a.size()) copy_to_dense(a, A.data());
+  if (a.size()) cpu::copy_to_dense(a, A.data());
   std::vector<T> B;
   int64_t k = 0;
   if (kind == Lapack::Solve || kind == Lapack::SolveTri) {
     k = inputs[1].shape(-1);
     B.resize(static_cast<size_t>(inputs[1].size()));
-    if (!B.empty()) copy_to_dense(inputs[1], B.data());
+    if (!B.empty()) cpu::copy_to_dense(inputs[1], B.data());
   }
   const char uplo = upper ? 'U' : 'L';
   std::atomic<int64_t> failed{-1};
@@ -370,7 +370,7 @@ void run_complex(Lapack::Kind kind, bool upper, const array& a, std::vector<arra
   for (auto& o : outputs) o.alloc();
   if (batch == 0) return;
   std::vector<C> A(static_cast<size_t>(a.size()));
-  if (a.size()) copy_to_dense(a, A.data());
+  if (a.size()) cpu::copy_to_dense(a, A.data());
   std::atomic<int64_t> fail_info{0};
   const int64_t work = std::max<int64_t>(1, m * n * std::max(m, n));
   cpu::parallel_for(batch, std::max<int64_t>(1, 50000 / work), [&](int64_t lo, int64_t hi) {

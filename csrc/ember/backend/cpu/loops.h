@@ -19,6 +19,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <type_traits>
 #include <vector>
@@ -59,6 +60,26 @@ void for_each_row(const Shape& shape, const std::array<const int64_t*, N>& strid
   for_each_row_impl(N, shape, strides.data(), base.data(), itemsize.data(), thunk,
                     const_cast<void*>(static_cast<const void*>(&inner)), grain);
 }
+
+// Work sharing: task(i, state) for i in [0, n) on every thread, each
+// claiming the next task when it is done with one (so a core that is busy
+// elsewhere slows nobody down); make() builds one state per thread.
+template <class Make, class Task>
+void dynamic_for(int64_t n, Make&& make, Task&& task) {
+  if (n <= 0) return;
+  if (n == 1 || num_threads() == 1) {
+    auto st = make();
+    for (int64_t i = 0; i < n; ++i) task(i, st);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  parallel_for(num_threads(), 1, [&](int64_t, int64_t) {
+    auto st = make();
+    for (int64_t i; (i = next.fetch_add(1)) < n;) task(i, st);
+  });
+}
+struct NoState {};
+inline NoState no_state() { return {}; }
 
 }  // namespace EMBER_ISA_NS
 }  // namespace ember::cpu

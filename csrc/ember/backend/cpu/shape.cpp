@@ -12,7 +12,7 @@ namespace ember {
 namespace {
 void dense_copy(const array& in, array& out) {
   out.alloc();
-  copy_to_dense(in, out.raw_data());
+  cpu::copy_to_dense(in, out.raw_data());
 }
 }  // namespace
 
@@ -99,7 +99,7 @@ void AsStrided::eval_cpu(const std::vector<array>& inputs, std::vector<array>& o
     out.set_data(in.buffer(), strides_, in.offset() + offset_);
   } else {
     auto buf = allocator::malloc(static_cast<size_t>(in.nbytes()));
-    copy_to_dense(in, buf->ptr());
+    cpu::copy_to_dense(in, buf->ptr());
     out.set_data(std::move(buf), strides_, offset_);
   }
 }
@@ -180,7 +180,7 @@ void View::eval_cpu(const std::vector<array>& inputs, std::vector<array>& output
     out.set_data(in.buffer(), row_strides(out.shape()), in.offset() * in.itemsize() / out.itemsize());
   } else {
     auto buf = allocator::malloc(static_cast<size_t>(in.nbytes()));
-    copy_to_dense(in, buf->ptr());
+    cpu::copy_to_dense(in, buf->ptr());
     out.set_data(std::move(buf));
   }
 }
@@ -195,7 +195,7 @@ bool Slice::is_equivalent(const Primitive& o) const {
 }
 bool AsStrided::is_equivalent(const Primitive& o) const {
   auto p = dynamic_cast<const AsStrided*>(&o);
-  return p && p->strides_ == strides_ && p->offset_ == offset_;
+  return p && p->shape_ == shape_ && p->strides_ == strides_ && p->offset_ == offset_;
 }
 bool Contiguous::is_equivalent(const Primitive& o) const {
   auto p = dynamic_cast<const Contiguous*>(&o);
@@ -203,7 +203,7 @@ bool Contiguous::is_equivalent(const Primitive& o) const {
 }
 bool Arange::is_equivalent(const Primitive& o) const {
   auto p = dynamic_cast<const Arange*>(&o);
-  return p && p->start_ == start_ && p->step_ == step_;
+  return p && p->start_ == start_ && p->step_ == step_ && p->n_ == n_ && p->dtype_ == dtype_;
 }
 bool Concatenate::is_equivalent(const Primitive& o) const {
   auto p = dynamic_cast<const Concatenate*>(&o);
@@ -211,7 +211,7 @@ bool Concatenate::is_equivalent(const Primitive& o) const {
 }
 bool Pad::is_equivalent(const Primitive& o) const {
   auto p = dynamic_cast<const Pad*>(&o);
-  return p && p->low_ == low_;
+  return p && p->low_ == low_ && p->high_ == high_;
 }
 
 }  // namespace ember

@@ -772,17 +772,6 @@ EMBER_SIMD_INLINE double scale2(double v, int64_t n) {
   return (v * pow2i64(n1)) * pow2i64(n2);
 }
 
-EMBER_SIMD_INLINE double expm1_d(double x) {
-  double xc = sel(mask64(x > 710.0), 710.0, x);
-  xc = sel(mask64(xc < -40.0), -40.0, xc);
-  int64_t n;
-  const double q = expm1_kernel(xc, n);  // n in [-58, 1025]
-  const double t = pow2i64(n - 1);
-  double r = 2.0 * mad(t, q, t - 0.5);
-  r = sel(mask64(fabs_(x) < 0x1p-54), x, r);
-  return r;
-}
-
 // sin/cos argument reduction by pi/2 (three-part pi/2 with FMA)
 EMBER_SIMD_INLINE double trig_reduce(double x, int64_t& q) {
   const double t = mad(x, 0x1.45f306dc9c883p-1, kShifterD);

@@ -38,7 +38,7 @@ void unary_eval(const std::vector<array>& inputs, std::vector<array>& outputs) {
   });
 }
 
-#define EMBER_INSTANTIATE(N) \
+#define EMBER_INSTANTIATE(N, OUT) \
   template void unary_eval<op::N>(const std::vector<array>&, std::vector<array>&);
 EMBER_UNARY_OPS(EMBER_INSTANTIATE)
 #undef EMBER_INSTANTIATE
@@ -51,7 +51,7 @@ template <class Op>
 void Unary<Op>::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
   EMBER_ISA_CALL(unary_eval<Op>)(inputs, outputs);
 }
-#define EMBER_INSTANTIATE(N) template class Unary<op::N>;
+#define EMBER_INSTANTIATE(N, OUT) template class Unary<op::N>;
 EMBER_UNARY_OPS(EMBER_INSTANTIATE)
 #undef EMBER_INSTANTIATE
 }  // namespace ember

@@ -1,5 +1,8 @@
 // Evaluation: computes arrays by walking their graph (explicit stack, never
-// recursion) in topological order, then detaches every computed node.
+// recursion) in topological order, running each node's primitive, then
+// detaches every computed node. It belongs to the graph layer (array, Node,
+// Primitive): it needs nothing but the primitive contract, and array::eval
+// calls it.
 #pragma once
 
 #include <vector>

@@ -1,4 +1,4 @@
-#include "ember/transforms/eval.h"
+#include "ember/eval.h"
 
 #include <mutex>
 
