@@ -615,3 +615,38 @@ def test_dlpack_zero_d_and_empty_with_hand_made_producer():
 def test_from_dlpack_needs_dlpack():
     with pytest.raises((TypeError, ValueError)):
         mx.from_dlpack([1, 2])
+
+
+# --------------------------------------------------------------------------
+# torch (extra: skipped without torch)
+# --------------------------------------------------------------------------
+
+def test_torch_imports_and_exports():
+    torch = pytest.importorskip("torch")
+    t = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    for src in (t, t.T, t[:, ::2]):
+        a = mx.from_dlpack(src)
+        b = mx.array(src)
+        want = src.numpy().copy()
+        assert_equal(a, want, "float32")
+        assert_equal(b, want, "float32")
+    c = mx.from_dlpack(t)
+    t[0, 0] = 50.0  # copied, as MLX
+    assert c[0, 0].item() == 0.0
+    e = torch.from_dlpack(mx.arange(6).reshape(2, 3).T)
+    assert e.tolist() == [[0, 3], [1, 4], [2, 5]]
+
+
+@ember_only
+def test_torch_copy_false_shares():
+    torch = pytest.importorskip("torch")
+    t = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    a = mx.from_dlpack(t.T, copy=False)
+    t[0, 1] = 50.0
+    assert a[1, 0].item() == 50.0
+    want = t.T.numpy().copy()
+    del t  # the DLPack tensor keeps the storage until a goes
+    gc.collect()
+    junk = torch.full((3, 4), 7.0)
+    assert_equal(a, want, "float32")
+    del junk
