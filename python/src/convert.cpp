@@ -267,6 +267,7 @@ array to_array(py::handle v, std::optional<Dtype> dtype) {
     py::module_ np = py::module_::import("numpy");
     return from_numpy(np.attr("asarray")(v), dtype);
   }
+  if (py::hasattr(v, "__dlpack__")) return from_dlpack(v, true, dtype);  // DLPack only: copied, as MLX
   throw type_error(std::string("[array] Cannot convert ") + std::string(py::str(py::type::handle_of(v))) +
                    " to an array.");
 }

@@ -266,7 +266,7 @@ ForeignView dl_view(const DLTensor& d, bool readonly) {
 
 }  // namespace
 
-array from_dlpack(py::handle obj, std::optional<bool> copy) {
+array from_dlpack(py::handle obj, std::optional<bool> copy, std::optional<Dtype> dtype) {
   if (!py::hasattr(obj, "__dlpack__")) {
     throw type_error("[from_dlpack] Expected an object with __dlpack__, got " +
                      std::string(py::str(py::type::handle_of(obj).attr("__name__"))) + ".");
@@ -307,7 +307,7 @@ array from_dlpack(py::handle obj, std::optional<bool> copy) {
   ReleaseGuard guard{std::move(release)};
   ForeignView v = dl_view(*t, readonly);
   // MLX narrows float64 producers to float32
-  Dtype target = v.dtype == Dtype::float64 ? Dtype::float32 : v.dtype;
+  Dtype target = dtype.value_or(v.dtype == Dtype::float64 ? Dtype::float32 : v.dtype);
   return import_view(v, guard.take(), target, copy.value_or(true), "from_dlpack");
 }
 
@@ -415,11 +415,7 @@ array asarray(py::handle v, std::optional<Dtype> dtype, std::optional<bool> copy
     }
     return from_numpy(arr, dtype, false, "asarray");
   }
-  if (py::hasattr(v, "__dlpack__")) {
-    array a = from_dlpack(v, false);
-    if (dtype && *dtype != a.dtype()) cannot();
-    return a;
-  }
+  if (py::hasattr(v, "__dlpack__")) return from_dlpack(v, false, dtype);
   cannot();
   return {};
 }

@@ -42,8 +42,9 @@ array import_view(const ForeignView& v, std::function<void()> release, Dtype tar
 // given, complex128 becomes complex64). copy=false shares the memory.
 array from_numpy(py::array arr, std::optional<Dtype> dtype, bool copy = true, const char* op = "array");
 // mx.from_dlpack / DLPack import: copies unless copy is false (as MLX's CPU
-// build); float64 becomes float32 and complex128 complex64, as in MLX.
-array from_dlpack(py::handle obj, std::optional<bool> copy);
+// build); float64 becomes float32 and complex128 complex64, as in MLX,
+// unless a dtype is given.
+array from_dlpack(py::handle obj, std::optional<bool> copy, std::optional<Dtype> dtype = {});
 // __dlpack__: a capsule keeping the array (hence its buffer or borrowed
 // owner) alive until the consumer's deleter runs.
 py::capsule to_dlpack(const array& a, const py::kwargs& kwargs);

@@ -20,7 +20,7 @@ import weakref
 import numpy as np
 import pytest
 
-from conftest import IS_MLX, assert_equal, dtype_name, ember_only, mx
+from conftest import IS_MLX, assert_equal, dtype_name, ember_only, mx, run_python
 
 MiB = 1 << 20
 
@@ -313,6 +313,32 @@ def test_release_in_eval_threads_takes_the_gil():
         t.join()
     gc.collect()
     assert len(freed) == 80
+
+
+@ember_only
+def test_borrowed_arrays_alive_at_exit():
+    # owners released (or left) while the interpreter shuts down: no crash,
+    # no hang, also for arrays made on other threads and lazy graphs
+    p = run_python("""
+        import threading
+        import numpy as np
+        import ember.core as mx
+        x = np.arange(10, dtype=np.float32)
+        kept = mx.asarray(x, copy=False)
+        lazy = kept * 2
+        del x
+        held = []
+        def worker():
+            y = mx.asarray(np.ones(5, np.float32), copy=False)
+            held.append(y + 1)
+            mx.eval(held[-1])
+            held.append(y)
+        t = threading.Thread(target=worker)
+        t.start()
+        t.join()
+        print("ok", held[0].tolist())
+    """, timeout=120)
+    assert p.stdout.split() == ["ok", "[2.0,", "2.0,", "2.0,", "2.0,", "2.0]"]
 
 
 # --------------------------------------------------------------------------
@@ -610,6 +636,19 @@ def test_dlpack_zero_d_and_empty_with_hand_made_producer():
     e = Producer(buf, [0, 3], data=0)  # an empty tensor may have no data
     assert mx.from_dlpack(e).shape == (0, 3)
     assert p.calls == 1 and e.calls == 1
+
+
+def test_dlpack_only_objects_convert_like_mlx():
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    a = mx.array(_DLPackOnly(x.T))
+    b = mx.add(mx.array(1.0), _DLPackOnly(x))
+    x[0, 0] = 100  # copied
+    assert_equal(a, np.arange(6, dtype=np.float32).reshape(2, 3).T, "float32")
+    assert_equal(b, np.arange(6, dtype=np.float32).reshape(2, 3) + 1, "float32")
+    f = np.array([1 / 3])
+    assert dtype_name(mx.array(_DLPackOnly(f)).dtype) == "float32"
+    if not IS_MLX:
+        assert mx.array(_DLPackOnly(f), dtype=mx.float64).item() == 1 / 3
 
 
 def test_from_dlpack_needs_dlpack():
