@@ -75,11 +75,12 @@ array import_view(const ForeignView& v, std::function<void()> release, Dtype tar
   // the bytes the elements occupy: [base + lo, base + hi + item)
   auto [lo, hi] = element_range(v.shape, v.byte_strides, op);
   const uintptr_t base = reinterpret_cast<uintptr_t>(v.data);
-  uintptr_t first = base - static_cast<uintptr_t>(-lo), end = 0;
-  if (base < static_cast<uintptr_t>(-lo) ||
-      __builtin_add_overflow(base, static_cast<uintptr_t>(hi) + static_cast<uintptr_t>(item), &end)) {
+  const uintptr_t below = uintptr_t(0) - static_cast<uintptr_t>(lo);  // -lo, lo <= 0
+  uintptr_t first = base - below, end = 0;
+  if (base < below || __builtin_add_overflow(base, static_cast<uintptr_t>(hi) + static_cast<uintptr_t>(item), &end)) {
     throw std::invalid_argument(std::string("[") + op + "] The strides address memory outside the address space.");
   }
+  const int64_t first_el = static_cast<int64_t>(below / static_cast<uintptr_t>(item));  // element 0's offset
   // representable as an Ember array: aligned, strides in whole elements
   bool whole = base % static_cast<uintptr_t>(alignment_of(v.dtype)) == 0;
   Strides es(v.shape.size(), 0);
@@ -93,12 +94,12 @@ array import_view(const ForeignView& v, std::function<void()> release, Dtype tar
       no_copy(op, std::string("the data is ") + dtype_name(v.dtype) + ", not " + dtype_name(target));
     }
     auto buf = Buffer::borrowed(reinterpret_cast<void*>(first), end - first, guard.take(), v.readonly);
-    return array::from_buffer(std::move(buf), v.shape, v.dtype, es, -lo / item, op);
+    return array::from_buffer(std::move(buf), v.shape, v.dtype, es, first_el, op);
   }
   if (whole) {
     // the strided copy kernels read the owner's memory in place
-    array src = array::from_buffer(Buffer::borrowed(reinterpret_cast<void*>(first), end - first, guard.take(), v.readonly),
-                                   v.shape, v.dtype, es, -lo / item, op);
+    auto buf = Buffer::borrowed(reinterpret_cast<void*>(first), end - first, guard.take(), v.readonly);
+    array src = array::from_buffer(std::move(buf), v.shape, v.dtype, es, first_el, op);
     if (target != v.dtype) {
       array out = astype(src, target);
       eval_nogil({out});
@@ -194,7 +195,9 @@ DLDataType dl_dtype(Dtype t) {
 // The Ember dtype of a DLPack dtype (complex128: complex64 with the flag).
 Dtype from_dl_dtype(DLDataType d, bool& complex128) {
   complex128 = false;
-  if (d.lanes != 1) throw type_error("[from_dlpack] Vector dtypes (lanes " + std::to_string(d.lanes) + ") are not supported.");
+  if (d.lanes != 1) {
+    throw type_error("[from_dlpack] Vector dtypes (lanes " + std::to_string(d.lanes) + ") are not supported.");
+  }
   switch (d.code) {
     case 0:  // int
       if (d.bits == 8) return Dtype::int8;
