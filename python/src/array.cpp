@@ -155,8 +155,16 @@ py::array to_numpy(const array& in, py::handle dtype, py::handle copy) {
                                                              : std::string(buffer_format(a.dtype())));
   py::array out(dt, shape, strides, a.size() ? a.raw_data() : nullptr, owner);
   if (a.buffer() && a.buffer()->readonly()) out.attr("setflags")("write"_a = false);
-  if (!dtype.is_none()) return out.attr("astype")(dtype);
-  if (!copy.is_none() && copy.cast<bool>()) return out.attr("copy")();
+  // NumPy's protocol: copy=True always copies, copy=False never does
+  const bool always = !copy.is_none() && copy.cast<bool>(), never = !copy.is_none() && !copy.cast<bool>();
+  if (!dtype.is_none()) {
+    py::object r = out.attr("astype")(dtype, "copy"_a = always);
+    if (never && !r.is(out)) {
+      throw std::invalid_argument("[__array__] Unable to avoid copy while converting to the requested dtype.");
+    }
+    return r;
+  }
+  if (always) return out.attr("copy")();
   return out;
 }
 

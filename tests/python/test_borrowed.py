@@ -442,6 +442,21 @@ def test_strided_export_shares_like_mlx():
     assert n.strides == (4, 16)  # no copy: the array's own strides
 
 
+@ember_only  # MLX's __array__ shares memory even with copy=True
+def test_array_protocol_copy_argument():
+    a = mx.arange(4).astype(mx.float32)
+    shared = a.__array__()
+    assert np.shares_memory(shared, a.__array__(copy=False))
+    assert not np.shares_memory(shared, a.__array__(copy=True))
+    assert a.__array__(np.float64).dtype == np.float64
+    assert np.shares_memory(shared, a.__array__(np.float32, copy=False))
+    with pytest.raises(ValueError):
+        a.__array__(np.float64, copy=False)
+    n = np.array(a)  # np.array copies
+    n[0] = 9
+    assert a.tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
 def test_array_outlives_its_numpy_source():
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     a = mx.array(x.T)
