@@ -75,7 +75,21 @@ State& state() {
 
 }  // namespace
 
+std::shared_ptr<Buffer> Buffer::borrowed(void* ptr, size_t size, std::function<void()> release, bool readonly) {
+  return std::shared_ptr<Buffer>(new Buffer(ptr, size, std::move(release), readonly));
+}
+
 Buffer::~Buffer() {
+  if (borrowed_) {
+    // not ours: hand it back to its owner (once), outside the allocator
+    if (release_) {
+      try {
+        release_();
+      } catch (...) {
+      }
+    }
+    return;
+  }
   auto& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
   s.active -= capacity_;
@@ -133,7 +147,7 @@ std::shared_ptr<Buffer> malloc(size_t nbytes) {
       s.wired_blocks.emplace(p, size);
     }
   }
-  return std::make_shared<Buffer>(p, nbytes, size);
+  return std::shared_ptr<Buffer>(new Buffer(p, nbytes, size));
 }
 
 size_t active_memory() {

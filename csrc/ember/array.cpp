@@ -41,6 +41,27 @@ int64_t checked_size(const Shape& shape, const char* op) {
   return n;
 }
 
+std::pair<int64_t, int64_t> element_range(const Shape& shape, const Strides& strides, const char* op) {
+  if (strides.size() != shape.size()) {
+    throw std::invalid_argument(std::string("[") + op + "] " + std::to_string(strides.size()) +
+                                " strides given for a shape of " + std::to_string(shape.size()) + " dimensions.");
+  }
+  int64_t lo = 0, hi = 0;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    int64_t span;
+    if (shape[i] <= 0) continue;  // 0: an empty array addresses nothing; < 0 fails in checked_size
+    bool over = __builtin_mul_overflow(shape[i] - 1, strides[i], &span);
+    over = over || (span < 0 ? __builtin_add_overflow(lo, span, &lo) : __builtin_add_overflow(hi, span, &hi));
+    if (over) {
+      std::ostringstream os;
+      os << "[" << op << "] The strides of an array of shape " << shape_str(shape)
+         << " address elements beyond 64-bit offsets.";
+      throw std::invalid_argument(os.str());
+    }
+  }
+  return {lo, hi};
+}
+
 namespace {
 std::shared_ptr<ArrayDesc> new_desc(Shape shape, Dtype dtype) {
   auto d = std::make_shared<ArrayDesc>();
@@ -96,6 +117,31 @@ array::array(const void* src, const Shape& shape, Dtype dtype) : desc_(new_desc(
 array array::empty_evaluated(const Shape& shape, Dtype dtype) {
   array a(new_desc(shape, dtype));
   a.alloc();
+  return a;
+}
+
+array array::from_buffer(std::shared_ptr<Buffer> buf, const Shape& shape, Dtype dtype, const Strides& strides,
+                         int64_t offset, const char* op) {
+  if (!buf) throw std::invalid_argument(std::string("[") + op + "] No buffer given.");
+  int64_t n = checked_size(shape, op);
+  auto [lo, hi] = element_range(shape, strides, op);
+  if (n > 0) {
+    // the first and one past the last addressed byte, from the buffer start
+    int64_t first, last, first_b, end_b;
+    const int64_t item = size_of(dtype);
+    bool over = __builtin_add_overflow(offset, lo, &first) || __builtin_add_overflow(offset, hi, &last) ||
+                __builtin_mul_overflow(first, item, &first_b) || __builtin_add_overflow(last, int64_t(1), &end_b) ||
+                __builtin_mul_overflow(end_b, item, &end_b);
+    if (over || first_b < 0 || static_cast<uint64_t>(end_b) > buf->size()) {
+      std::ostringstream os;
+      os << "[" << op << "] An array of shape " << shape_str(shape) << ", strides " << shape_str(strides)
+         << " and offset " << offset << " (" << dtype_name(dtype) << ") addresses memory outside its buffer of "
+         << buf->size() << " bytes.";
+      throw std::invalid_argument(os.str());
+    }
+  }
+  array a(new_desc(shape, dtype));
+  a.set_data(std::move(buf), strides, offset);
   return a;
 }
 

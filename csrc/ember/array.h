@@ -14,6 +14,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ember/allocator.h"
@@ -97,6 +98,10 @@ Strides row_strides(const Shape& shape);
 // Product of the dims, checked: throws std::invalid_argument on overflow or
 // negative dims (op names the caller).
 int64_t checked_size(const Shape& shape, const char* op);
+// The lowest and highest element offsets (relative to element 0) that a
+// non-empty array of this shape and strides addresses, checked: throws
+// std::invalid_argument naming `op` when they do not fit in 64 bits.
+std::pair<int64_t, int64_t> element_range(const Shape& shape, const Strides& strides, const char* op);
 
 class array {
  public:
@@ -108,6 +113,13 @@ class array {
   array(T value, Dtype dtype);  // scalar of `dtype` converted from value
   array(const void* data, const Shape& shape, Dtype dtype);  // copies dense data
   static array empty_evaluated(const Shape& shape, Dtype dtype);
+  // An evaluated array on an existing buffer (typically Buffer::borrowed):
+  // element i has the address buf->ptr() + (offset + sum_k i_k * strides[k])
+  // * itemsize; strides (in elements) may be negative or zero. Throws
+  // std::invalid_argument naming `op` unless every addressed element lies
+  // within the buffer's size() bytes.
+  static array from_buffer(std::shared_ptr<Buffer> buf, const Shape& shape, Dtype dtype, const Strides& strides,
+                           int64_t offset, const char* op);
 
   const Shape& shape() const { return desc_->shape; }
   int64_t shape(int dim) const { return desc_->shape.at(dim < 0 ? dim + ndim() : dim); }

@@ -6,7 +6,7 @@
 #include <limits>
 
 #include "bindings.h"
-#include "ember/backend/cpu/copy.h"
+#include "foreign.h"
 #include "ember/primitive.h"
 
 namespace ember::py_bind {
@@ -68,7 +68,10 @@ const char* buffer_format(Dtype t) {
 }
 
 // Buffer protocol: the exported memory is owned by a capsule holding its own
-// handle to the data, so it stays valid whatever happens to the Python array.
+// handle to the data (so the Ember buffer, or the borrowed owner behind it,
+// stays valid whatever happens to the Python array). The array's strides are
+// exported as they are (as MLX) to consumers that take strides; others get
+// a dense copy. Read-only borrowed memory is exported read-only.
 struct Export {
   array a;
   std::vector<Py_ssize_t> shape, strides;
@@ -85,9 +88,29 @@ int array_getbuffer(PyObject* obj, Py_buffer* view, int flags) {
       return -1;
     }
     eval_nogil({a});
-    if (!a.row_contiguous()) {
+    // consumers asking for contiguous memory (or no strides) get it; the
+    // PyBUF_*_CONTIGUOUS requests include PyBUF_STRIDES
+    const int contig = flags & (PyBUF_C_CONTIGUOUS | PyBUF_F_CONTIGUOUS | PyBUF_ANY_CONTIGUOUS) & ~PyBUF_STRIDES;
+    const bool strided = (flags & PyBUF_STRIDES) == PyBUF_STRIDES && contig == 0;
+    if (!a.row_contiguous() && !strided) {
       a = contiguous(a);
       eval_nogil({a});
+    }
+    if (contig == (PyBUF_F_CONTIGUOUS & ~PyBUF_STRIDES)) {
+      // a dense row-major array is column-major too only with one dim above 1
+      int big = 0;
+      for (auto d : a.shape()) big += d > 1;
+      if (big > 1) {
+        PyErr_SetString(PyExc_BufferError, "Ember arrays export row-major (C-contiguous) or strided buffers.");
+        view->obj = nullptr;
+        return -1;
+      }
+    }
+    const bool readonly = a.buffer() && a.buffer()->readonly();
+    if (readonly && (flags & PyBUF_WRITABLE)) {
+      PyErr_SetString(PyExc_BufferError, "The array's memory is read-only.");
+      view->obj = nullptr;
+      return -1;
     }
     auto* ex = new Export{a, {}, {}};
     for (int i = 0; i < a.ndim(); ++i) {
@@ -102,12 +125,12 @@ int array_getbuffer(PyObject* obj, Py_buffer* view, int flags) {
     view->obj = cap;  // released by PyBuffer_Release
     view->buf = a.size() ? a.raw_data() : nullptr;
     view->len = a.nbytes();
-    view->readonly = 0;
+    view->readonly = readonly ? 1 : 0;
     view->itemsize = a.itemsize();
     view->format = (flags & PyBUF_FORMAT) ? const_cast<char*>(fmt) : nullptr;
     view->ndim = a.ndim();
     view->shape = (flags & PyBUF_ND) ? ex->shape.data() : nullptr;
-    view->strides = (flags & PyBUF_STRIDES) ? ex->strides.data() : nullptr;
+    view->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? ex->strides.data() : nullptr;
     view->suboffsets = nullptr;
     view->internal = nullptr;
     return 0;
@@ -131,133 +154,18 @@ py::array to_numpy(const array& in, py::handle dtype, py::handle copy) {
   py::dtype dt(buffer_format(a.dtype()) == std::string("Zf") ? std::string("complex64")
                                                              : std::string(buffer_format(a.dtype())));
   py::array out(dt, shape, strides, a.size() ? a.raw_data() : nullptr, owner);
-  if (!dtype.is_none()) return out.attr("astype")(dtype);
-  return out;
-}
-
-// ---------------- DLPack ----------------
-struct DLDevice {
-  int32_t device_type;
-  int32_t device_id;
-};
-struct DLDataType {
-  uint8_t code;
-  uint8_t bits;
-  uint16_t lanes;
-};
-struct DLTensor {
-  void* data;
-  DLDevice device;
-  int32_t ndim;
-  DLDataType dtype;
-  int64_t* shape;
-  int64_t* strides;
-  uint64_t byte_offset;
-};
-struct DLManagedTensor {
-  DLTensor dl_tensor;
-  void* manager_ctx;
-  void (*deleter)(DLManagedTensor*);
-};
-struct DLContext {
-  array a;
-  Shape shape;
-  Strides strides;
-};
-
-DLDataType dl_dtype(Dtype t) {
-  uint8_t bits = static_cast<uint8_t>(size_of(t) * 8);
-  if (t == Dtype::bool_) return {6, 8, 1};
-  if (is_signed_int(t)) return {0, bits, 1};
-  if (is_unsigned(t)) return {1, bits, 1};
-  if (t == Dtype::bfloat16) return {4, 16, 1};
-  if (is_complex(t)) return {5, 64, 1};
-  return {2, bits, 1};
-}
-
-Dtype from_dl_dtype(DLDataType d) {
-  if (d.lanes != 1) throw type_error("[from_dlpack] Vector dtypes are not supported.");
-  switch (d.code) {
-    case 0:
-      return d.bits == 8 ? Dtype::int8 : d.bits == 16 ? Dtype::int16 : d.bits == 32 ? Dtype::int32 : Dtype::int64;
-    case 1:
-      return d.bits == 8 ? Dtype::uint8 : d.bits == 16 ? Dtype::uint16 : d.bits == 32 ? Dtype::uint32 : Dtype::uint64;
-    case 2:
-      if (d.bits == 16) return Dtype::float16;
-      if (d.bits == 32) return Dtype::float32;
-      if (d.bits == 64) return Dtype::float64;
-      break;
-    case 4:
-      if (d.bits == 16) return Dtype::bfloat16;
-      break;
-    case 5:
-      if (d.bits == 64) return Dtype::complex64;
-      break;
-    case 6:
-      return Dtype::bool_;
-  }
-  throw type_error("[from_dlpack] Unsupported DLPack dtype (code " + std::to_string(d.code) + ", bits " +
-                   std::to_string(d.bits) + ").");
-}
-
-py::capsule to_dlpack(const array& in) {
-  array a = in;
-  eval_nogil({a});
-  auto* ctx = new DLContext{a, a.shape(), a.strides()};
-  auto* mt = new DLManagedTensor{};
-  mt->dl_tensor.data = a.buffer() ? a.buffer()->ptr() : nullptr;
-  mt->dl_tensor.byte_offset = static_cast<uint64_t>(a.offset() * a.itemsize());
-  mt->dl_tensor.device = {1, 0};
-  mt->dl_tensor.ndim = a.ndim();
-  mt->dl_tensor.dtype = dl_dtype(a.dtype());
-  mt->dl_tensor.shape = ctx->shape.data();
-  mt->dl_tensor.strides = ctx->strides.data();
-  mt->manager_ctx = ctx;
-  mt->deleter = [](DLManagedTensor* self) {
-    delete static_cast<DLContext*>(self->manager_ctx);
-    delete self;
-  };
-  return py::capsule(mt, "dltensor", [](PyObject* cap) {
-    // Only a capsule that was never consumed still owns the tensor.
-    if (PyCapsule_IsValid(cap, "dltensor")) {
-      auto* t = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(cap, "dltensor"));
-      if (t && t->deleter) t->deleter(t);
+  if (a.buffer() && a.buffer()->readonly()) out.attr("setflags")("write"_a = false);
+  // NumPy's protocol: copy=True always copies, copy=False never does
+  const bool always = !copy.is_none() && copy.cast<bool>(), never = !copy.is_none() && !copy.cast<bool>();
+  if (!dtype.is_none()) {
+    py::object r = out.attr("astype")(dtype, "copy"_a = always);
+    if (never && !r.is(out)) {
+      throw std::invalid_argument("[__array__] Unable to avoid copy while converting to the requested dtype.");
     }
-  });
-}
-
-array from_dlpack(py::handle obj) {
-  py::object cap = obj.attr("__dlpack__")();
-  if (!PyCapsule_IsValid(cap.ptr(), "dltensor")) {
-    throw type_error("[from_dlpack] Expected a 'dltensor' capsule from __dlpack__().");
+    return r;
   }
-  auto* t = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(cap.ptr(), "dltensor"));
-  const DLTensor& d = t->dl_tensor;
-  if (d.device.device_type != 1) throw std::invalid_argument("[from_dlpack] Only CPU tensors can be imported.");
-  if (d.ndim < 0 || d.ndim > 64) throw std::invalid_argument("[from_dlpack] Invalid number of dimensions.");
-  Dtype dt = from_dl_dtype(d.dtype);
-  Shape shape(d.shape, d.shape + d.ndim);
-  int64_t n = checked_size(shape, "from_dlpack");
-  array out = array::empty_evaluated(shape, dt);
-  bool narrow = dt == Dtype::float64;  // MLX narrows float64 imports to float32
-  if (n) {
-    // wrap the foreign memory in a view-only array descriptor and copy densely
-    auto desc = std::make_shared<ArrayDesc>();
-    desc->shape = shape;
-    desc->size = n;
-    desc->dtype = dt;
-    desc->strides = d.strides ? Strides(d.strides, d.strides + d.ndim) : row_strides(shape);
-    desc->buf = std::shared_ptr<Buffer>(new Buffer(static_cast<char*>(d.data) + d.byte_offset, 0, 0),
-                                        [](Buffer* b) {
-                                          // not ours to free: leak-free no-op deleter for the wrapper only
-                                          ::operator delete(static_cast<void*>(b));
-                                        });
-    array src(desc);
-    cpu::copy_to_dense(src, out.raw_data());
-  }
-  PyCapsule_SetName(cap.ptr(), "used_dltensor");
-  if (t->deleter) t->deleter(t);
-  return narrow ? astype(out, Dtype::float32) : out;
+  if (always) return out.attr("copy")();
+  return out;
 }
 
 }  // namespace
@@ -379,7 +287,7 @@ void init_array(py::module_& m) {
       .def("__copy__", [](const array& a) { return array(a); })
       .def("__deepcopy__", [](const array& a, py::handle) { return array(a); }, "memo"_a)
       .def("__array__", &to_numpy, "dtype"_a = py::none(), "copy"_a = py::none())
-      .def("__dlpack__", [](const array& a, py::kwargs) { return to_dlpack(a); })
+      .def("__dlpack__", [](const array& a, py::kwargs kwargs) { return to_dlpack(a, kwargs); })
       .def("__dlpack_device__", [](const array&) { return py::make_tuple(1, 0); })
       .def(py::pickle(
           [](const array& a) {
@@ -533,11 +441,16 @@ void init_array(py::module_& m) {
         return parts;
       }, "indices_or_sections"_a, "axis"_a = 0, py::kw_only(), "stream"_a = py::none());
 
-  m.def("asarray", [](py::handle a, py::handle dtype, py::handle copy) { return to_array(a, to_dtype(dtype)); },
-        "a"_a, "dtype"_a = py::none(), py::kw_only(), "copy"_a = py::none(),
-        "Converts the input to an array (arrays are immutable values, so no copy is ever needed).");
-  m.def("from_dlpack", [](py::handle x, py::handle copy) { return from_dlpack(x); }, "x"_a, py::pos_only(),
-        py::kw_only(), "copy"_a = py::none());
+  m.def("asarray", [](py::handle a, py::handle dtype, std::optional<bool> copy) {
+        return asarray(a, to_dtype(dtype), copy);
+      }, "a"_a, "dtype"_a = py::none(), py::kw_only(), "copy"_a = py::none(),
+        "Converts the input to an array. copy=None or True copies NumPy, buffer-protocol and DLPack inputs (as "
+        "MLX on the CPU); copy=False shares their memory (the array keeps its owner alive) or raises ValueError "
+        "where that needs a copy.");
+  m.def("from_dlpack", [](py::handle x, std::optional<bool> copy) { return from_dlpack(x, copy); }, "x"_a,
+        py::pos_only(), py::kw_only(), "copy"_a = py::none(),
+        "Imports a DLPack tensor: copied unless copy=False, which shares its memory (with its strides) or "
+        "raises ValueError where that needs a copy (float64 is narrowed to float32, as MLX).");
 
   py::implicitly_convertible<py::int_, array>();
   py::implicitly_convertible<py::float_, array>();

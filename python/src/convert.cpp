@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "bindings.h"
+#include "foreign.h"
 #include "ember/primitive.h"
 
 namespace ember::py_bind {
@@ -40,22 +41,26 @@ Dtype from_numpy_dtype(const py::dtype& dt, const char* op) {
   throw type_error(std::string("[") + op + "] Unsupported NumPy dtype " + std::string(py::str(dt)) + ".");
 }
 
-array from_numpy(py::array arr, std::optional<Dtype> dtype) {
-  py::module_ np = py::module_::import("numpy");
+}  // namespace
+
+array from_numpy(py::array arr, std::optional<Dtype> dtype, bool copy, const char* op) {
   if (arr.dtype().attr("byteorder").cast<std::string>() == ">") {
-    throw type_error("[array] Big-endian NumPy arrays are not supported; convert with .astype(dtype.newbyteorder('=')).");
+    throw type_error(std::string("[") + op +
+                     "] Big-endian NumPy arrays are not supported; convert with .astype(dtype.newbyteorder('=')).");
   }
-  Dtype t = from_numpy_dtype(arr.dtype(), "array");
+  ForeignView v;
+  v.dtype = from_numpy_dtype(arr.dtype(), op);
+  v.complex128 = arr.dtype().kind() == 'c' && arr.dtype().itemsize() == 16;
+  v.data = static_cast<char*>(const_cast<void*>(arr.data()));
+  v.shape.assign(arr.shape(), arr.shape() + arr.ndim());
+  v.byte_strides.assign(arr.strides(), arr.strides() + arr.ndim());
+  v.readonly = !arr.writeable();
   // MLX narrows NumPy's float64 to float32 unless a dtype is given
-  if (!dtype && t == Dtype::float64) dtype = Dtype::float32;
-  if (arr.dtype().kind() == 'c' && arr.dtype().itemsize() == 16) {
-    arr = np.attr("asarray")(arr, "dtype"_a = np.attr("complex64"));
-  }
-  arr = np.attr("asarray")(arr, "order"_a = "C");
-  Shape shape(arr.shape(), arr.shape() + arr.ndim());
-  array out(arr.data(), shape, t);
-  return dtype && *dtype != t ? astype(out, *dtype) : out;
+  Dtype target = dtype.value_or(v.dtype == Dtype::float64 ? Dtype::float32 : v.dtype);
+  return import_view(v, release_py_object(arr), target, copy, op);
 }
+
+namespace {
 
 int64_t py_to_int64(py::handle v) {
   int overflow = 0;
@@ -262,6 +267,7 @@ array to_array(py::handle v, std::optional<Dtype> dtype) {
     py::module_ np = py::module_::import("numpy");
     return from_numpy(np.attr("asarray")(v), dtype);
   }
+  if (py::hasattr(v, "__dlpack__")) return from_dlpack(v, true, dtype);  // DLPack only: copied, as MLX
   throw type_error(std::string("[array] Cannot convert ") + std::string(py::str(py::type::handle_of(v))) +
                    " to an array.");
 }

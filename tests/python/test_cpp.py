@@ -9,11 +9,11 @@ import sys
 
 import pytest
 
-from conftest import IS_MLX
+from conftest import ember_only
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-pytestmark = pytest.mark.skipif(IS_MLX, reason="tests Ember's C++ engine")
+pytestmark = ember_only  # tests Ember's C++ engine
 
 
 def _library():

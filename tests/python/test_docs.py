@@ -17,7 +17,7 @@ BASES = ["", "csrc/ember", "csrc", "python", "python/src", "tests", "tests/pytho
 
 # named on purpose before they exist: the places planned for nn and the
 # optimizers, and the include-layering check being written
-PLANNED = {"nn/", "optimizers/", "tests/check_layers.py"}
+PLANNED = {"nn/", "optimizers/"}
 
 _TOKEN = re.compile(r"`([^`\s]+)`")
 _FILE = re.compile(r"\.(md|py|tsv|cpp|h|inc|txt|toml|sh)$")

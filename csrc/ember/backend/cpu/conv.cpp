@@ -432,7 +432,7 @@ class PackCache {
  public:
   std::shared_ptr<const Scratch<A>> get(const array& w, const Geometry& g, const ForwardPlan<A>& plan,
                                         const A* wdata) {
-    const bool cacheable = w.buffer() && w.buffer()->capacity() > 0;
+    const bool cacheable = w.buffer() && !w.buffer()->is_borrowed();
     if (!cacheable) return pack_forward_weights(wdata, g, plan);
     std::lock_guard<std::mutex> lock(mu_);
     for (auto it = entries_.begin(); it != entries_.end();) {

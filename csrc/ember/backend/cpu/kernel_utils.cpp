@@ -12,7 +12,9 @@ namespace ember {
 namespace cpu {
 
 bool can_donate(const array& in, const array& out) {
-  return in.desc().use_count() == 1 && in.buffer() && in.buffer().use_count() == 1 && in.row_contiguous() &&
+  // borrowed memory (DLPack, buffer protocol, mmap) is its owner's: never written
+  return in.desc().use_count() == 1 && in.buffer() && in.buffer().use_count() == 1 &&
+         !in.buffer()->is_borrowed() && in.row_contiguous() &&
          in.offset() == 0 && in.itemsize() == out.itemsize() && in.size() == out.size() && in.dtype() == out.dtype();
 }
 

@@ -14,7 +14,7 @@ namespace ember::cpu {
 
 // Gives `out` storage: reuses the buffer of an input that only this node
 // holds and that has out's exact layout (dense, same size and itemsize),
-// otherwise allocates. Inputs from `first` on are checked in order.
+// otherwise allocates; borrowed buffers are never reused. Inputs from `first` on are checked in order.
 void alloc_or_donate(array& out, const std::vector<array>& inputs, size_t first = 0);
 // Whether `in` (an input of the running node) may give its buffer to `out`.
 bool can_donate(const array& in, const array& out);
