@@ -357,7 +357,7 @@ def _svd_nonsquare_samples(n, rng):
 
 
 _row("svd", L.svd, _svd_samples, "linalg")
-# a row of its own: no second derivative yet (test_transforms_table.KNOWN_BUGS)
+# non-square: the thin factors' rules (the singular values to second order)
 _row("svd-nonsquare", L.svd, _svd_nonsquare_samples, "linalg")
 _row("eigh", L.eigh, _spd_samples, "linalg")
 _row("eigvalsh", L.eigvalsh, _spd_samples, "linalg")
@@ -374,7 +374,6 @@ def _pinv_nonsquare_samples(n, rng):
 
 
 _row("pinv", L.pinv, _pinv_samples, "linalg")
-# a row of its own: no derivative yet (test_transforms_table.KNOWN_BUGS)
 _row("pinv-nonsquare", L.pinv, _pinv_nonsquare_samples, "linalg")
 
 

@@ -507,12 +507,46 @@ def test_grad_svd():
     check_grads(invariants, [a], order=2)
     check_grads(lambda x: LA.svd(x)[1], [a])
     check_grads(lambda x: LA.svd(x, compute_uv=False), [a], order=2)
-    for shape in [(5, 3), (3, 5), (2, 4, 3)]:  # second order would need U, Vt of a non-square matrix
-        check_grads(lambda x: LA.svd(x, compute_uv=False), [rng(2).standard_normal(shape)])
+    for shape in [(5, 3), (3, 5), (2, 4, 3)]:
+        check_grads(lambda x: LA.svd(x, compute_uv=False), [rng(2).standard_normal(shape)], order=2)
 
 
-def test_grad_svd_rectangular_vectors_raise():
-    raises(ValueError, "square matrix", lambda: mx.grad(lambda x: mx.sum(LA.svd(x)[0]))(mx.ones((2, 3))))
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (2, 4, 3)])
+def test_grad_svd_rectangular(shape):
+    # the thin factors of a non-square matrix (K = min(M, N) columns of U and
+    # rows of Vt), through functions independent of the signs of the pairs
+    k = min(shape[-2:])
+    base = rng(3).standard_normal(shape)
+    u, _, vt = np.linalg.svd(base, full_matrices=False)
+    a = (u * np.linspace(4.0, 1.0, k)) @ vt  # well-separated singular values
+
+    def invariants(x):
+        U, S, Vt = LA.svd(x)
+        Uk, Vtk = U[..., :, :k], Vt[..., :k, :]
+        return S, Uk * Uk, Vtk * Vtk, Uk[..., :, :2] @ (S[..., :2, None] * Vtk[..., :2, :])
+    check_grads(invariants, [a], order=2)
+
+
+def test_grad_svd_rectangular_extra_columns_ignored():
+    # columns of the full U past K are any basis of the rest of the space:
+    # their cotangents are ignored (as PyTorch does) and their tangents are 0
+    a = mx.array(rng(4).standard_normal((4, 2)))
+    g = mx.grad(lambda x: mx.sum(LA.svd(x)[0][:, 2:]))(a)
+    np.testing.assert_array_equal(npy(g), np.zeros((4, 2)))
+    _, (du, _, dvt) = mx.jvp(lambda x: LA.svd(x), [a], [mx.ones((4, 2), mx.float64)])
+    np.testing.assert_array_equal(npy(du)[:, 2:], np.zeros((4, 2)))
+    assert dvt.shape == (2, 2)
+    b = mx.array(rng(5).standard_normal((2, 4)))
+    _, (du, _, dvt) = mx.jvp(lambda x: LA.svd(x), [b], [mx.ones((2, 4), mx.float64)])
+    assert du.shape == (2, 2)
+    np.testing.assert_array_equal(npy(dvt)[2:], np.zeros((2, 4)))
+
+
+@pytest.mark.parametrize("shape", [(4, 2), (2, 5), (2, 3, 4)])
+def test_grad_pinv_rectangular(shape):
+    # pinv is built on the svd: its derivative of a non-square, full-rank
+    # matrix against finite differences (and second order)
+    check_grads(lambda x: LA.pinv(x), [rng(6).standard_normal(shape)], order=2)
 
 
 @pytest.mark.parametrize("uplo", ["L", "U"])

@@ -112,22 +112,6 @@ NO_ARRAY_ARGS = set(SKIP_VMAP)
 # Known engine bugs a row exposes: strict xfails (they fail the day the bug
 # is fixed, so the line goes), each with a reproduction in its reason.
 KNOWN_BUGS = {
-    ("test_grad", "linalg.pinv-nonsquare"):
-        "pinv of a non-square matrix has no derivative: it is composed from "
-        "svd(compute_uv=True), whose U/Vt rules need a square matrix "
-        "(mx.grad(lambda a: mx.linalg.pinv(a).sum())(mx.ones((4, 2))) raises "
-        "ValueError '[linalg::svd] Derivatives of U and Vt need a square matrix')",
-    ("test_grad_layout", "linalg.pinv-nonsquare"): "see test_grad",
-    ("test_grad_of_vmap", "linalg.pinv-nonsquare"): "see test_grad",
-    ("test_grad2", "linalg.pinv-nonsquare"): "see test_grad",
-    ("test_grad2", "linalg.svd-nonsquare"):
-        "the singular values of a non-square matrix have no second derivative: "
-        "the vjp of svd(compute_uv=False) is built from the full svd, whose U/Vt "
-        "rules need a square matrix (b = 3x5 float32; g = lambda b: "
-        "mx.linalg.svd(b, compute_uv=False).sum(); mx.grad(lambda b: "
-        "mx.grad(g)(b).sum())(b) raises ValueError '[linalg::svd] Derivatives of "
-        "U and Vt need a square matrix ... (use compute_uv=False ...)', although "
-        "compute_uv=False was used)",
 }
 
 # Families whose rows (op_table_transforms.py) have not been run against

@@ -15,8 +15,12 @@
 //             dR = (C - W) R, dQ = dA R^-1 - Q (C - W)
 //             Abar = (Qbar + Q E) R^-T, N = Rbar R^T - Q^T Qbar, E = triu(N) + tril(N^T,-1)
 //   eigh      P = V^T dS V, dw = diag(P), dV = V (F o P), F_ij = 1/(w_j - w_i)
-//   svd (square, distinct values) P = U^T dA V, dS = diag(P),
-//             dU = U (F o (P S + S P^T)), dV = V (F o (S P + P^T S)), F_ij = 1/(s_j^2 - s_i^2)
+//   svd (distinct values; U, V the thin factors: K = min(M, N) columns)
+//             P = U^T dA V, dS = diag(P), F_ij = 1/(s_j^2 - s_i^2),
+//             dU = U (F o (P S + S P^T)) + (I - UU^T) dA V S^-1,
+//             dV = V (F o (S P + P^T S)) + (I - VV^T) dA^T U S^-1;
+//             the columns of the full U (V) past K are any basis of the rest
+//             of the space: zero tangents, cotangents ignored (as PyTorch)
 #include "ember/primitives/lapack.h"
 
 #include "ember/ops/lapack.h"
@@ -59,6 +63,18 @@ array first_rows(const array& x, int64_t k, Stream s) {
   Shape start(x.ndim(), 0), stop = x.shape(), step(x.ndim(), 1);
   stop[x.ndim() - 2] = k;
   return slice(x, start, stop, step, s);
+}
+// the first k columns (rows) of a factor, or the factor when it has k
+array thin_cols(const array& x, int64_t k, Stream s) { return x.shape(-1) == k ? x : first_cols(x, k, s); }
+array thin_rows(const array& x, int64_t k, Stream s) { return x.shape(-2) == k ? x : first_rows(x, k, s); }
+// (I - Q Q^T) X for Q with orthonormal columns: X without its part in Q's span
+array off_span(const array& Q, const array& X, Stream s) { return subtract(X, mm(Q, mm(mT(Q, s), X, s), s), s); }
+// x (..., n, k) padded with zero columns to (..., n, n)
+array pad_cols(const array& x, int64_t n, Stream s) {
+  if (x.shape(-1) == n) return x;
+  Shape zs = x.shape();
+  zs.back() = n - zs.back();
+  return concatenate({x, zeros(zs, x.dtype(), s)}, -1, s);
 }
 // F_ij = 1 / (v_j - v_i) off the diagonal, 0 on it
 array gap_inverse(const array& v, Stream s) {
@@ -182,18 +198,21 @@ std::vector<array> Lapack::vjp(const std::vector<array>& primals, const std::vec
       return {mm(add(Qbar, mm(Q, E, s), s), mT(Ri, s), s)};
     }
     case SVD: {
-      if (A.shape(-2) != A.shape(-1))
-        detail::fail("linalg::svd", "Derivatives of U and Vt need a square matrix; got shape ",
-                     shape_str(A.shape()), " (use compute_uv=False for the singular values).");
-      array U = out(0), S = out(1), V = mT(out(2), s);
-      array Ubar = ct_or_zeros(cts[0], U, s), Sbar = ct_or_zeros(cts[1], S, s),
-            Vbar = mT(ct_or_zeros(cts[2], out(2), s), s);
+      // the thin factors: columns of U (or V) past K = min(M, N) are any
+      // basis of the rest of the space, so their cotangents are ignored
+      const int64_t M = A.shape(-2), N = A.shape(-1), K = std::min(M, N);
+      array U = thin_cols(out(0), K, s), S = out(1), V = mT(thin_rows(out(2), K, s), s);
+      array Ubar = thin_cols(ct_or_zeros(cts[0], out(0), s), K, s), Sbar = ct_or_zeros(cts[1], S, s),
+            Vbar = mT(thin_rows(ct_or_zeros(cts[2], out(2), s), K, s), s);
       array F = gap_inverse(square(S, s), s);
       array J = multiply(F, mm(mT(U, s), Ubar, s), s), Kv = multiply(F, mm(mT(V, s), Vbar, s), s);
       array Srow = expand_dims(S, {-2}, s), Scol = expand_dims(S, {-1}, s);
       array inner = add(diag_embed(Sbar, s),
                         add(multiply(add(J, mT(J, s), s), Srow, s), multiply(Scol, add(Kv, mT(Kv, s), s), s), s), s);
-      return {mm(mm(U, inner, s), mT(V, s), s)};
+      array g = mm(mm(U, inner, s), mT(V, s), s);
+      if (M > K) g = add(g, mm(off_span(U, divide(Ubar, Srow, s), s), mT(V, s), s), s);  // (I - UU^T) Ubar S^-1 V^T
+      if (N > K) g = add(g, mm(U, mT(off_span(V, divide(Vbar, Srow, s), s), s), s), s);  // U S^-1 Vbar^T (I - VV^T)
+      return {g};
     }
     case SVDVals: {
       auto usv = lapack_node(SVD, false, primals, s);
@@ -265,16 +284,17 @@ std::vector<array> Lapack::jvp(const std::vector<array>& primals, const std::vec
       return {subtract(dARi, mm(Q, CW, s), s), mm(CW, R, s)};
     }
     case SVD: {
-      if (A.shape(-2) != A.shape(-1))
-        detail::fail("linalg::svd", "Derivatives of U and Vt need a square matrix; got shape ",
-                     shape_str(A.shape()), " (use compute_uv=False for the singular values).");
-      array U = out(0), S = out(1), V = mT(out(2), s);
-      array P = mm(mm(mT(U, s), tangents[0], s), V, s);
+      // thin factors as in the vjp; the columns past K get zero tangents
+      const int64_t M = A.shape(-2), N = A.shape(-1), K = std::min(M, N);
+      array U = thin_cols(out(0), K, s), S = out(1), V = mT(thin_rows(out(2), K, s), s), dA = tangents[0];
+      array P = mm(mm(mT(U, s), dA, s), V, s);
       array F = gap_inverse(square(S, s), s);
       array Srow = expand_dims(S, {-2}, s), Scol = expand_dims(S, {-1}, s);
       array dU = mm(U, multiply(F, add(multiply(P, Srow, s), multiply(Scol, mT(P, s), s), s), s), s);
       array dV = mm(V, multiply(F, add(multiply(Scol, P, s), multiply(mT(P, s), Srow, s), s), s), s);
-      return {dU, diag_part(P, s), mT(dV, s)};
+      if (M > K) dU = add(dU, divide(off_span(U, mm(dA, V, s), s), Srow, s), s);          // (I - UU^T) dA V S^-1
+      if (N > K) dV = add(dV, divide(off_span(V, mm(mT(dA, s), U, s), s), Srow, s), s);  // (I - VV^T) dA^T U S^-1
+      return {pad_cols(dU, M, s), diag_part(P, s), mT(pad_cols(dV, N, s), s)};
     }
     case SVDVals: {
       auto usv = lapack_node(SVD, false, primals, s);
