@@ -19,7 +19,6 @@ namespace {
 
 using K = Lapack::Kind;
 
-array mT(const array& x, Stream s) { return swapaxes(x, -1, -2, s); }
 
 void check_matrix(const char* op, const array& a) {
   if (a.ndim() < 2)
@@ -135,7 +134,7 @@ array cholesky_inv(const array& a, bool upper, const StreamOrDevice& sd) {
   Stream s = to_stream(sd);
   array Li = tri_inv(a, upper, s);
   // A = L L^T -> A^-1 = L^-T L^-1 ; A = U^T U -> A^-1 = U^-1 U^-T
-  return upper ? matmul(Li, mT(Li, s), s) : matmul(mT(Li, s), Li, s);
+  return upper ? matmul(Li, matrix_transpose(Li, s), s) : matmul(matrix_transpose(Li, s), Li, s);
 }
 
 array pinv(const array& a, const StreamOrDevice& sd) {
@@ -155,7 +154,7 @@ array pinv(const array& a, const StreamOrDevice& sd) {
   array cutoff = multiply(max(S, Axes{-1}, true, s), array(eps * static_cast<double>(std::max(m, n)), a.dtype()), s);
   array keep = greater(S, cutoff, s);
   array Sinv = where(keep, reciprocal(where(keep, S, ones({}, a.dtype(), s), s), s), zeros({}, a.dtype(), s), s);
-  return matmul(mT(Vtk, s), multiply(expand_dims(Sinv, {-1}, s), mT(Uk, s), s), s);
+  return matmul(matrix_transpose(Vtk, s), multiply(expand_dims(Sinv, {-1}, s), matrix_transpose(Uk, s), s), s);
 }
 
 // ---- factorizations ----

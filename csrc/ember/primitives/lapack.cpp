@@ -30,7 +30,8 @@ namespace ember {
 
 namespace {
 
-array mT(const array& x, Stream s) { return swapaxes(x, -1, -2, s); }
+// the formulas' notation for matrix_transpose
+array mT(const array& x, Stream s) { return matrix_transpose(x, s); }
 array mm(const array& a, const array& b, Stream s) { return matmul(a, b, s); }
 array eye_like(int64_t n, Dtype t, Stream s) { return eye(n, n, 0, t, s); }
 

@@ -20,8 +20,7 @@ array matmul_node(const array& a, const array& b, Stream s) {
 
 namespace {
 
-array mT(const array& x, Stream s) { return swapaxes(x, -1, -2, s); }
-array mH(const array& x, Stream s) { return mT(conjugate(x, s), s); }
+array mH(const array& x, Stream s) { return matrix_transpose(conjugate(x, s), s); }
 
 // x with dims [d, d + 1] merged into one / with dim d split in (n, m).
 array merge_dims(const array& x, int d, Stream s) {

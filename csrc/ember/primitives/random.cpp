@@ -56,7 +56,6 @@ array phi(const array& x, Stream s) {
   array w = add(tri(n, n, -1, x.dtype(), s), multiply(eye(n, n, 0, x.dtype(), s), array(0.5, x.dtype()), s), s);
   return multiply(x, w, s);
 }
-array mT(const array& x, Stream s) { return swapaxes(x, -1, -2, s); }
 }  // namespace
 
 std::vector<array> RandomCholesky::jvp(const std::vector<array>&, const std::vector<array>& tangents,
@@ -64,9 +63,9 @@ std::vector<array> RandomCholesky::jvp(const std::vector<array>&, const std::vec
   const Stream s = stream();
   const array& l = outputs[0];
   // Y = L^-1 dA L^-T, with the tangent symmetrized (only symmetric inputs are valid).
-  array da = multiply(add(tangents[0], mT(tangents[0], s), s), array(0.5, l.dtype()), s);
+  array da = multiply(add(tangents[0], matrix_transpose(tangents[0], s), s), array(0.5, l.dtype()), s);
   array x = linalg::solve_triangular(l, da, false, s);
-  array y = mT(linalg::solve_triangular(l, mT(x, s), false, s), s);
+  array y = matrix_transpose(linalg::solve_triangular(l, matrix_transpose(x, s), false, s), s);
   return {matmul(l, phi(y, s), s)};
 }
 
@@ -75,11 +74,12 @@ std::vector<array> RandomCholesky::vjp(const std::vector<array>&, const std::vec
   const Stream s = stream();
   const array& l = outputs[0];
   // G = Phi(L^T Lbar); Abar = sym(L^-T G L^-1).
-  array g = phi(matmul(mT(l, s), tril(cotangents[0], 0, s), s), s);
-  array lt = mT(l, s);
-  array z = linalg::solve_triangular(lt, g, true, s);                     // L^-T G
-  array abar = mT(linalg::solve_triangular(lt, mT(z, s), true, s), s);    // (L^-T (L^-T G)^T)^T
-  return {multiply(add(abar, mT(abar, s), s), array(0.5, l.dtype()), s)};
+  array g = phi(matmul(matrix_transpose(l, s), tril(cotangents[0], 0, s), s), s);
+  array lt = matrix_transpose(l, s);
+  array z = linalg::solve_triangular(lt, g, true, s);  // L^-T G
+  // (L^-T (L^-T G)^T)^T
+  array abar = matrix_transpose(linalg::solve_triangular(lt, matrix_transpose(z, s), true, s), s);
+  return {multiply(add(abar, matrix_transpose(abar, s), s), array(0.5, l.dtype()), s)};
 }
 
 }  // namespace ember
