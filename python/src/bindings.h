@@ -1,5 +1,6 @@
 // Shared by the binding files: Python value -> array conversion (with MLX's
-// weak typing of Python scalars), stream/axis argument parsing.
+// weak typing of Python scalars), stream/axis argument parsing; the argument
+// types with their type casters are in casters.h (included below).
 #pragma once
 
 #include <pybind11/numpy.h>
@@ -24,8 +25,6 @@ bool is_py_scalar(py::handle v);
 // A Python scalar converted for an op with an array of dtype `other`
 // (weakly typed: int keeps the array's dtype, float keeps inexact dtypes).
 array scalar_to_array(py::handle v, Dtype other);
-// Both operands of a binary op, with the scalar rules applied.
-std::pair<array, array> to_arrays(py::handle a, py::handle b);
 StreamOrDevice to_stream_arg(py::handle s);
 std::optional<Axes> to_axes(py::handle axis);
 Shape to_shape(py::handle shape, const char* op);
@@ -38,6 +37,8 @@ int get_print_precision();
 void set_print_precision(int p);
 // Evaluates with the GIL released.
 void eval_nogil(const std::vector<array>& arrays);
+// An object with __dlpack__ (and no other array protocol) as an array.
+array dlpack_to_array(py::handle obj);
 // Arrays found in a pytree (lists, tuples, dicts, arrays; other leaves ignored).
 void collect_arrays(py::handle tree, std::vector<array>& out);
 
@@ -54,3 +55,5 @@ void init_fft(py::module_& m);
 void init_linalg(py::module_& m);
 
 }  // namespace ember::py_bind
+
+#include "casters.h"  // IWYU pragma: export

@@ -262,6 +262,10 @@ array to_array(py::handle v, std::optional<Dtype> dtype) {
     py::module_ np = py::module_::import("numpy");
     return from_numpy(np.attr("asarray")(v), dtype);
   }
+  if (py::hasattr(v, "__dlpack__")) {
+    array a = dlpack_to_array(v);
+    return dtype ? astype(a, *dtype) : a;
+  }
   throw type_error(std::string("[array] Cannot convert ") + std::string(py::str(py::type::handle_of(v))) +
                    " to an array.");
 }
@@ -278,19 +282,6 @@ array scalar_to_array(py::handle v, Dtype other) {
     return array(PyFloat_AsDouble(v.ptr()), is_inexact(other) ? other : Dtype::float32);
   }
   return to_array(v);
-}
-
-std::pair<array, array> to_arrays(py::handle a, py::handle b) {
-  bool sa = is_py_scalar(a), sb = is_py_scalar(b);
-  if (sa && !sb) {
-    array y = to_array(b);
-    return {scalar_to_array(a, y.dtype()), y};
-  }
-  if (sb && !sa) {
-    array x = to_array(a);
-    return {x, scalar_to_array(b, x.dtype())};
-  }
-  return {to_array(a), to_array(b)};
 }
 
 StreamOrDevice to_stream_arg(py::handle s) {

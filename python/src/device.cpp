@@ -18,8 +18,7 @@ struct StreamContext {
   Stream prev;
 };
 
-Stream stream_of(py::handle h) {
-  StreamOrDevice sd = to_stream_arg(h);
+Stream stream_of(const StreamOrDevice& sd) {
   if (std::holds_alternative<std::monostate>(sd)) throw type_error("[stream] Expected a Stream or Device.");
   return to_stream(sd);
 }
@@ -98,10 +97,11 @@ void init_device(py::module_& m) {
         "Make a stream that is a separate Stream in each thread that uses it.");
   m.def("new_thread_unsafe_stream", [](py::handle d) { return new_thread_unsafe_stream(device_of(d)); }, "device"_a,
         "Make a stream usable from any thread.");
-  m.def("stream", [](py::handle s) { return StreamContext{stream_of(s), false, Stream{}}; }, "s"_a,
+  m.def("stream", [](StreamOrDevice s) { return StreamContext{stream_of(s), false, Stream{}}; }, "s"_a,
         "A context in which ops run on the given stream (or the device's default stream).");
-  m.def("synchronize", [](py::handle s) { synchronize(s.is_none() ? current_stream() : stream_of(s)); },
-        "stream"_a = py::none());
+  m.def("synchronize", [](StreamOrDevice s) {
+        synchronize(std::holds_alternative<std::monostate>(s) ? current_stream() : to_stream(s));
+      }, kStream);
   m.def("clear_streams", &clear_streams);
   m.def("is_available", [](py::handle d) { return is_available(device_of(d)); }, "device"_a);
   m.def("device_count", [](Device::Type t) { return device_count(t); }, "device_type"_a);

@@ -1,0 +1,1383 @@
+// The docstrings of ember.core, in one table: qualified name -> text.
+//
+// A name is looked up from the module: "take", "linalg.inv", "array.sum"
+// (an entry of the class's __dict__), "Stream". One text may serve several
+// names (an array method shares its function's text). install_docstrings()
+// runs last in module initialisation. For pybind11 functions it keeps
+// pybind11's generated signature line(s) and replaces the rest of the doc
+// (what the m.def gave); properties, classes and modules get __doc__.
+#include "docstrings.h"
+
+#include <Python.h>
+#include <pybind11/stl.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace py = pybind11;
+
+namespace ember::py_bind {
+namespace {
+
+struct Entry {
+  std::initializer_list<const char*> names;
+  const char* text;
+};
+
+// The argument every op takes last.
+#define EMBER_DOC_STREAM                                                                 \
+  "    stream (Stream or Device, optional): where the op runs; a Device means that\n" \
+  "        device's default stream. Default: None, the default stream of the\n"       \
+  "        default device.\n"
+
+// The array argument of the one-input element-wise ops.
+#define EMBER_DOC_ARG_A "    a (array): input array; a scalar or a nested sequence is converted first.\n"
+
+// The layout of a one-input element-wise op: body, Args, Returns, example.
+#define EMBER_DOC_UNARY(body, returns, example) \
+  body "\n\nArgs:\n" EMBER_DOC_ARG_A EMBER_DOC_STREAM "\nReturns:\n    array: " returns "\n" example
+
+// The layout of a two-input element-wise op.
+#define EMBER_DOC_BINARY(body, returns, example)                                             \
+  body "\n\nThe operands broadcast against each other and their dtypes promote; a\n"          \
+       "Python scalar is weakly typed (it takes the other operand's dtype when\n"            \
+       "that dtype can represent it).\n\nArgs:\n"                                            \
+       "    a (array): first operand (an array or a scalar).\n"                              \
+       "    b (array): second operand (an array or a scalar).\n" EMBER_DOC_STREAM            \
+       "\nReturns:\n    array: " returns "\n" example
+
+// The arguments of the reductions.
+#define EMBER_DOC_REDUCE_ARGS                                                                \
+  "    a (array): input array.\n"                                                            \
+  "    axis (int or sequence of int, optional): the axis or axes to reduce;\n"             \
+  "        negative values count from the end. Default: None, every axis.\n"               \
+  "    keepdims (bool): keep each reduced axis with length 1, so that the\n"               \
+  "        result broadcasts against ``a``. Default: False.\n"
+
+// The arguments of the scans.
+#define EMBER_DOC_SCAN_ARGS                                                                  \
+  "    a (array): input array.\n"                                                            \
+  "    axis (int, optional): the axis to scan. Default: None, the flattened array.\n"      \
+  "    reverse (bool): scan from the end of the axis towards its start.\n"                 \
+  "        Default: False.\n"                                                                \
+  "    inclusive (bool): if True, element ``i`` includes ``a[i]``; if False it\n"          \
+  "        covers only the elements before it (the first is the identity).\n"              \
+  "        Default: True.\n"
+
+const Entry kDocs[] = {
+    // ---- element-wise: one input ----
+    {{"abs", "array.abs"},
+     EMBER_DOC_UNARY("Absolute value of each element.\n\n"
+                     "For a complex input the result is the modulus, a real float array.",
+                     "``|a|`` with the dtype of ``a`` (float32 for complex64).",
+                     "\nExample:\n    >>> mx.abs(mx.array([-1.5, 2.0]))\n    array([1.5, 2], dtype=float32)\n")},
+    {{"negative"},
+     EMBER_DOC_UNARY("Negation of each element (``-a``).\n\n"
+                     "Unsigned integers wrap around; a boolean input raises ValueError.",
+                     "``-a`` with the dtype of ``a``.", "")},
+    {{"positive"},
+     EMBER_DOC_UNARY("Unary plus (``+a``): the input itself, element by element.",
+                     "an array equal to ``a``, same dtype.", "")},
+    {{"sign"},
+     EMBER_DOC_UNARY("Sign of each element: -1, 0 or 1.\n\n"
+                     "Booleans and unsigned integers give 0 or 1; for a complex input the\n"
+                     "result is ``a / |a|`` (0 where ``a`` is 0).",
+                     "the signs, with the dtype of ``a``.",
+                     "\nExample:\n    >>> mx.sign(mx.array([-2, 0, 3]))\n    array([-1, 0, 1], dtype=int32)\n")},
+    {{"square", "array.square"},
+     EMBER_DOC_UNARY("Square of each element (``a * a``).", "``a ** 2`` with the dtype of ``a``.",
+                     "\nExample:\n    >>> mx.square(mx.array([3]))\n    array([9], dtype=int32)\n")},
+    {{"sqrt", "array.sqrt"},
+     EMBER_DOC_UNARY("Square root of each element.\n\n"
+                     "Integer and boolean inputs are computed in float32; negative real inputs\n"
+                     "give NaN.",
+                     "``sqrt(a)``, an inexact array.",
+                     "\nExample:\n    >>> mx.sqrt(mx.array([4]))\n    array([2], dtype=float32)\n")},
+    {{"rsqrt", "array.rsqrt"},
+     EMBER_DOC_UNARY("Reciprocal square root of each element, ``1 / sqrt(a)``.\n\n"
+                     "Integer and boolean inputs are computed in float32.",
+                     "``1 / sqrt(a)``, an inexact array.", "")},
+    {{"reciprocal", "array.reciprocal"},
+     EMBER_DOC_UNARY("Reciprocal of each element, ``1 / a``.\n\n"
+                     "Integer and boolean inputs are computed in float32.",
+                     "``1 / a``, an inexact array.", "")},
+    {{"exp", "array.exp"},
+     EMBER_DOC_UNARY("Exponential of each element, ``e ** a``.\n\n"
+                     "Integer and boolean inputs are computed in float32; complex inputs are\n"
+                     "supported.",
+                     "``exp(a)``, an inexact array.",
+                     "\nExample:\n    >>> mx.exp(mx.array([0.0, 1.0]))\n    array([1, 2.71828], dtype=float32)\n")},
+    {{"expm1"},
+     EMBER_DOC_UNARY("``exp(a) - 1`` for each element, accurate also where ``a`` is close to 0.\n\n"
+                     "Integer and boolean inputs are computed in float32.",
+                     "``exp(a) - 1``, an inexact array.", "")},
+    {{"log", "array.log"},
+     EMBER_DOC_UNARY("Natural logarithm of each element.\n\n"
+                     "Integer and boolean inputs are computed in float32; 0 gives -inf and a\n"
+                     "negative real input NaN.",
+                     "``ln(a)``, an inexact array.", "")},
+    {{"log2", "array.log2"},
+     EMBER_DOC_UNARY("Base-2 logarithm of each element.\n\n"
+                     "Integer and boolean inputs are computed in float32.",
+                     "``log2(a)``, an inexact array.",
+                     "\nExample:\n    >>> mx.log2(mx.array([8.0]))\n    array([3], dtype=float32)\n")},
+    {{"log10", "array.log10"},
+     EMBER_DOC_UNARY("Base-10 logarithm of each element.\n\n"
+                     "Integer and boolean inputs are computed in float32.",
+                     "``log10(a)``, an inexact array.", "")},
+    {{"log1p", "array.log1p"},
+     EMBER_DOC_UNARY("``log(1 + a)`` for each element, accurate also where ``a`` is close to 0.\n\n"
+                     "Integer and boolean inputs are computed in float32.",
+                     "``log(1 + a)``, an inexact array.", "")},
+    {{"sin", "array.sin"},
+     EMBER_DOC_UNARY("Sine of each element (in radians).\n\n"
+                     "Integer and boolean inputs are computed in float32; complex inputs are\n"
+                     "supported.",
+                     "``sin(a)``, an inexact array.", "")},
+    {{"cos", "array.cos"},
+     EMBER_DOC_UNARY("Cosine of each element (in radians).\n\n"
+                     "Integer and boolean inputs are computed in float32; complex inputs are\n"
+                     "supported.",
+                     "``cos(a)``, an inexact array.", "")},
+    {{"tan"},
+     EMBER_DOC_UNARY("Tangent of each element (in radians).\n\n"
+                     "Integer and boolean inputs are computed in float32.",
+                     "``tan(a)``, an inexact array.", "")},
+    {{"arcsin", "asin"},
+     EMBER_DOC_UNARY("Inverse sine of each element, in radians in [-pi/2, pi/2].\n\n"
+                     "``asin`` is the same function. Integer and boolean inputs are computed in\n"
+                     "float32; inputs outside [-1, 1] give NaN.",
+                     "``arcsin(a)``, an inexact array.", "")},
+    {{"arccos", "acos"},
+     EMBER_DOC_UNARY("Inverse cosine of each element, in radians in [0, pi].\n\n"
+                     "``acos`` is the same function. Integer and boolean inputs are computed in\n"
+                     "float32; inputs outside [-1, 1] give NaN.",
+                     "``arccos(a)``, an inexact array.", "")},
+    {{"arctan", "atan"},
+     EMBER_DOC_UNARY("Inverse tangent of each element, in radians in (-pi/2, pi/2).\n\n"
+                     "``atan`` is the same function. Integer and boolean inputs are computed in\n"
+                     "float32.",
+                     "``arctan(a)``, an inexact array.", "")},
+    {{"sinh"},
+     EMBER_DOC_UNARY("Hyperbolic sine of each element.\n\n"
+                     "Integer and boolean inputs are computed in float32.",
+                     "``sinh(a)``, an inexact array.", "")},
+    {{"cosh"},
+     EMBER_DOC_UNARY("Hyperbolic cosine of each element.\n\n"
+                     "Integer and boolean inputs are computed in float32.",
+                     "``cosh(a)``, an inexact array.", "")},
+    {{"tanh"},
+     EMBER_DOC_UNARY("Hyperbolic tangent of each element.\n\n"
+                     "Integer and boolean inputs are computed in float32.",
+                     "``tanh(a)``, an inexact array with values in [-1, 1].", "")},
+    {{"arcsinh", "asinh"},
+     EMBER_DOC_UNARY("Inverse hyperbolic sine of each element.\n\n"
+                     "``asinh`` is the same function. Integer and boolean inputs are computed in\n"
+                     "float32.",
+                     "``arcsinh(a)``, an inexact array.", "")},
+    {{"arccosh", "acosh"},
+     EMBER_DOC_UNARY("Inverse hyperbolic cosine of each element (defined for ``a >= 1``).\n\n"
+                     "``acosh`` is the same function. Integer and boolean inputs are computed in\n"
+                     "float32; inputs below 1 give NaN.",
+                     "``arccosh(a)``, an inexact array.", "")},
+    {{"arctanh", "atanh"},
+     EMBER_DOC_UNARY("Inverse hyperbolic tangent of each element (defined on (-1, 1)).\n\n"
+                     "``atanh`` is the same function. Integer and boolean inputs are computed in\n"
+                     "float32; -1 and 1 give -inf and inf.",
+                     "``arctanh(a)``, an inexact array.", "")},
+    {{"degrees"},
+     EMBER_DOC_UNARY("Converts angles from radians to degrees (``a * 180 / pi``).\n\n"
+                     "Integer and boolean inputs are computed in float32.",
+                     "the angles in degrees, an inexact array.",
+                     "\nExample:\n    >>> mx.degrees(mx.array([mx.pi]))\n    array([180], dtype=float32)\n")},
+    {{"radians"},
+     EMBER_DOC_UNARY("Converts angles from degrees to radians (``a * pi / 180``).\n\n"
+                     "Integer and boolean inputs are computed in float32.",
+                     "the angles in radians, an inexact array.", "")},
+    {{"sigmoid"},
+     EMBER_DOC_UNARY("Logistic sigmoid of each element, ``1 / (1 + exp(-a))``.\n\n"
+                     "Integer and boolean inputs are computed in float32.",
+                     "the sigmoid, an inexact array with values in [0, 1].",
+                     "\nExample:\n    >>> mx.sigmoid(mx.array([0.0]))\n    array([0.5], dtype=float32)\n")},
+    {{"erf"},
+     EMBER_DOC_UNARY("Gauss error function of each element,\n"
+                     "``erf(x) = 2 / sqrt(pi) * integral from 0 to x of exp(-t**2) dt``.\n\n"
+                     "Integer and boolean inputs are computed in float32; complex inputs raise.",
+                     "``erf(a)``, a real floating array with values in [-1, 1].", "")},
+    {{"erfinv"},
+     EMBER_DOC_UNARY("Inverse of the error function, element by element: ``erf(erfinv(a)) == a``.\n\n"
+                     "Defined on [-1, 1] (-1 and 1 give -inf and inf, values outside NaN).\n"
+                     "Integer and boolean inputs are computed in float32.",
+                     "``erfinv(a)``, a real floating array.", "")},
+    {{"floor"},
+     EMBER_DOC_UNARY("Largest integer not above each element.\n\n"
+                     "Integer and boolean inputs are returned unchanged in dtype; complex inputs\n"
+                     "raise.",
+                     "``floor(a)`` with the dtype of ``a``.",
+                     "\nExample:\n    >>> mx.floor(mx.array([-1.5, 1.5]))\n    array([-2, 1], dtype=float32)\n")},
+    {{"ceil"},
+     EMBER_DOC_UNARY("Smallest integer not below each element.\n\n"
+                     "Integer and boolean inputs are returned unchanged in dtype; complex inputs\n"
+                     "raise.",
+                     "``ceil(a)`` with the dtype of ``a``.", "")},
+    {{"trunc"},
+     EMBER_DOC_UNARY("Rounds each element towards zero (drops the fractional part).\n\n"
+                     "Integer inputs are computed in float32.",
+                     "``trunc(a)``, an inexact array.",
+                     "\nExample:\n    >>> mx.trunc(mx.array([-1.7, 1.7]))\n    array([-1, 1], dtype=float32)\n")},
+    {{"conj", "conjugate", "array.conj"},
+     EMBER_DOC_UNARY("Complex conjugate of each element.\n\n"
+                     "``conjugate`` is the same function. A real input is returned as it is.",
+                     "the conjugate, with the dtype of ``a``.",
+                     "\nExample:\n    >>> mx.conj(mx.array([1 + 2j]))\n    array([1-2j], dtype=complex64)\n")},
+    {{"real"},
+     EMBER_DOC_UNARY("Real part of each element.\n\n"
+                     "For a real input this is the input itself.",
+                     "the real parts: float32 for complex64, the dtype of ``a`` otherwise.", "")},
+    {{"imag"},
+     EMBER_DOC_UNARY("Imaginary part of each element.\n\n"
+                     "For a real input this is an array of zeros.",
+                     "the imaginary parts: float32 for complex64, the dtype of ``a`` otherwise.", "")},
+    {{"isnan"},
+     EMBER_DOC_UNARY("Tests each element for NaN.\n\n"
+                     "Integers and booleans are never NaN; a complex element is NaN when either\n"
+                     "part is.",
+                     "a boolean array, True where ``a`` is NaN.",
+                     "\nExample:\n    >>> mx.isnan(mx.array([1.0, mx.nan]))\n    array([False, True], dtype=bool)\n")},
+    {{"isinf"},
+     EMBER_DOC_UNARY("Tests each element for positive or negative infinity.",
+                     "a boolean array, True where ``a`` is inf or -inf.", "")},
+    {{"isposinf"},
+     EMBER_DOC_UNARY("Tests each element for positive infinity.",
+                     "a boolean array, True where ``a`` is inf.", "")},
+    {{"isneginf"},
+     EMBER_DOC_UNARY("Tests each element for negative infinity.",
+                     "a boolean array, True where ``a`` is -inf.", "")},
+    {{"isfinite"},
+     EMBER_DOC_UNARY("Tests each element for being finite (neither infinite nor NaN).",
+                     "a boolean array, True where ``a`` is finite.", "")},
+    {{"logical_not"},
+     EMBER_DOC_UNARY("Logical negation of each element; nonzero values count as True.",
+                     "a boolean array, True where ``a`` is zero or False.",
+                     "\nExample:\n    >>> mx.logical_not(mx.array([1, 0]))\n    array([False, True], dtype=bool)\n")},
+    {{"bitwise_invert"},
+     EMBER_DOC_UNARY("Bitwise NOT (``~a``) of each element of an integer or boolean array.\n\n"
+                     "For booleans this is the logical negation; floating inputs raise.",
+                     "``~a`` with the dtype of ``a``.",
+                     "\nExample:\n    >>> mx.bitwise_invert(mx.array([0], dtype=mx.uint8))\n    array([255], dtype=uint8)\n")},
+
+    {{"round", "array.round"}, R"doc(Rounds each element to a given number of decimals.
+
+Halfway cases round to the nearest even value (as NumPy does). Integer
+inputs with ``decimals >= 0`` are returned as they are; a negative
+``decimals`` rounds to tens, hundreds, and so on.
+
+Args:
+    a (array): input array.
+    decimals (int): number of decimal places to keep; may be negative.
+        Default: 0.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the rounded values, with the dtype of ``a``.
+
+Example:
+    >>> mx.round(mx.array([0.5, 1.5, 2.5]))
+    array([0, 2, 2], dtype=float32)
+    >>> mx.round(mx.array([1.25, 2.675]), 1)
+    array([1.2, 2.7], dtype=float32)
+)doc"},
+    {{"clip"}, R"doc(Limits the values of an array to an interval.
+
+Each element below ``a_min`` becomes ``a_min`` and each element above
+``a_max`` becomes ``a_max``. The bounds broadcast against ``a``; one of
+them (not both) may be None for no limit on that side.
+
+Args:
+    a (array): input array.
+    a_min (array, scalar or None): the lower bound.
+    a_max (array, scalar or None): the upper bound.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the clipped array.
+
+Example:
+    >>> mx.clip(mx.array([-2.0, 0.5, 3.0]), 0, 1)
+    array([0, 0.5, 1], dtype=float32)
+)doc"},
+    {{"nan_to_num"}, R"doc(Replaces NaN and infinite values with finite numbers.
+
+Args:
+    a (array): input array; integer and boolean arrays are returned as they are.
+    nan (float): the value that replaces NaN. Default: 0.
+    posinf (float, optional): the value that replaces +inf. Default: None,
+        the largest finite value of the dtype.
+    neginf (float, optional): the value that replaces -inf. Default: None,
+        the lowest finite value of the dtype.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: ``a`` with the replacements, same dtype.
+
+Example:
+    >>> mx.nan_to_num(mx.array([mx.nan, mx.inf, -mx.inf]))
+    array([0, 3.40282e+38, -3.40282e+38], dtype=float32)
+)doc"},
+
+    // ---- element-wise: two inputs ----
+    {{"add"},
+     EMBER_DOC_BINARY("Element-wise sum ``a + b``.", "the sums, in the promoted dtype.",
+                      "\nExample:\n    >>> mx.add(mx.array([1, 2]), 1.5)\n    array([2.5, 3.5], dtype=float32)\n")},
+    {{"subtract"},
+     EMBER_DOC_BINARY("Element-wise difference ``a - b``.", "the differences, in the promoted dtype.", "")},
+    {{"multiply"},
+     EMBER_DOC_BINARY("Element-wise product ``a * b``.", "the products, in the promoted dtype.", "")},
+    {{"divide"},
+     EMBER_DOC_BINARY("Element-wise true division ``a / b``.\n\n"
+                      "Integer operands are divided in float32 (the result is always inexact).",
+                      "the quotients, an inexact array.",
+                      "\nExample:\n    >>> mx.divide(mx.array([1, 2]), 2)\n    array([0.5, 1], dtype=float32)\n")},
+    {{"floor_divide"},
+     EMBER_DOC_BINARY("Element-wise floor division ``a // b``: the quotient rounded down.\n\n"
+                      "For integers this rounds towards minus infinity, as Python does; for\n"
+                      "floats it is ``floor(a / b)``.",
+                      "the floored quotients, in the promoted dtype.",
+                      "\nExample:\n    >>> mx.floor_divide(mx.array([7, -7]), 2)\n    array([3, -4], dtype=int32)\n")},
+    {{"remainder"},
+     EMBER_DOC_BINARY("Element-wise remainder ``a % b`` of floor division.\n\n"
+                      "The result has the sign of ``b`` (as Python's ``%``), so that\n"
+                      "``a == b * floor_divide(a, b) + remainder(a, b)``.",
+                      "the remainders, in the promoted dtype.",
+                      "\nExample:\n    >>> mx.remainder(mx.array([7, -7]), 3)\n    array([1, 2], dtype=int32)\n")},
+    {{"divmod"},
+     EMBER_DOC_BINARY("Floor quotient and remainder at once: ``(a // b, a % b)``.",
+                      "a list ``[quotient, remainder]`` of two arrays.",
+                      "\nExample:\n    >>> mx.divmod(mx.array([7]), 2)\n    [array([3], dtype=int32), array([1], dtype=int32)]\n")},
+    {{"power", "pow"},
+     EMBER_DOC_BINARY("Element-wise power ``a ** b``.\n\n``pow`` is the same function.",
+                      "``a`` raised to ``b``, in the promoted dtype.",
+                      "\nExample:\n    >>> mx.power(mx.array([2, 3]), 2)\n    array([4, 9], dtype=int32)\n")},
+    {{"maximum"},
+     EMBER_DOC_BINARY("Element-wise maximum of two arrays; NaN wins over any number.",
+                      "the larger of each pair, in the promoted dtype.", "")},
+    {{"minimum"},
+     EMBER_DOC_BINARY("Element-wise minimum of two arrays; NaN wins over any number.",
+                      "the smaller of each pair, in the promoted dtype.", "")},
+    {{"arctan2", "atan2"},
+     EMBER_DOC_BINARY("Element-wise arc tangent of ``a / b`` that uses the signs of both to pick\n"
+                      "the quadrant: the angle, in radians in [-pi, pi], of the point ``(b, a)``.\n\n"
+                      "``atan2`` is the same function. Integer inputs are computed in float32.",
+                      "the angles, an inexact array.", "")},
+    {{"logaddexp"},
+     EMBER_DOC_BINARY("Element-wise ``log(exp(a) + exp(b))``, computed without overflow.\n\n"
+                      "Integer inputs are computed in float32.",
+                      "the log of the summed exponentials, an inexact array.",
+                      "\nExample:\n    >>> mx.logaddexp(mx.array([0.0]), mx.array([0.0]))\n    array([0.693147], dtype=float32)\n")},
+    {{"equal"},
+     EMBER_DOC_BINARY("Element-wise comparison ``a == b``.", "a boolean array.", "")},
+    {{"not_equal"},
+     EMBER_DOC_BINARY("Element-wise comparison ``a != b``.", "a boolean array.", "")},
+    {{"less"},
+     EMBER_DOC_BINARY("Element-wise comparison ``a < b``.", "a boolean array.", "")},
+    {{"less_equal"},
+     EMBER_DOC_BINARY("Element-wise comparison ``a <= b``.", "a boolean array.", "")},
+    {{"greater"},
+     EMBER_DOC_BINARY("Element-wise comparison ``a > b``.", "a boolean array.",
+                      "\nExample:\n    >>> mx.greater(mx.array([1, 5]), 2)\n    array([False, True], dtype=bool)\n")},
+    {{"greater_equal"},
+     EMBER_DOC_BINARY("Element-wise comparison ``a >= b``.", "a boolean array.", "")},
+    {{"logical_and"},
+     EMBER_DOC_BINARY("Element-wise logical AND; nonzero values count as True.", "a boolean array.", "")},
+    {{"logical_or"},
+     EMBER_DOC_BINARY("Element-wise logical OR; nonzero values count as True.", "a boolean array.", "")},
+    {{"logical_xor"},
+     EMBER_DOC_BINARY("Element-wise logical exclusive OR; nonzero values count as True.",
+                      "a boolean array.", "")},
+    {{"bitwise_and"},
+     EMBER_DOC_BINARY("Element-wise bitwise AND (``a & b``) of integer or boolean arrays.",
+                      "the result, in the promoted dtype.", "")},
+    {{"bitwise_or"},
+     EMBER_DOC_BINARY("Element-wise bitwise OR (``a | b``) of integer or boolean arrays.",
+                      "the result, in the promoted dtype.", "")},
+    {{"bitwise_xor"},
+     EMBER_DOC_BINARY("Element-wise bitwise exclusive OR (``a ^ b``) of integer or boolean arrays.",
+                      "the result, in the promoted dtype.", "")},
+    {{"left_shift", "bitwise_left_shift"},
+     EMBER_DOC_BINARY("Element-wise left shift ``a << b`` of integer arrays.\n\n"
+                      "``bitwise_left_shift`` is the same function.",
+                      "the shifted values, in the promoted dtype.",
+                      "\nExample:\n    >>> mx.left_shift(mx.array([1]), 2)\n    array([4], dtype=int32)\n")},
+    {{"right_shift", "bitwise_right_shift"},
+     EMBER_DOC_BINARY("Element-wise right shift ``a >> b`` of integer arrays (arithmetic for\n"
+                      "signed types: the sign is kept).\n\n"
+                      "``bitwise_right_shift`` is the same function.",
+                      "the shifted values, in the promoted dtype.", "")},
+
+    {{"isclose"}, R"doc(Element-wise test that two arrays are equal within a tolerance.
+
+``a`` and ``b`` are close where ``|a - b| <= atol + rtol * |b|``; infinities
+are close only to the same infinity. The operands broadcast.
+
+Args:
+    a (array): first input.
+    b (array): second input.
+    rtol (float): relative tolerance. Default: 1e-5.
+    atol (float): absolute tolerance. Default: 1e-8.
+    equal_nan (bool): whether two NaNs count as close. Default: False.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: a boolean array.
+
+Example:
+    >>> mx.isclose(mx.array([1.0, 1.1]), mx.array([1.0, 1.0]))
+    array([True, False], dtype=bool)
+)doc"},
+    {{"allclose"}, R"doc(Tests that two arrays are equal within a tolerance everywhere.
+
+The reduction of :func:`isclose` with ``all``: True when
+``|a - b| <= atol + rtol * |b|`` holds for every element of the broadcast
+operands.
+
+Args:
+    a (array): first input.
+    b (array): second input.
+    rtol (float): relative tolerance. Default: 1e-5.
+    atol (float): absolute tolerance. Default: 1e-8.
+    equal_nan (bool): whether two NaNs count as equal. Default: False.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: a boolean scalar array.
+)doc"},
+    {{"array_equal"}, R"doc(Tests that two arrays have the same shape and the same values.
+
+The dtypes need not match (values are compared after promotion); arrays
+of different shapes are not equal (no broadcasting).
+
+Args:
+    a (array): first input.
+    b (array): second input.
+    equal_nan (bool): whether NaNs in the same places count as equal.
+        Default: False.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: a boolean scalar array.
+
+Example:
+    >>> mx.array_equal(mx.array([1, 2]), mx.array([1.0, 2.0]))
+    array(True, dtype=bool)
+)doc"},
+    {{"where"}, R"doc(Selects element by element from two arrays according to a condition.
+
+The three inputs broadcast against each other; ``x`` and ``y`` promote to
+a common dtype.
+
+Args:
+    condition (array): where True (nonzero), take from ``x``.
+    x (array): values taken where ``condition`` holds.
+    y (array): values taken elsewhere.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the selected values.
+
+Example:
+    >>> mx.where(mx.array([True, False]), mx.array([1, 2]), 0)
+    array([1, 0], dtype=int32)
+)doc"},
+    // ---- creation and conversion ----
+    {{"arange"}, R"doc(Evenly spaced values in a half-open interval ``[start, stop)``.
+
+Called as ``arange(stop)``, ``arange(start, stop)`` or
+``arange(start, stop, step)``, like Python's ``range``. The number of
+values is ``ceil((stop - start) / step)``.
+
+Args:
+    start (int or float, optional): the first value. Default: 0.
+    stop (int or float): the end of the interval (not included).
+    step (int or float, optional): the spacing. Default: 1.
+    dtype (Dtype, optional): the element type. Default: None, int32 when
+        every bound is an int and float32 otherwise.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: a 1-D array of the values.
+
+Example:
+    >>> mx.arange(5)
+    array([0, 1, 2, 3, 4], dtype=int32)
+    >>> mx.arange(1, 2, 0.25)
+    array([1, 1.25, 1.5, 1.75], dtype=float32)
+)doc"},
+    {{"linspace"}, R"doc(``num`` evenly spaced values from ``start`` to ``stop``.
+
+Args:
+    start (float): the first value.
+    stop (float): the last value (when ``endpoint`` is True).
+    num (int): how many values. Default: 50.
+    endpoint (bool): whether ``stop`` is the last value; if False the
+        values stop one step before it. Default: True.
+    dtype (Dtype): the element type. Default: float32.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: a 1-D array of ``num`` values.
+
+Example:
+    >>> mx.linspace(0, 1, 5)
+    array([0, 0.25, 0.5, 0.75, 1], dtype=float32)
+)doc"},
+    {{"zeros"}, R"doc(An array of the given shape filled with zeros.
+
+Args:
+    shape (int or sequence of int): the shape.
+    dtype (Dtype): the element type. Default: float32.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the zero array.
+
+Example:
+    >>> mx.zeros((2, 2), dtype=mx.int32)
+    array([[0, 0],
+           [0, 0]], dtype=int32)
+)doc"},
+    {{"ones"}, R"doc(An array of the given shape filled with ones.
+
+Args:
+    shape (int or sequence of int): the shape.
+    dtype (Dtype): the element type. Default: float32.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the array of ones.
+)doc"},
+    {{"empty"}, R"doc(An array of the given shape whose values are not to be relied on.
+
+For MLX compatibility; Ember fills it with zeros, so reading it is safe.
+
+Args:
+    shape (int or sequence of int): the shape.
+    dtype (Dtype): the element type. Default: float32.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the new array.
+)doc"},
+    {{"full"}, R"doc(An array of the given shape filled with a value.
+
+``vals`` broadcasts to ``shape``, so it may be a scalar or an array.
+
+Args:
+    shape (int or sequence of int): the shape.
+    vals (array or scalar): the fill value(s).
+    dtype (Dtype, optional): the element type. Default: None, the dtype of
+        ``vals`` (int32 for a Python int, float32 for a float, bool for a bool).
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the filled array.
+
+Example:
+    >>> mx.full((2, 3), 7)
+    array([[7, 7, 7],
+           [7, 7, 7]], dtype=int32)
+)doc"},
+    {{"zeros_like"}, R"doc(Zeros with the shape (and by default the dtype) of an array.
+
+Args:
+    a (array): the array whose shape is taken.
+    dtype (Dtype, optional): the element type. Default: None, that of ``a``.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the zero array.
+)doc"},
+    {{"ones_like"}, R"doc(Ones with the shape (and by default the dtype) of an array.
+
+Args:
+    a (array): the array whose shape is taken.
+    dtype (Dtype, optional): the element type. Default: None, that of ``a``.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the array of ones.
+)doc"},
+    {{"empty_like"}, R"doc(An array with the shape (and by default the dtype) of another, values not to be relied on.
+
+Ember fills it with zeros.
+
+Args:
+    a (array): the array whose shape is taken.
+    dtype (Dtype, optional): the element type. Default: None, that of ``a``.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the new array.
+)doc"},
+    {{"full_like"}, R"doc(An array with the shape of ``a`` filled with a value.
+
+Args:
+    a (array): the array whose shape is taken.
+    vals (array or scalar): the fill value(s), broadcast to the shape of ``a``.
+    dtype (Dtype, optional): the element type. Default: None, the dtype of ``a``.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the filled array.
+)doc"},
+    {{"eye"}, R"doc(A 2-D array with ones on one diagonal and zeros elsewhere.
+
+Args:
+    n (int): the number of rows.
+    m (int, optional): the number of columns. Default: None, ``n``.
+    k (int): which diagonal: 0 is the main one, positive values are above
+        it and negative values below. Default: 0.
+    dtype (Dtype): the element type. Default: float32.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: an ``n x m`` array.
+
+Example:
+    >>> mx.eye(2, 3, k=1)
+    array([[0, 1, 0],
+           [0, 0, 1]], dtype=float32)
+)doc"},
+    {{"identity"}, R"doc(The ``n x n`` identity matrix.
+
+Args:
+    n (int): the number of rows and columns.
+    dtype (Dtype): the element type. Default: float32.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: an ``n x n`` array with ones on the diagonal.
+)doc"},
+    {{"tri"}, R"doc(A 2-D array with ones on and below a diagonal and zeros above it.
+
+Args:
+    n (int): the number of rows.
+    m (int, optional): the number of columns. Default: None, ``n``.
+    k (int): the diagonal up to which the ones go: 0 is the main
+        diagonal, positive values are above it. Default: 0.
+    dtype (Dtype): the element type. Default: float32.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: an ``n x m`` lower-triangular array of ones.
+
+Example:
+    >>> mx.tri(3, k=-1)
+    array([[0, 0, 0],
+           [1, 0, 0],
+           [1, 1, 0]], dtype=float32)
+)doc"},
+    {{"tril"}, R"doc(The lower triangle of the last two axes of an array; the rest set to zero.
+
+Args:
+    x (array): input with at least two dimensions.
+    k (int): the diagonal above which elements are zeroed: 0 is the main
+        diagonal, positive values are above it. Default: 0.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: an array of the shape and dtype of ``x``.
+)doc"},
+    {{"triu"}, R"doc(The upper triangle of the last two axes of an array; the rest set to zero.
+
+Args:
+    x (array): input with at least two dimensions.
+    k (int): the diagonal below which elements are zeroed: 0 is the main
+        diagonal, positive values are above it. Default: 0.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: an array of the shape and dtype of ``x``.
+)doc"},
+    {{"meshgrid"}, R"doc(Coordinate grids from 1-D coordinate vectors.
+
+With N inputs of lengths ``n1, ..., nN``, returns N arrays of the same
+shape in which the i-th varies along the i-th input's axis. With
+``indexing='xy'`` (Cartesian) the first two axes are swapped, so the grid
+has shape ``(n2, n1, n3, ...)``; with ``'ij'`` (matrix) it has shape
+``(n1, n2, ...)``. Inputs of any shape are flattened first.
+
+Args:
+    *arrays (array): the coordinate vectors.
+    sparse (bool): if True, each output keeps length 1 on every axis but
+        its own (the grids broadcast to the full ones). Default: False.
+    indexing (str): ``'xy'`` or ``'ij'``; anything else raises ValueError.
+        Default: ``'xy'``.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    tuple(array): one grid per input.
+
+Example:
+    >>> xs, ys = mx.meshgrid(mx.array([1, 2]), mx.array([3, 4, 5]))
+    >>> xs.shape
+    (3, 2)
+)doc"},
+    {{"asarray"}, R"doc(Converts the input to an array.
+
+Accepts what the ``array`` constructor accepts (scalars, nested
+sequences, NumPy arrays, objects with ``__array__``, ``__dlpack__`` or the
+buffer protocol); an array is returned as it is unless a different dtype
+is asked for.
+
+Args:
+    a: the value to convert.
+    dtype (Dtype, optional): the element type. Default: None, inferred as
+        the ``array`` constructor does.
+    copy (bool, optional): accepted for NumPy compatibility. Arrays are
+        immutable values, so a copy is never needed and this has no effect.
+        Default: None.
+
+Returns:
+    array: the converted array.
+)doc"},
+    {{"from_dlpack"}, R"doc(An array from an object that implements the DLPack protocol.
+
+The object's ``__dlpack__()`` capsule is imported; its memory is read in
+place where possible (the producer is kept alive as long as the array
+needs it).
+
+Args:
+    x: an object with ``__dlpack__`` and ``__dlpack_device__`` (a NumPy
+        array, a torch tensor, ...).
+    copy (bool, optional): accepted for compatibility with the array API;
+        the import does not depend on it. Default: None.
+
+Returns:
+    array: an array with the object's shape, dtype and values.
+)doc"},
+    {{"astype", "array.astype"}, R"doc(Converts an array to another dtype.
+
+Floats become integers by truncation towards zero. NaN and values out of
+range give the answer of x86-64's vector conversions, as NumPy's and MLX's
+casts do (the integer minimum, then wrapping to narrower types), on every
+code path. Casting to bool gives True for nonzero values; complex to real
+keeps the real part.
+
+Args:
+    a (array): the input.
+    dtype (Dtype): the target element type.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: an array of the same shape with dtype ``dtype``.
+
+Example:
+    >>> mx.array([1.7, -1.7]).astype(mx.int32)
+    array([1, -1], dtype=int32)
+)doc"},
+    {{"view", "array.view"}, R"doc(Reinterprets the bytes of an array as another dtype (no conversion).
+
+If the item sizes differ, the last axis is rescaled: viewing ``n`` float32
+values as uint8 gives ``4 * n`` values. The last axis must then be
+contiguous and its byte length divisible by the new item size.
+
+Args:
+    a (array): the input.
+    dtype (Dtype): the dtype to read the bytes as.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the reinterpreted array.
+
+Example:
+    >>> mx.view(mx.array([1.0]), mx.int32)
+    array([1065353216], dtype=int32)
+)doc"},
+    {{"as_strided"}, R"doc(A view of an array's elements with an arbitrary shape and strides.
+
+The input's elements are numbered in row-major order (as if it were
+contiguous); the result reads element ``offset + sum(i_k * strides[k])``
+at index ``(i_0, i_1, ...)``. Every element reached must lie inside the
+input, otherwise ValueError (Ember never reads out of bounds). For
+sliding windows and overlapping views.
+
+Args:
+    a (array): the input.
+    shape (sequence of int, optional): the view's shape. Default: None, the
+        shape of ``a``.
+    strides (sequence of int, optional): the strides in elements (not
+        bytes). Default: None, the row-contiguous strides of ``shape``.
+    offset (int): the first element read. Default: 0.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the strided view.
+
+Example:
+    >>> mx.as_strided(mx.arange(6), (2, 2), (1, 1))
+    array([[0, 1],
+           [1, 2]], dtype=int32)
+)doc"},
+    {{"contiguous"}, R"doc(A copy of an array laid out contiguously in memory (or the array if it already is).
+
+Args:
+    a (array): the input.
+    allow_col_major (bool): if True, a column-major (Fortran-ordered)
+        array also counts as contiguous. Default: False.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: an array with the values of ``a`` and a row-contiguous layout
+    (or column-major where allowed).
+)doc"},
+    {{"bartlett"}, R"doc(The Bartlett (triangular) window.
+
+``w[n] = 1 - |2n / (M - 1) - 1|`` for ``n`` in ``[0, M)``: zero at both
+ends and one in the middle.
+
+Args:
+    M (int): the number of points; 0 gives an empty array and 1 the array ``[1]``.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: a float32 array of ``M`` values.
+)doc"},
+    {{"blackman"}, R"doc(The Blackman window.
+
+``w[n] = 0.42 - 0.5 cos(2 pi n / (M - 1)) + 0.08 cos(4 pi n / (M - 1))``
+for ``n`` in ``[0, M)``.
+
+Args:
+    M (int): the number of points; 0 gives an empty array and 1 the array ``[1]``.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: a float32 array of ``M`` values.
+)doc"},
+    {{"hamming"}, R"doc(The Hamming window.
+
+``w[n] = 0.54 - 0.46 cos(2 pi n / (M - 1))`` for ``n`` in ``[0, M)``.
+
+Args:
+    M (int): the number of points; 0 gives an empty array and 1 the array ``[1]``.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: a float32 array of ``M`` values.
+)doc"},
+    {{"hanning"}, R"doc(The Hann window.
+
+``w[n] = 0.5 - 0.5 cos(2 pi n / (M - 1))`` for ``n`` in ``[0, M)``: zero at
+both ends.
+
+Args:
+    M (int): the number of points; 0 gives an empty array and 1 the array ``[1]``.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: a float32 array of ``M`` values.
+
+Example:
+    >>> mx.hanning(4)
+    array([0, 0.75, 0.75, 0], dtype=float32)
+)doc"},
+    // ---- reductions ----
+    {{"sum", "array.sum"}, R"doc(Sum of the elements over the given axes.
+
+Booleans and integers narrower than 32 bits are summed in int32 (uint32
+for unsigned types). Floating sums give the same bits at every ISA level,
+thread count and input layout.
+
+Args:
+)doc" EMBER_DOC_REDUCE_ARGS EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the sums.
+
+Example:
+    >>> x = mx.array([[1, 2], [3, 4]])
+    >>> mx.sum(x)
+    array(10, dtype=int32)
+    >>> x.sum(axis=0, keepdims=True)
+    array([[4, 6]], dtype=int32)
+)doc"},
+    {{"prod", "array.prod"}, R"doc(Product of the elements over the given axes.
+
+Booleans and integers narrower than 32 bits are multiplied in int32 (uint32
+for unsigned types).
+
+Args:
+)doc" EMBER_DOC_REDUCE_ARGS EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the products.
+)doc"},
+    {{"mean", "array.mean"}, R"doc(Arithmetic mean of the elements over the given axes.
+
+Integer and boolean inputs are averaged in float32.
+
+Args:
+)doc" EMBER_DOC_REDUCE_ARGS EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the means, an inexact array.
+
+Example:
+    >>> mx.mean(mx.array([1, 2]))
+    array(1.5, dtype=float32)
+)doc"},
+    {{"max", "array.max"}, R"doc(Maximum of the elements over the given axes.
+
+NaN propagates (a reduced set holding NaN gives NaN). Reducing an empty
+axis raises ValueError.
+
+Args:
+)doc" EMBER_DOC_REDUCE_ARGS EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the maxima, with the dtype of ``a``.
+)doc"},
+    {{"min", "array.min"}, R"doc(Minimum of the elements over the given axes.
+
+NaN propagates (a reduced set holding NaN gives NaN). Reducing an empty
+axis raises ValueError.
+
+Args:
+)doc" EMBER_DOC_REDUCE_ARGS EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the minima, with the dtype of ``a``.
+)doc"},
+    {{"all", "array.all"}, R"doc(Tests whether every element over the given axes is true (nonzero).
+
+An empty reduction is True.
+
+Args:
+)doc" EMBER_DOC_REDUCE_ARGS EMBER_DOC_STREAM R"doc(
+Returns:
+    array: a boolean array.
+)doc"},
+    {{"any", "array.any"}, R"doc(Tests whether any element over the given axes is true (nonzero).
+
+An empty reduction is False.
+
+Args:
+)doc" EMBER_DOC_REDUCE_ARGS EMBER_DOC_STREAM R"doc(
+Returns:
+    array: a boolean array.
+)doc"},
+    {{"var", "array.var"}, R"doc(Variance of the elements over the given axes.
+
+The mean squared deviation from the mean, divided by ``N - ddof`` where
+``N`` is the number of reduced elements. Integer inputs are computed in
+float32.
+
+Args:
+)doc" EMBER_DOC_REDUCE_ARGS R"doc(    ddof (int): the "delta degrees of freedom" subtracted from ``N``; 1 gives
+        the unbiased sample variance. Default: 0.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the variances.
+
+Example:
+    >>> mx.var(mx.array([1.0, 2.0, 3.0, 4.0]), ddof=1)
+    array(1.66667, dtype=float32)
+)doc"},
+    {{"std", "array.std"}, R"doc(Standard deviation of the elements over the given axes.
+
+The square root of :func:`var`: the deviations from the mean are divided
+by ``N - ddof``. Integer inputs are computed in float32.
+
+Args:
+)doc" EMBER_DOC_REDUCE_ARGS R"doc(    ddof (int): the "delta degrees of freedom" subtracted from ``N``.
+        Default: 0.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the standard deviations.
+)doc"},
+    {{"logsumexp", "array.logsumexp"}, R"doc(``log(sum(exp(a)))`` over the given axes, computed without overflow.
+
+The maximum is subtracted before the exponentials and added back after,
+so large inputs do not overflow. Integer inputs are computed in float32.
+
+Args:
+)doc" EMBER_DOC_REDUCE_ARGS EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the log of the summed exponentials.
+
+Example:
+    >>> mx.logsumexp(mx.array([1000.0, 1000.0]))
+    array(1000.69, dtype=float32)
+)doc"},
+    {{"argmax", "array.argmax"}, R"doc(Index of the largest element along an axis.
+
+Where the maximum occurs several times, the first index is returned.
+
+Args:
+    a (array): input array.
+    axis (int, optional): the axis to reduce. Default: None, the index into
+        the flattened array.
+    keepdims (bool): keep the reduced axis with length 1. Default: False.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the indices, uint32.
+
+Example:
+    >>> mx.argmax(mx.array([[1, 5], [3, 2]]), axis=1)
+    array([1, 0], dtype=uint32)
+)doc"},
+    {{"argmin", "array.argmin"}, R"doc(Index of the smallest element along an axis.
+
+Where the minimum occurs several times, the first index is returned.
+
+Args:
+    a (array): input array.
+    axis (int, optional): the axis to reduce. Default: None, the index into
+        the flattened array.
+    keepdims (bool): keep the reduced axis with length 1. Default: False.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the indices, uint32.
+)doc"},
+    {{"median"}, R"doc(Median of the elements over the given axes.
+
+For an even count it is the mean of the two middle values. A reduced set
+that holds NaN gives NaN.
+
+Args:
+)doc" EMBER_DOC_REDUCE_ARGS EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the medians, an inexact array.
+
+Example:
+    >>> mx.median(mx.array([3.0, 1.0, 2.0, 5.0]))
+    array(2.5, dtype=float32)
+)doc"},
+    {{"count_nonzero"}, R"doc(Number of nonzero (true) elements over the given axes.
+
+Args:
+)doc" EMBER_DOC_REDUCE_ARGS EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the counts, int32.
+
+Example:
+    >>> mx.count_nonzero(mx.array([0, 3, 0, 1]))
+    array(2, dtype=int32)
+)doc"},
+    {{"minmax"}, R"doc(Minimum and maximum over the given axes, in one call.
+
+Args:
+)doc" EMBER_DOC_REDUCE_ARGS EMBER_DOC_STREAM R"doc(
+Returns:
+    tuple(array, array): ``(min, max)``, each as :func:`min` and :func:`max`
+    would give it.
+)doc"},
+    {{"softmax"}, R"doc(Softmax over the given axes: ``exp(a) / sum(exp(a))``.
+
+The maximum is subtracted first, so large inputs do not overflow; the
+results over the axes sum to 1.
+
+Args:
+    a (array): input array.
+    axis (int or sequence of int, optional): the axes to normalize over.
+        Default: None, every axis.
+    precise (bool): for float16 and bfloat16 inputs, accumulate in float32
+        (the result keeps the input's dtype). Default: False.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the probabilities, an inexact array of the shape of ``a``.
+
+Example:
+    >>> mx.softmax(mx.array([0.0, 0.0]))
+    array([0.5, 0.5], dtype=float32)
+)doc"},
+
+    // ---- scans ----
+    {{"cumsum", "cumulative_sum"}, R"doc(Cumulative sum along an axis.
+
+``cumulative_sum`` is the same function. Booleans are counted in int32;
+other integers keep their dtype unless ``dtype`` says otherwise.
+
+Args:
+)doc" EMBER_DOC_SCAN_ARGS R"doc(    dtype (Dtype, optional): the dtype to accumulate in and return.
+        Default: None, as described above.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the running sums, the shape of ``a`` (1-D when ``axis`` is None).
+
+Example:
+    >>> mx.cumsum(mx.array([1, 2, 3]))
+    array([1, 3, 6], dtype=int32)
+    >>> mx.cumsum(mx.array([1, 2, 3]), reverse=True)
+    array([6, 5, 3], dtype=int32)
+    >>> mx.cumsum(mx.array([1, 2, 3]), inclusive=False)
+    array([0, 1, 3], dtype=int32)
+)doc"},
+    {{"array.cumsum"}, R"doc(Cumulative sum along an axis; the method form of :func:`cumsum`.
+
+Args:
+)doc" EMBER_DOC_SCAN_ARGS EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the running sums (1-D when ``axis`` is None).
+)doc"},
+    {{"cumprod", "cumulative_prod"}, R"doc(Cumulative product along an axis.
+
+``cumulative_prod`` is the same function. Booleans are multiplied in
+int32; other types keep their dtype unless ``dtype`` says otherwise.
+
+Args:
+)doc" EMBER_DOC_SCAN_ARGS R"doc(    dtype (Dtype, optional): the dtype to accumulate in and return.
+        Default: None, as described above.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the running products (1-D when ``axis`` is None).
+
+Example:
+    >>> mx.cumprod(mx.array([1, 2, 3, 4]))
+    array([1, 2, 6, 24], dtype=int32)
+)doc"},
+    {{"array.cumprod"}, R"doc(Cumulative product along an axis; the method form of :func:`cumprod`.
+
+Args:
+)doc" EMBER_DOC_SCAN_ARGS EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the running products (1-D when ``axis`` is None).
+)doc"},
+    {{"cummax", "array.cummax"}, R"doc(Cumulative maximum along an axis.
+
+Once a NaN is reached, every later element is NaN.
+
+Args:
+)doc" EMBER_DOC_SCAN_ARGS EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the running maxima, with the dtype of ``a``.
+
+Example:
+    >>> mx.cummax(mx.array([1, 3, 2, 5]))
+    array([1, 3, 3, 5], dtype=int32)
+)doc"},
+    {{"cummin", "array.cummin"}, R"doc(Cumulative minimum along an axis.
+
+Once a NaN is reached, every later element is NaN.
+
+Args:
+)doc" EMBER_DOC_SCAN_ARGS EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the running minima, with the dtype of ``a``.
+)doc"},
+    {{"logcumsumexp", "array.logcumsumexp"}, R"doc(Cumulative ``log(sum(exp(a)))`` along an axis, computed without overflow.
+
+Integer inputs are computed in float32.
+
+Args:
+)doc" EMBER_DOC_SCAN_ARGS EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the running log-sum-exps, an inexact array.
+)doc"},
+
+    // ---- sorting and selection ----
+    {{"sort"}, R"doc(A sorted copy of an array along an axis.
+
+NaN sorts after every number.
+
+Args:
+    a (array): input array.
+    axis (int, optional): the axis to sort. Default: -1, the last axis;
+        None sorts the flattened array.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the sorted values.
+
+Example:
+    >>> mx.sort(mx.array([3, 1, 2]))
+    array([1, 2, 3], dtype=int32)
+)doc"},
+    {{"argsort"}, R"doc(Indices that sort an array along an axis.
+
+The sort is stable: equal elements keep their order. NaN sorts after
+every number.
+
+Args:
+    a (array): input array.
+    axis (int, optional): the axis to sort. Default: -1, the last axis;
+        None sorts the flattened array.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: uint32 indices such that ``take_along_axis(a, indices, axis)`` is sorted.
+
+Example:
+    >>> mx.argsort(mx.array([3, 1, 2]))
+    array([1, 2, 0], dtype=uint32)
+)doc"},
+    {{"partition"}, R"doc(A copy of an array partially sorted around its ``kth`` element.
+
+Along the axis, the element at position ``kth`` is the one a full sort
+would put there; every element before it is not greater and every
+element after it not smaller, in no particular order.
+
+Args:
+    a (array): input array.
+    kth (int): the position to place; negative values count from the end.
+    axis (int, optional): the axis to partition. Default: -1, the last
+        axis; None partitions the flattened array.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the partitioned values.
+
+Example:
+    >>> mx.partition(mx.array([3, 1, 2, 0]), 1)[1]
+    array(1, dtype=int32)
+)doc"},
+    {{"argpartition"}, R"doc(Indices that partition an array around its ``kth`` element.
+
+Taking ``a`` at these indices gives what :func:`partition` gives.
+
+Args:
+    a (array): input array.
+    kth (int): the position to place; negative values count from the end.
+    axis (int, optional): the axis to partition. Default: -1, the last
+        axis; None partitions the flattened array.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: uint32 indices.
+)doc"},
+    {{"topk"}, R"doc(The ``k`` largest elements along an axis.
+
+The result is in ascending order along the axis.
+
+Args:
+    a (array): input array.
+    k (int): how many elements; at most the length of the axis.
+    axis (int, optional): the axis to select along. Default: -1, the last
+        axis; None selects from the flattened array.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the selected values; the axis has length ``k``.
+
+Example:
+    >>> mx.topk(mx.array([3, 1, 2, 0]), 2)
+    array([2, 3], dtype=int32)
+)doc"},
+    {{"searchsorted"}, R"doc(Insertion points that keep a sorted 1-D array sorted.
+
+For each element of ``values``, the index at which inserting it into
+``sorted_sequence`` keeps the order.
+
+Args:
+    sorted_sequence (array): a 1-D array sorted in ascending order.
+    values (array): the values to place; any shape.
+    side (str): ``'left'`` gives the first suitable index (before equal
+        elements), ``'right'`` the last one (after them). Default: ``'left'``.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: uint32 indices with the shape of ``values``.
+
+Example:
+    >>> mx.searchsorted(mx.array([1, 2, 3]), mx.array([2]), side="right")
+    array([2], dtype=uint32)
+)doc"},
+    {{"unique"}, R"doc(The sorted unique elements of an array, in an array of fixed size.
+
+The array is flattened. Because array shapes are static, the number of
+results is given by ``size``: with more unique elements than that the
+result is truncated, with fewer it is padded with ``fill_value``.
+
+Args:
+    a (array): input array.
+    size (int): the length of every returned array.
+    return_index (bool): also return, for each unique element, the index
+        of its first occurrence in the flattened ``a``. Default: False.
+    return_inverse (bool): also return, for each element of the flattened
+        ``a``, the index of its value among the unique elements.
+        Default: False.
+    return_counts (bool): also return how many times each unique element
+        occurs (0 for padding). Default: False.
+    fill_value (scalar, optional): the padding value. Default: None, the
+        smallest unique element.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array or tuple(array): the unique values alone, or a tuple of the
+    values followed by the requested index, inverse and counts, in that
+    order.
+
+Example:
+    >>> mx.unique(mx.array([3, 1, 3, 2]), 4)
+    array([1, 2, 3, 1], dtype=int32)
+    >>> mx.unique(mx.array([3, 1, 3, 2]), 2, return_counts=True)
+    (array([1, 2], dtype=int32), array([1, 1], dtype=int32))
+)doc"},
+};
+
+#undef EMBER_DOC_STREAM
+#undef EMBER_DOC_ARG_A
+#undef EMBER_DOC_UNARY
+#undef EMBER_DOC_BINARY
+#undef EMBER_DOC_REDUCE_ARGS
+#undef EMBER_DOC_SCAN_ARGS
+
+// pybind11's signature lines of a function's doc: the first line, or for an
+// overload chain the generic header and every numbered overload line.
+std::string signature_lines(const char* name, const char* doc) {
+  std::string d = doc ? doc : "";
+  std::string generic = std::string(name) + "(*args, **kwargs)\nOverloaded function.\n";
+  if (d.rfind(generic, 0) != 0) {
+    return d.substr(0, d.find('\n'));
+  }
+  std::string out = generic + "\n";
+  size_t pos = generic.size();
+  int index = 1;
+  while (pos < d.size()) {
+    size_t end = d.find('\n', pos);
+    if (end == std::string::npos) end = d.size();
+    std::string line = d.substr(pos, end - pos);
+    std::string prefix = std::to_string(index) + ". " + name + "(";
+    if (line.rfind(prefix, 0) == 0) {
+      out += line + "\n";
+      ++index;
+    }
+    pos = end + 1;
+  }
+  if (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
+void set_cfunction_doc(PyObject* f, const char* text) {
+  auto* func = reinterpret_cast<PyCFunctionObject*>(f);
+  std::string doc = signature_lines(func->m_ml->ml_name, func->m_ml->ml_doc);
+  doc += "\n\n";
+  doc += text;
+  // pybind11 owns ml_doc as malloc'd memory (it frees it with std::free).
+  char* copy = static_cast<char*>(std::malloc(doc.size() + 1));
+  if (!copy) throw std::bad_alloc();
+  std::memcpy(copy, doc.c_str(), doc.size() + 1);
+  std::free(const_cast<char*>(func->m_ml->ml_doc));
+  func->m_ml->ml_doc = copy;
+}
+
+py::object resolve(py::module_& m, const std::string& qualified) {
+  py::object obj = m;
+  size_t start = 0;
+  while (true) {
+    size_t dot = qualified.find('.', start);
+    std::string part = qualified.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    py::object next;
+    if (PyType_Check(obj.ptr())) {
+      // The raw class attribute (instancemethod, staticmethod, property).
+      py::dict d = obj.attr("__dict__");
+      if (d.contains(part.c_str())) next = d[part.c_str()];
+    } else if (py::hasattr(obj, part.c_str())) {
+      next = obj.attr(part.c_str());
+    }
+    if (!next) {
+      throw std::runtime_error("ember.core docstrings: the table names '" + qualified +
+                               "', which does not exist");
+    }
+    obj = next;
+    if (dot == std::string::npos) return obj;
+    start = dot + 1;
+  }
+}
+
+void install(py::module_& m, const std::string& name, const char* text) {
+  py::object obj = resolve(m, name);
+  PyObject* p = obj.ptr();
+  if (PyInstanceMethod_Check(p)) {
+    p = PyInstanceMethod_GET_FUNCTION(p);
+  } else if (py::isinstance(obj, py::module_::import("builtins").attr("staticmethod"))) {
+    obj = obj.attr("__func__");
+    p = obj.ptr();
+  }
+  if (PyCFunction_Check(p)) {
+    set_cfunction_doc(p, text);
+  } else if (PyType_Check(p) || PyModule_Check(p) || PyObject_TypeCheck(p, &PyProperty_Type)) {
+    if (PyObject_SetAttrString(p, "__doc__", py::str(text).ptr()) != 0) throw py::error_already_set();
+  } else {
+    throw std::runtime_error("ember.core docstrings: '" + name + "' is a " +
+                             std::string(Py_TYPE(p)->tp_name) + ", which takes no docstring here");
+  }
+}
+
+}  // namespace
+
+void install_docstrings(py::module_& m) {
+  std::vector<std::string> names;
+  for (const Entry& e : kDocs) {
+    for (const char* name : e.names) {
+      install(m, name, e.text);
+      names.emplace_back(name);
+    }
+  }
+  m.def(
+      "_docstring_names", [names]() { return names; },
+      "The qualified names that the docstring table of ember.core documents (for the coverage test).");
+}
+
+}  // namespace ember::py_bind

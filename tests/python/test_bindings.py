@@ -1,0 +1,191 @@
+"""The binding layer itself: what every op accepts as an array (the
+ArrayLike caster: NumPy, ``__array__``, ``__dlpack__``, the buffer protocol,
+Python scalars with MLX's weak typing) and as a stream (the StreamOrDevice
+caster)."""
+
+import array as pyarray
+
+import numpy as np
+import pytest
+
+from conftest import ember_only, mx
+
+
+# --------------------------------------------------------------------------
+# array-likes
+# --------------------------------------------------------------------------
+
+class OnlyArray:
+    """Has __array__ and nothing else."""
+
+    def __init__(self, a):
+        self._a = a
+
+    def __array__(self, dtype=None, copy=None):
+        return self._a if dtype is None else self._a.astype(dtype)
+
+
+class OnlyDlpack:
+    """Has __dlpack__ / __dlpack_device__ and nothing else."""
+
+    def __init__(self, a):
+        self._a = a
+
+    def __dlpack__(self, **kwargs):
+        return self._a.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._a.__dlpack_device__()
+
+
+V = np.array([5.0, 7.0], np.float32)
+
+ARRAY_LIKES = {
+    "memoryview": lambda: memoryview(V.copy()),
+    "array.array": lambda: pyarray.array("f", V.tolist()),
+    "__dlpack__": lambda: OnlyDlpack(V.copy()),
+    # MLX does not read __array__ (nanobind takes DLPack and buffers only)
+    "__array__": pytest.param(lambda: OnlyArray(V.copy()), marks=ember_only),
+}
+
+
+@pytest.mark.parametrize("make", list(ARRAY_LIKES.values()), ids=list(ARRAY_LIKES))
+def test_ops_accept_array_likes(make):
+    x = mx.array([1.0, 2.0])
+    assert mx.add(x, make()).tolist() == [6.0, 9.0]
+    assert mx.subtract(make(), x).tolist() == [4.0, 5.0]
+    assert mx.exp(make()).dtype == mx.float32
+    assert mx.sum(make()).item() == 12.0
+    assert mx.maximum(make(), x).tolist() == [5.0, 7.0]
+    assert mx.where(mx.array([True, False]), make(), x).tolist() == [5.0, 2.0]
+    assert mx.array(make()).tolist() == [5.0, 7.0]
+    assert mx.reshape(make(), (2, 1)).shape == (2, 1)
+    assert mx.linalg.norm(make()).item() == pytest.approx(float(np.hypot(5, 7)), rel=1e-6)
+
+
+@pytest.mark.parametrize("make", list(ARRAY_LIKES.values()), ids=list(ARRAY_LIKES))
+def test_operators_accept_array_likes(make):
+    x = mx.array([1.0, 2.0])
+    assert (x - make()).tolist() == [-4.0, -5.0]
+    assert (make() - x).tolist() == [4.0, 5.0]  # __rsub__
+    assert (x + make()).tolist() == [6.0, 9.0]
+    assert (make() + x).tolist() == [6.0, 9.0]  # __radd__
+    assert (x < make()).tolist() == [True, True]
+    assert (x == make()).tolist() == [False, False]
+    assert (x != make()).tolist() == [True, True]
+    assert (x ** make()).dtype == mx.float32
+    y = mx.array([1.0, 2.0])
+    y += make()
+    assert y.tolist() == [6.0, 9.0]
+
+
+def test_operators_accept_numpy_scalars_weakly():
+    x = mx.array([1.0, 2.0], mx.float16)
+    assert (x - np.float32(2)).dtype == mx.float16
+    assert (x - np.float32(2)).tolist() == [-1.0, 0.0]
+    assert (mx.array([1.0, 2.0]) - np.int64(2)).dtype == mx.float32
+
+
+def test_operators_refuse_lists_and_strings():
+    x = mx.array([1, 2])
+    with pytest.raises(ValueError):
+        x - [1, 2]
+    with pytest.raises((TypeError, ValueError)):
+        x - "a"
+    with pytest.raises((TypeError, ValueError)):
+        "a" - x
+    assert (x == [1, 2]) is False
+    assert (x == object()) is False
+    assert (x != "a") is True
+
+
+def test_conversion_errors_keep_their_type():
+    with pytest.raises((TypeError, ValueError)):
+        mx.exp(object())
+    with pytest.raises((TypeError, ValueError)):
+        mx.add(mx.array([1]), "a")
+    with pytest.raises(ValueError):
+        mx.exp([[1, 2], [3]])  # ragged: ValueError with MLX's message
+    with pytest.raises(ValueError):
+        mx.add(mx.array([1, 2], mx.int8), 300)  # a weak int must fit the array's dtype
+
+
+# --------------------------------------------------------------------------
+# weak typing of Python scalars (promote)
+# --------------------------------------------------------------------------
+
+def test_weak_scalars_take_the_array_dtype():
+    i8 = mx.array([1, 2], mx.int8)
+    f16 = mx.array([1.0, 2.0], mx.float16)
+    assert mx.add(i8, 1).dtype == mx.int8
+    assert mx.add(1, i8).dtype == mx.int8
+    assert (1 - i8).tolist() == [0, -1] and (1 - i8).dtype == mx.int8
+    assert (2 ** i8).dtype == mx.int8
+    assert mx.add(f16, 1.5).dtype == mx.float16
+    assert mx.add(i8, 1.5).dtype == mx.float32
+    assert mx.multiply(True, i8).dtype == mx.int8
+    assert mx.where(mx.array([True, False]), i8, 1).dtype == mx.int8
+    assert mx.clip(i8, 0, 1).dtype == mx.int8
+    assert mx.maximum(f16, 1).dtype == mx.float16
+    assert mx.isclose(f16, 1.0).dtype == mx.bool_
+    assert mx.pad(i8, 1, constant_values=3).dtype == mx.int8
+    assert mx.add(1, 2).dtype == mx.int32  # two scalars convert alone
+    assert mx.add(1, 2.5).dtype == mx.float32
+
+
+@ember_only
+def test_weak_scalars_in_updates():
+    i8 = mx.array([1, 2], mx.int8)
+    assert i8.at[0].add(1).dtype == mx.int8
+    assert mx.put_along_axis(i8, mx.array([0]), 5, axis=0).dtype == mx.int8
+    assert mx.random.uniform(0, 1, (2,), dtype=mx.float16).dtype == mx.float16
+
+
+# --------------------------------------------------------------------------
+# stream / device arguments
+# --------------------------------------------------------------------------
+
+STREAMS = {
+    "None": lambda: None,
+    "DeviceType": lambda: mx.cpu,
+    "Device": lambda: mx.Device(mx.cpu),
+    "Stream": lambda: mx.default_stream(mx.cpu),
+    "new Stream": lambda: mx.new_stream(mx.cpu),
+}
+
+
+@pytest.mark.parametrize("make", list(STREAMS.values()), ids=list(STREAMS))
+def test_stream_arguments(make):
+    x = mx.array([1.0, 2.0])
+    s = make()
+    assert mx.exp(x, stream=s).shape == (2,)
+    assert mx.add(x, 1, stream=s).tolist() == [2.0, 3.0]
+    assert mx.sum(x, stream=s).item() == 3.0
+    assert x.sum(stream=s).item() == 3.0
+    assert x.astype(mx.int32, stream=s).dtype == mx.int32
+    assert mx.sort(x, stream=s).tolist() == [1.0, 2.0]
+    assert mx.fft.fft(x, stream=s).dtype == mx.complex64
+    assert mx.random.uniform(shape=(2,), stream=s).shape == (2,)
+    assert mx.take(x, mx.array([1]), stream=s).tolist() == [2.0]
+    assert mx.zeros((2,), stream=s).tolist() == [0.0, 0.0]
+
+
+@ember_only
+def test_thread_local_stream_argument():
+    s = mx.new_thread_local_stream(mx.cpu)
+    assert mx.add(mx.array([1.0]), 1, stream=s).tolist() == [2.0]
+
+
+@pytest.mark.parametrize("bad", ["cpu", object(), 1.5], ids=["str", "object", "float"])
+def test_wrong_stream_kind_is_a_type_error(bad):
+    x = mx.array([1.0, 2.0])
+    for call in (lambda: mx.exp(x, stream=bad), lambda: mx.add(x, x, stream=bad),
+                 lambda: x.sum(stream=bad), lambda: mx.linalg.inv(mx.eye(2), stream=bad)):
+        with pytest.raises(TypeError):
+            call()
+
+
+@ember_only
+def test_signatures_name_the_argument_kinds():
+    doc = mx.add.__doc__
+    assert "a: array | scalar" in doc and "stream: Stream | Device | None = None" in doc
