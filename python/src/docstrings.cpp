@@ -1274,6 +1274,545 @@ Example:
     >>> mx.unique(mx.array([3, 1, 3, 2]), 2, return_counts=True)
     (array([1, 2], dtype=int32), array([1, 1], dtype=int32))
 )doc"},
+    // ---- shape manipulation ----
+    {{"reshape"}, R"doc(An array with the same elements in a new shape.
+
+The elements are read in row-major order. One dimension may be -1: it is
+inferred from the size. A view where the layout allows it, a copy
+otherwise.
+
+Args:
+    a (array): input array.
+    shape (sequence of int): the new shape; its product must equal ``a.size``.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the reshaped array.
+
+Example:
+    >>> mx.reshape(mx.arange(6), (2, -1)).shape
+    (2, 3)
+)doc"},
+    {{"array.reshape"}, R"doc(The array's elements in a new shape; the method form of :func:`reshape`.
+
+Args:
+    *args: the new shape, as separate ints (``a.reshape(2, 3)``) or one
+        sequence (``a.reshape((2, 3))``); one dimension may be -1.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the reshaped array.
+)doc"},
+    {{"flatten", "array.flatten"}, R"doc(Merges a range of axes into one.
+
+Axes ``start_axis`` to ``end_axis`` (both included) become one axis
+whose length is the product of theirs. A 0-d input gives a 1-d array.
+
+Args:
+    a (array): input array.
+    start_axis (int): the first axis to merge. Default: 0.
+    end_axis (int): the last axis to merge. Default: -1.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the flattened array.
+
+Example:
+    >>> mx.flatten(mx.zeros((2, 3, 4)), 1).shape
+    (2, 12)
+)doc"},
+    {{"unflatten"}, R"doc(Splits one axis into several: the inverse of :func:`flatten`.
+
+Args:
+    a (array): input array.
+    axis (int): the axis to split.
+    shape (sequence of int): the lengths it splits into; their product must
+        equal its length, and one of them may be -1 (inferred).
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the array with ``axis`` replaced by ``shape``.
+
+Example:
+    >>> mx.unflatten(mx.zeros((6, 4)), 0, (2, -1)).shape
+    (2, 3, 4)
+)doc"},
+    {{"squeeze", "array.squeeze"}, R"doc(Removes axes of length 1.
+
+Args:
+    a (array): input array.
+    axis (int or sequence of int, optional): the axes to remove; each must
+        have length 1. Default: None, every axis of length 1.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: a view without those axes.
+
+Example:
+    >>> mx.squeeze(mx.zeros((1, 2, 1))).shape
+    (2,)
+)doc"},
+    {{"expand_dims"}, R"doc(Inserts axes of length 1.
+
+Args:
+    a (array): input array.
+    axis (int or sequence of int): the positions of the new axes in the
+        result; negative values count from the end of the result.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: a view with the added axes.
+
+Example:
+    >>> mx.expand_dims(mx.zeros((2, 3)), (0, 2)).shape
+    (1, 2, 1, 3)
+)doc"},
+    {{"transpose", "permute_dims"}, R"doc(Permutes the axes of an array.
+
+``permute_dims`` is the same function.
+
+Args:
+    a (array): input array.
+    axes (sequence of int, optional): the new order: axis ``i`` of the
+        result is axis ``axes[i]`` of ``a``. Default: None, the reversed order.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: a view with permuted axes.
+
+Example:
+    >>> mx.transpose(mx.zeros((2, 3, 4)), (2, 0, 1)).shape
+    (4, 2, 3)
+)doc"},
+    {{"array.transpose"}, R"doc(The array with permuted axes; the method form of :func:`transpose`.
+
+Args:
+    *args: the new order of the axes, as separate ints
+        (``a.transpose(1, 0, 2)``) or one sequence; none reverses the axes.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: a view with permuted axes.
+)doc"},
+    {{"swapaxes", "array.swapaxes"}, R"doc(Swaps two axes of an array.
+
+Args:
+    a (array): input array.
+    axis1 (int): the first axis.
+    axis2 (int): the second axis.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: a view with the two axes exchanged.
+)doc"},
+    {{"moveaxis", "array.moveaxis"}, R"doc(Moves one axis to another position, keeping the others in order.
+
+Args:
+    a (array): input array.
+    source (int): the axis to move.
+    destination (int): its position in the result.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: a view with the axis moved.
+
+Example:
+    >>> mx.moveaxis(mx.zeros((2, 3, 4)), 0, -1).shape
+    (3, 4, 2)
+)doc"},
+    {{"matrix_transpose"}, R"doc(Swaps the last two axes (transposes each matrix of a batch).
+
+Args:
+    a (array): input array with at least two dimensions.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: a view with the last two axes exchanged.
+)doc"},
+    {{"broadcast_to"}, R"doc(Broadcasts an array to a shape.
+
+Dimensions are matched from the end; a dimension of length 1 stretches
+to any length and missing leading dimensions are added.
+
+Args:
+    a (array): input array.
+    shape (sequence of int): the target shape.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: a view of ``a`` with shape ``shape`` (no data is copied).
+
+Example:
+    >>> mx.broadcast_to(mx.array([1, 2]), (2, 2))
+    array([[1, 2],
+           [1, 2]], dtype=int32)
+)doc"},
+    {{"broadcast_arrays"}, R"doc(Broadcasts arrays against each other.
+
+Args:
+    *arrays (array): the arrays.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    list(array): views of the inputs, all with the common broadcast shape.
+)doc"},
+    {{"broadcast_shapes"}, R"doc(The shape that the given shapes broadcast to.
+
+Raises ValueError if they are not compatible.
+
+Args:
+    *shapes (sequence of int): the shapes.
+
+Returns:
+    tuple(int): the broadcast shape.
+
+Example:
+    >>> mx.broadcast_shapes((1, 3), (2, 1))
+    (2, 3)
+)doc"},
+    {{"atleast_1d"}, R"doc(Views the inputs with at least one dimension.
+
+A 0-d array becomes shape ``(1,)``; others are returned as they are.
+
+Args:
+    *arys (array): the inputs.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array or list(array): one array for one input, a list for several.
+)doc"},
+    {{"atleast_2d"}, R"doc(Views the inputs with at least two dimensions.
+
+A 0-d array becomes shape ``(1, 1)`` and a 1-d array of length ``n``
+shape ``(1, n)``.
+
+Args:
+    *arys (array): the inputs.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array or list(array): one array for one input, a list for several.
+)doc"},
+    {{"atleast_3d"}, R"doc(Views the inputs with at least three dimensions.
+
+A 0-d array becomes ``(1, 1, 1)``, a 1-d array of length ``n``
+``(1, n, 1)`` and a 2-d array ``(m, n)`` ``(m, n, 1)``.
+
+Args:
+    *arys (array): the inputs.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array or list(array): one array for one input, a list for several.
+)doc"},
+    {{"concatenate", "concat"}, R"doc(Joins arrays along an existing axis.
+
+``concat`` is the same function. The arrays must agree in every other
+dimension; their dtypes promote.
+
+Args:
+    arrays (sequence of array): the arrays to join.
+    axis (int, optional): the axis to join along. Default: 0; None flattens
+        the inputs first.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the joined array.
+
+Example:
+    >>> mx.concatenate([mx.array([1, 2]), mx.array([3])])
+    array([1, 2, 3], dtype=int32)
+)doc"},
+    {{"stack"}, R"doc(Joins arrays of the same shape along a new axis.
+
+Args:
+    arrays (sequence of array): the arrays; all must have the same shape.
+    axis (int): the position of the new axis in the result. Default: 0.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the stacked array, one dimension more than the inputs.
+
+Example:
+    >>> mx.stack([mx.zeros((2, 3)), mx.ones((2, 3))], axis=1).shape
+    (2, 2, 3)
+)doc"},
+    {{"unstack"}, R"doc(Splits an array along an axis into the slices at each index: the inverse of :func:`stack`.
+
+Args:
+    x (array): input array.
+    axis (int): the axis to split along; it is removed from the pieces.
+        Default: 0.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    tuple(array): ``x.shape[axis]`` arrays.
+)doc"},
+    {{"split", "array.split"}, R"doc(Splits an array into pieces along an axis.
+
+Args:
+    a (array): input array.
+    indices_or_sections (int or sequence of int): an int ``n`` splits into
+        ``n`` equal pieces (the length must be divisible by ``n``); a sequence
+        gives the indices at which the pieces start.
+    axis (int): the axis to split. Default: 0.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    list(array): the pieces.
+
+Example:
+    >>> mx.split(mx.arange(6), [1, 4])
+    [array([0], dtype=int32), array([1, 2, 3], dtype=int32), array([4, 5], dtype=int32)]
+)doc"},
+    {{"tile"}, R"doc(Repeats a whole array along each axis.
+
+If ``reps`` has more entries than ``a`` has dimensions, ``a`` gets leading
+axes of length 1; if fewer, ``reps`` gets leading ones.
+
+Args:
+    a (array): input array.
+    reps (int or sequence of int): how many copies along each axis.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the tiled array.
+
+Example:
+    >>> mx.tile(mx.array([1, 2]), 2)
+    array([1, 2, 1, 2], dtype=int32)
+)doc"},
+    {{"repeat"}, R"doc(Repeats each element of an array.
+
+Args:
+    array (array): input array.
+    repeats (int): how many times each element appears.
+    axis (int, optional): the axis along which to repeat. Default: None,
+        the flattened array.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the array with repeated elements.
+
+Example:
+    >>> mx.repeat(mx.array([1, 2]), 2)
+    array([1, 1, 2, 2], dtype=int32)
+)doc"},
+    {{"pad"}, R"doc(Pads an array at the start and end of each axis.
+
+Args:
+    a (array): input array.
+    pad_width (int, pair, or sequence of pairs): the widths: one int for
+        every side of every axis, one ``(low, high)`` pair for every axis, or
+        one pair per axis.
+    mode (str): how the new elements are filled: ``'constant'`` (with
+        ``constant_values``), ``'edge'`` (the nearest edge element),
+        ``'reflect'`` (a mirror image without the edge element) or
+        ``'symmetric'`` (a mirror image with it). Default: ``'constant'``.
+    constant_values (scalar or array): the fill value for ``'constant'``.
+        Default: 0.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the padded array.
+
+Example:
+    >>> mx.pad(mx.array([1, 2]), 1)
+    array([0, 1, 2, 0], dtype=int32)
+    >>> mx.pad(mx.array([1, 2]), (1, 2), mode="edge")
+    array([1, 1, 2, 2, 2], dtype=int32)
+)doc"},
+    {{"flip"}, R"doc(Reverses the order of the elements along the given axes.
+
+Args:
+    a (array): input array.
+    axis (int or sequence of int, optional): the axes to reverse. Default:
+        None, every axis.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: a view with reversed axes.
+
+Example:
+    >>> mx.flip(mx.array([1, 2, 3]))
+    array([3, 2, 1], dtype=int32)
+)doc"},
+    {{"roll"}, R"doc(Shifts elements cyclically along the given axes.
+
+Elements pushed past the end come back at the start.
+
+Args:
+    a (array): input array.
+    shift (int or sequence of int): the shift of each axis (one int for all).
+    axis (int or sequence of int, optional): the axes to roll. Default:
+        None, the flattened array (the result keeps the shape of ``a``).
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the rolled array.
+
+Example:
+    >>> mx.roll(mx.array([1, 2, 3]), 1)
+    array([3, 1, 2], dtype=int32)
+)doc"},
+    {{"diff"}, R"doc(The n-th discrete difference along an axis.
+
+The first difference is ``a[1:] - a[:-1]`` along the axis; higher ones
+apply it ``n`` times, so the axis shrinks by ``n``.
+
+Args:
+    a (array): input array.
+    n (int): how many times to take the difference; 0 returns ``a``.
+        Default: 1.
+    axis (int): the axis. Default: -1.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the differences.
+
+Example:
+    >>> mx.diff(mx.array([1, 4, 9]))
+    array([3, 5], dtype=int32)
+)doc"},
+    {{"diag", "array.diag"}, R"doc(Extracts a diagonal, or builds a diagonal matrix.
+
+For a 2-d input, returns its ``k``-th diagonal; for a 1-d input, returns a
+square matrix with the input on its ``k``-th diagonal and zeros
+elsewhere.
+
+Args:
+    a (array): a 1-d or 2-d array.
+    k (int): the diagonal: 0 is the main one, positive values are above it
+        and negative values below. Default: 0.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the diagonal (1-d) or the diagonal matrix (2-d).
+
+Example:
+    >>> mx.diag(mx.array([1, 2]))
+    array([[1, 0],
+           [0, 2]], dtype=int32)
+)doc"},
+    {{"diagonal", "array.diagonal"}, R"doc(Diagonals of the planes spanned by two axes.
+
+The two axes are removed and the diagonal becomes the last axis of the
+result.
+
+Args:
+    a (array): input with at least two dimensions.
+    offset (int): which diagonal: positive values are above the main one
+        and negative values below. Default: 0.
+    axis1 (int): the first axis of the planes. Default: 0.
+    axis2 (int): the second axis of the planes. Default: 1.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the diagonals.
+
+Example:
+    >>> mx.diagonal(mx.arange(6).reshape(2, 3), 1)
+    array([1, 5], dtype=int32)
+)doc"},
+    {{"trace"}, R"doc(Sum along the diagonals of the planes spanned by two axes.
+
+Args:
+    a (array): input with at least two dimensions.
+    offset (int): which diagonal: positive values are above the main one
+        and negative values below. Default: 0.
+    axis1 (int): the first axis of the planes. Default: 0.
+    axis2 (int): the second axis of the planes. Default: 1.
+    dtype (Dtype, optional): the dtype of the sum. Default: None, as
+        :func:`sum` chooses it.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the sums, with the two axes removed.
+
+Example:
+    >>> mx.trace(mx.arange(6).reshape(2, 3))
+    array(4, dtype=int32)
+)doc"},
+
+    // ---- indexing ops ----
+    {{"take"}, R"doc(Elements of an array at integer indices along an axis.
+
+The dimensions of ``indices`` take the place of the axis in the result.
+Negative indices count from the end. Out-of-range indices raise
+IndexError when the result is evaluated (Ember never reads out of
+bounds).
+
+Args:
+    a (array): input array.
+    indices (array or int): integer indices, any shape.
+    axis (int, optional): the axis to index. Default: None, index the
+        flattened array.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the gathered elements.
+
+Example:
+    >>> x = mx.arange(6).reshape(2, 3)
+    >>> mx.take(x, mx.array([0, 2]), axis=1)
+    array([[0, 2],
+           [3, 5]], dtype=int32)
+    >>> mx.take(x, 4)
+    array(4, dtype=int32)
+)doc"},
+    {{"take_along_axis"}, R"doc(Elements of an array at per-position indices along an axis.
+
+``indices`` has as many dimensions as ``a`` and broadcasts with it on
+every other axis; along ``axis`` it picks, position by position, which
+element to take (the output of :func:`argsort` or :func:`argpartition`
+fits). Out-of-range indices raise IndexError on evaluation.
+
+Args:
+    a (array): input array.
+    indices (array): integer indices with the rank of ``a``.
+    axis (int, optional): the axis to index. Default: -1; None indexes the
+        flattened array with 1-d indices.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the selected elements.
+
+Example:
+    >>> x = mx.array([[3, 1, 2]])
+    >>> mx.take_along_axis(x, mx.argsort(x), axis=1)
+    array([[1, 2, 3]], dtype=int32)
+)doc"},
+    {{"put_along_axis"}, R"doc(A copy of an array with values written at per-position indices along an axis.
+
+The writing counterpart of :func:`take_along_axis`: ``indices`` has the
+rank of ``a``, and ``values`` broadcasts to the shape of ``indices``.
+Where an index repeats, one of the writes wins. Out-of-range indices
+raise IndexError on evaluation.
+
+Args:
+    a (array): input array.
+    indices (array): integer indices with the rank of ``a``.
+    values (array or scalar): the values to write.
+    axis (int, optional): the axis to index. Default: None, the flattened
+        array.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the updated copy.
+
+Example:
+    >>> x = mx.arange(6).reshape(2, 3)
+    >>> mx.put_along_axis(x, mx.array([[0], [2]]), 9, axis=1)
+    array([[9, 1, 2],
+           [3, 4, 9]], dtype=int32)
+)doc"},
+    {{"slice"}, R"doc(A window of an array whose start is given by an array (a dynamic slice).
+
+Unlike ``a[i:j]``, the start positions are array values, so they may be
+computed (and change under ``vmap`` or between calls) without changing
+the graph. Negative starts count from the end; a window that reaches
+past the end raises IndexError on evaluation.
+
+Args:
+    a (array): input array.
+    start_indices (array): integer start positions, one per entry of ``axes``.
+    axes (sequence of int): the axes that ``start_indices`` refer to; the
+        window starts at 0 on the others.
+    slice_size (sequence of int): the window's length along every axis of ``a``.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the window, of shape ``slice_size``.
+
+Example:
+    >>> x = mx.arange(6).reshape(2, 3)
+    >>> mx.slice(x, mx.array([1]), [1], [2, 2])
+    array([[1, 2],
+           [4, 5]], dtype=int32)
+)doc"},
+    {{"slice_update"}, R"doc(A copy of an array with a window, at a start given by an array, overwritten.
+
+The writing counterpart of :func:`slice`: ``update`` is written at the
+window that starts at ``start_indices`` along ``axes`` (at 0 on the
+other axes) and broadcasts to it. A window past the end raises
+IndexError on evaluation.
+
+Args:
+    a (array): input array.
+    update (array): the values to write.
+    start_indices (array): integer start positions, one per entry of ``axes``.
+    axes (sequence of int): the axes that ``start_indices`` refer to.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the updated copy.
+)doc"},
 };
 
 #undef EMBER_DOC_STREAM
