@@ -1813,6 +1813,408 @@ Args:
 Returns:
     array: the updated copy.
 )doc"},
+    // ---- products ----
+    {{"matmul"}, R"doc(Matrix product ``a @ b``, with NumPy's rules for batches and vectors.
+
+The last two axes are the matrices and the leading (batch) axes
+broadcast. A 1-d first operand is a row vector and a 1-d second operand
+a column vector; their added axis is removed from the result. The
+dtypes promote (integer products stay integer).
+
+Args:
+    a (array): the left operand, at least 1-d.
+    b (array): the right operand, at least 1-d.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the products.
+
+Example:
+    >>> mx.matmul(mx.ones((5, 2, 3)), mx.ones((3, 4))).shape
+    (5, 2, 4)
+)doc"},
+    {{"addmm"}, R"doc(Scaled matrix product plus a scaled addend: ``alpha * (a @ b) + beta * c``.
+
+``c`` broadcasts to the shape of the product. Real floating types only.
+With ``beta == 0``, ``c`` is not read (NaNs in it do not propagate).
+
+Args:
+    c (array): the addend.
+    a (array): the left matrix operand (batch axes broadcast as in :func:`matmul`).
+    b (array): the right matrix operand.
+    alpha (float): the factor of the product. Default: 1.0.
+    beta (float): the factor of ``c``. Default: 1.0.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the result.
+
+Example:
+    >>> mx.addmm(mx.ones((2,)), mx.ones((2, 3)), mx.ones((3, 2)), alpha=2.0, beta=0.5)
+    array([[6.5, 6.5],
+           [6.5, 6.5]], dtype=float32)
+)doc"},
+    {{"gather_mm"}, R"doc(Matrix products of matrices picked by index from two batches.
+
+With ``A`` and ``B`` the matrices of ``a`` and ``b`` over their flattened
+batch axes, ``out[i...] = A[lhs_indices[i...]] @ B[rhs_indices[i...]]``.
+The index arrays broadcast together; a missing one indexes its operand's
+own (broadcast) batch. Out-of-range indices raise IndexError when the
+result is evaluated.
+
+Args:
+    a (array): the left operands, shape ``(..., M, K)``.
+    b (array): the right operands, shape ``(..., K, N)``.
+    lhs_indices (array, optional): integer indices into the batch of ``a``.
+        Default: None.
+    rhs_indices (array, optional): integer indices into the batch of ``b``.
+        Default: None.
+    sorted_indices (bool): a hint that the indices are sorted (for MLX
+        compatibility; the result does not depend on it). Default: False.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the products, shape ``indices.shape + (M, N)``.
+
+Example:
+    >>> mx.gather_mm(mx.ones((3, 2, 2)), mx.ones((3, 2, 2)), mx.array([0, 2]), mx.array([1, 1])).shape
+    (2, 2, 2)
+)doc"},
+    {{"segmented_mm"}, R"doc(Matrix products over segments of the contracted axis.
+
+For each ``[start, end)`` pair in ``segments``, the product
+``a[..., :, start:end] @ b[..., start:end, :]``. An empty segment gives
+zeros.
+
+Args:
+    a (array): the left operand, shape ``(M, K)``.
+    b (array): the right operand, shape ``(K, N)``.
+    segments (array): integer pairs, shape ``(..., 2)``.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: shape ``segments.shape[:-1] + (M, N)``.
+
+Example:
+    >>> mx.segmented_mm(mx.ones((2, 4)), mx.ones((4, 3)), mx.array([[0, 2], [2, 4]])).shape
+    (2, 2, 3)
+)doc"},
+    {{"block_masked_mm"}, R"doc(Matrix product with block masks on the operands and the output.
+
+Each mask has one entry per ``block_size x block_size`` block of what it
+masks: ``mask_lhs`` of ``a``, ``mask_rhs`` of ``b`` and ``mask_out`` of the
+product (batch axes broadcast). A boolean mask keeps or zeroes its
+blocks; a numeric mask scales them.
+
+Args:
+    a (array): the left operand, shape ``(..., M, K)``.
+    b (array): the right operand, shape ``(..., K, N)``.
+    block_size (int): the side of the blocks, 32 or 64. Default: 64.
+    mask_out (array, optional): the output's mask. Default: None.
+    mask_lhs (array, optional): the mask of ``a``. Default: None.
+    mask_rhs (array, optional): the mask of ``b``. Default: None.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the masked product.
+)doc"},
+    {{"hadamard_transform"}, R"doc(The Walsh-Hadamard transform along the last axis.
+
+The length ``n`` must be ``m * 2**k`` with ``m`` one of 1, 12, 20 and 28:
+the transform is ``kron(H_m, H_2**k)`` with Sylvester's ``H_2**k`` and the
+same ``H_m`` as MLX. Integer and boolean inputs are computed in float32.
+
+Args:
+    a (array): input array.
+    scale (float, optional): the factor applied to the result. Default:
+        None, ``1 / sqrt(n)`` (which makes the transform orthonormal).
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the transformed array, shape of ``a``.
+
+Example:
+    >>> mx.hadamard_transform(mx.array([1.0, 0.0, 0.0, 0.0]))
+    array([0.5, 0.5, 0.5, 0.5], dtype=float32)
+)doc"},
+    {{"inner"}, R"doc(Inner product: the sum of products over the last axes.
+
+For 1-d inputs the dot product; otherwise the result has shape
+``a.shape[:-1] + b.shape[:-1]``.
+
+Args:
+    a (array): first input.
+    b (array): second input; its last axis has the length of that of ``a``.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the inner products.
+
+Example:
+    >>> mx.inner(mx.array([1, 2]), mx.array([3, 4]))
+    array(11, dtype=int32)
+)doc"},
+    {{"outer"}, R"doc(Outer product of two vectors (inputs are flattened).
+
+``out[i, j] = a[i] * b[j]``.
+
+Args:
+    a (array): first input.
+    b (array): second input.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: shape ``(a.size, b.size)``.
+
+Example:
+    >>> mx.outer(mx.array([1, 2]), mx.array([3, 4]))
+    array([[3, 4],
+           [6, 8]], dtype=int32)
+)doc"},
+    {{"kron"}, R"doc(Kronecker product of two arrays.
+
+Each element of ``a`` is replaced by that element times ``b``: for two
+matrices, a block matrix of ``b``-shaped blocks.
+
+Args:
+    a (array): first input.
+    b (array): second input.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the product; each dimension is the product of the inputs' (the
+    lower-rank one gets leading axes of length 1).
+
+Example:
+    >>> mx.kron(mx.array([1, 2]), mx.array([1, 10]))
+    array([1, 10, 2, 20], dtype=int32)
+)doc"},
+    {{"tensordot"}, R"doc(Tensor dot product: sum of products over chosen axes of two arrays.
+
+Args:
+    a (array): first input.
+    b (array): second input.
+    axes (int or pair of sequences): an int ``n`` contracts the last ``n``
+        axes of ``a`` with the first ``n`` of ``b``; a pair ``(axes_a, axes_b)``
+        contracts those axes pairwise. Default: 2.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the free axes of ``a`` followed by those of ``b``.
+
+Example:
+    >>> mx.tensordot(mx.ones((2, 3)), mx.ones((3, 4)), axes=([1], [0])).shape
+    (2, 4)
+)doc"},
+    {{"vecdot"}, R"doc(Vector dot product along an axis: ``sum(conj(a) * b, axis)``.
+
+The inputs broadcast; complex first operands are conjugated.
+
+Args:
+    a (array): first input.
+    b (array): second input.
+    axis (int): the axis to contract. Default: -1.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the dot products, without ``axis``.
+)doc"},
+    {{"einsum"}, R"doc(Einstein summation over the operands.
+
+``subscripts`` names each operand's axes with letters (``'ij,jk->ik'``);
+repeated letters are multiplied together and letters missing from the
+output (after ``->``, or every letter used once, in order, when omitted)
+are summed. ``...`` stands for broadcast axes. The operands are contracted
+pairwise in the order :func:`einsum_path` reports, each contraction a
+batched matmul.
+
+Args:
+    subscripts (str): the equation.
+    *operands (array): the arrays, one per comma-separated term.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the result.
+
+Example:
+    >>> mx.einsum("ij,jk->ik", mx.ones((2, 3)), mx.ones((3, 4))).shape
+    (2, 4)
+    >>> mx.einsum("ii", mx.eye(3))
+    array(3, dtype=float32)
+)doc"},
+    {{"einsum_path"}, R"doc(The contraction order that :func:`einsum` uses, and its cost.
+
+Args:
+    subscripts (str): the equation, as for :func:`einsum`.
+    *operands (array): the operands (only their shapes matter).
+
+Returns:
+    tuple(list, str): the path, a list of tuples of operand positions
+    contracted at each step, and a text report of the naive and optimized
+    scaling and FLOP counts.
+
+Example:
+    >>> mx.einsum_path("ij,jk->ik", mx.ones((2, 3)), mx.ones((3, 4)))[0]
+    [(0, 1)]
+)doc"},
+    {{"convolve"}, R"doc(Discrete linear convolution of two 1-d arrays.
+
+``out[n] = sum_m a[m] * v[n - m]`` (``v`` is flipped, unlike in the
+convolution layers).
+
+Args:
+    a (array): first 1-d input.
+    v (array): second 1-d input.
+    mode (str): ``'full'`` gives every overlap (length ``len(a) + len(v) - 1``),
+        ``'same'`` the central part of the length of the longer input, and
+        ``'valid'`` only the full overlaps. Default: ``'full'``.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the convolution, 1-d.
+
+Example:
+    >>> mx.convolve(mx.array([1.0, 2.0, 3.0]), mx.array([0.0, 1.0, 0.5]))
+    array([0, 1, 2.5, 4, 1.5], dtype=float32)
+)doc"},
+
+    // ---- convolution layers (channels last) ----
+    {{"conv1d"}, R"doc(1-d convolution (a cross-correlation, as in neural-network layers).
+
+Channels are last: ``input`` is ``(N, L, C_in)`` and ``weight``
+``(C_out, K, C_in / groups)``; the output length is
+``(L + 2 * padding - dilation * (K - 1) - 1) // stride + 1``.
+
+Args:
+    input (array): the input, shape ``(N, L, C_in)``.
+    weight (array): the kernels, shape ``(C_out, K, C_in / groups)``.
+    stride (int): the step between output positions. Default: 1.
+    padding (int): zeros added at both ends. Default: 0.
+    dilation (int): the spacing between kernel taps. Default: 1.
+    groups (int): splits the channels into that many independent groups;
+        ``C_in`` and ``C_out`` must be divisible by it. Default: 1.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the output, shape ``(N, L_out, C_out)``.
+
+Example:
+    >>> mx.conv1d(mx.ones((1, 5, 2)), mx.ones((4, 3, 2))).shape
+    (1, 3, 4)
+)doc"},
+    {{"conv2d"}, R"doc(2-d convolution (a cross-correlation, as in neural-network layers).
+
+Channels are last: ``input`` is ``(N, H, W, C_in)`` and ``weight``
+``(C_out, KH, KW, C_in / groups)``.
+
+Args:
+    input (array): the input, shape ``(N, H, W, C_in)``.
+    weight (array): the kernels, shape ``(C_out, KH, KW, C_in / groups)``.
+    stride (int or pair): the step between output positions. Default: 1.
+    padding (int or pair): zeros added at both ends of each spatial axis.
+        Default: 0.
+    dilation (int or pair): the spacing between kernel taps. Default: 1.
+    groups (int): the number of independent channel groups. Default: 1.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the output, shape ``(N, H_out, W_out, C_out)``.
+
+Example:
+    >>> mx.conv2d(mx.ones((1, 5, 5, 2)), mx.ones((4, 3, 3, 2)), padding=1).shape
+    (1, 5, 5, 4)
+)doc"},
+    {{"conv3d"}, R"doc(3-d convolution (a cross-correlation, as in neural-network layers).
+
+Channels are last: ``input`` is ``(N, D, H, W, C_in)`` and ``weight``
+``(C_out, KD, KH, KW, C_in / groups)``.
+
+Args:
+    input (array): the input, shape ``(N, D, H, W, C_in)``.
+    weight (array): the kernels, shape ``(C_out, KD, KH, KW, C_in / groups)``.
+    stride (int or triple): the step between output positions. Default: 1.
+    padding (int or triple): zeros added at both ends of each spatial axis.
+        Default: 0.
+    dilation (int or triple): the spacing between kernel taps. Default: 1.
+    groups (int): the number of independent channel groups. Default: 1.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the output, shape ``(N, D_out, H_out, W_out, C_out)``.
+)doc"},
+    {{"conv_general"}, R"doc(General convolution over 1 to 3 spatial axes.
+
+``input`` is ``(N, *spatial, C_in)`` and ``weight``
+``(C_out, *kernel, C_in / groups)``. The other convolutions are special
+cases of this one.
+
+Args:
+    input (array): the input.
+    weight (array): the kernels.
+    stride (int or sequence): the step between output positions. Default: 1.
+    padding (int, sequence, or pair of sequences): zeros added at both
+        ends (one value per axis), or ``(low, high)`` sequences for
+        asymmetric padding; negative values crop. Default: 0.
+    kernel_dilation (int or sequence): the spacing between kernel taps.
+        Default: 1.
+    input_dilation (int or sequence): the spacing of the input elements
+        (``d - 1`` zeros inserted between neighbours, as transposed
+        convolutions need). Default: 1.
+    groups (int): the number of independent channel groups. Default: 1.
+    flip (bool): flip the kernels, computing a convolution instead of a
+        cross-correlation. Default: False.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the output, ``(N, *spatial_out, C_out)``.
+)doc"},
+    {{"conv_transpose1d"}, R"doc(1-d transposed convolution (the gradient of :func:`conv1d` with respect to its input).
+
+``input`` is ``(N, L, C_in)`` and ``weight`` ``(C_out, K, C_in / groups)``;
+the output length is
+``(L - 1) * stride - 2 * padding + dilation * (K - 1) + output_padding + 1``.
+
+Args:
+    input (array): the input, shape ``(N, L, C_in)``.
+    weight (array): the kernels, shape ``(C_out, K, C_in / groups)``.
+    stride (int): the upsampling step. Default: 1.
+    padding (int): the padding of the matching forward convolution.
+        Default: 0.
+    dilation (int): the spacing between kernel taps. Default: 1.
+    output_padding (int): extra length added at the end of the output.
+        Default: 0.
+    groups (int): the number of independent channel groups. Default: 1.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the output, shape ``(N, L_out, C_out)``.
+
+Example:
+    >>> mx.conv_transpose1d(mx.ones((1, 5, 2)), mx.ones((4, 3, 2)), stride=2).shape
+    (1, 11, 4)
+)doc"},
+    {{"conv_transpose2d"}, R"doc(2-d transposed convolution (the gradient of :func:`conv2d` with respect to its input).
+
+``input`` is ``(N, H, W, C_in)`` and ``weight``
+``(C_out, KH, KW, C_in / groups)``; each spatial output length is
+``(L - 1) * stride - 2 * padding + dilation * (K - 1) + output_padding + 1``.
+
+Args:
+    input (array): the input.
+    weight (array): the kernels.
+    stride (int or pair): the upsampling step. Default: 1.
+    padding (int or pair): the padding of the matching forward
+        convolution. Default: 0.
+    dilation (int or pair): the spacing between kernel taps. Default: 1.
+    output_padding (int or pair): extra length at the end of each spatial
+        axis. Default: 0.
+    groups (int): the number of independent channel groups. Default: 1.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the output, shape ``(N, H_out, W_out, C_out)``.
+)doc"},
+    {{"conv_transpose3d"}, R"doc(3-d transposed convolution (the gradient of :func:`conv3d` with respect to its input).
+
+``input`` is ``(N, D, H, W, C_in)`` and ``weight``
+``(C_out, KD, KH, KW, C_in / groups)``; each spatial output length is
+``(L - 1) * stride - 2 * padding + dilation * (K - 1) + output_padding + 1``.
+
+Args:
+    input (array): the input.
+    weight (array): the kernels.
+    stride (int or triple): the upsampling step. Default: 1.
+    padding (int or triple): the padding of the matching forward
+        convolution. Default: 0.
+    dilation (int or triple): the spacing between kernel taps. Default: 1.
+    output_padding (int or triple): extra length at the end of each
+        spatial axis. Default: 0.
+    groups (int): the number of independent channel groups. Default: 1.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the output, shape ``(N, D_out, H_out, W_out, C_out)``.
+)doc"},
 };
 
 #undef EMBER_DOC_STREAM
