@@ -2215,6 +2215,272 @@ Args:
 Returns:
     array: the output, shape ``(N, D_out, H_out, W_out, C_out)``.
 )doc"},
+    // ---- linalg ----
+    {{"linalg"}, R"doc(Linear algebra: norms, inverses, linear solves and matrix factorizations.
+
+Every function works on the last two axes and treats leading axes as a
+batch. The factorizations call LAPACK (from OpenBLAS) on float32 and
+float64 inputs; a matrix that LAPACK rejects (singular, not positive
+definite, no convergence) raises ValueError when the result is evaluated.
+)doc"},
+    {{"linalg.norm"}, R"doc(Vector or matrix norm.
+
+With ``ord`` and ``axis`` both None, the 2-norm of the flattened array
+(the Frobenius norm of a matrix). One axis (or a 1-d input with ``axis``
+None) gives vector norms; two axes (or a 2-d input) give matrix norms.
+``ember.core.matrix_norm`` is the same function.
+
+Vector norms (``ord``): None or 2 is the Euclidean norm, ``inf`` the
+largest absolute value, ``-inf`` the smallest, 0 the number of nonzero
+elements, and any other number ``p`` gives ``sum(|x| ** p) ** (1 / p)``.
+
+Matrix norms (``ord``): None or ``'fro'`` is the Frobenius norm, ``'nuc'``
+the sum of the singular values, ``inf`` / ``-inf`` the largest / smallest
+row sum of absolute values, 1 / -1 the largest / smallest column sum, and
+2 / -2 the largest / smallest singular value.
+
+Args:
+    a (array): input array.
+    ord (int, float, str, optional): the kind of norm, as above. Default: None.
+    axis (int or pair of int, optional): the vector axis or the two matrix
+        axes. Default: None.
+    keepdims (bool): keep the reduced axes with length 1. Default: False.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the norms, a real floating array.
+
+Example:
+    >>> mx.linalg.norm(mx.array([3.0, 4.0]))
+    array(5, dtype=float32)
+)doc"},
+    {{"linalg.inv"}, R"doc(Inverse of each square matrix.
+
+A singular matrix raises ValueError when the result is evaluated.
+
+Args:
+    a (array): input of shape ``(..., n, n)``.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the inverses, shape of ``a``.
+
+Example:
+    >>> mx.linalg.inv(mx.array([[4.0, 1.0], [2.0, 3.0]]))
+    array([[0.3, -0.1],
+           [-0.2, 0.4]], dtype=float32)
+)doc"},
+    {{"linalg.tri_inv"}, R"doc(Inverse of each triangular matrix.
+
+Only the chosen triangle of ``a`` is read; the other triangle of the
+result is zero.
+
+Args:
+    a (array): input of shape ``(..., n, n)``.
+    upper (bool): use the upper triangle instead of the lower. Default: False.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the triangular inverses.
+)doc"},
+    {{"linalg.pinv"}, R"doc(Moore-Penrose pseudo-inverse of each matrix, through the SVD.
+
+Singular values below ``max(M, N) * eps * s_max`` are treated as zero.
+
+Args:
+    a (array): input of shape ``(..., M, N)``.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the pseudo-inverses, shape ``(..., N, M)``.
+)doc"},
+    {{"linalg.solve"}, R"doc(Solves the linear systems ``a @ x = b``.
+
+``a`` holds square matrices; ``b`` is a vector of shape ``(n,)`` or
+matrices of shape ``(..., n, k)``. Batch axes broadcast. A singular ``a``
+raises ValueError when the result is evaluated.
+
+Args:
+    a (array): the coefficient matrices, ``(..., n, n)``.
+    b (array): the right-hand sides.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the solutions ``x``, shaped like ``b`` (after broadcasting).
+
+Example:
+    >>> mx.linalg.solve(mx.array([[4.0, 1.0], [2.0, 3.0]]), mx.array([1.0, 2.0]))
+    array([0.1, 0.6], dtype=float32)
+)doc"},
+    {{"linalg.solve_triangular"}, R"doc(Solves ``t @ x = b`` where ``t`` is the lower (or upper) triangle of ``a``.
+
+Only that triangle of ``a`` is read.
+
+Args:
+    a (array): the matrices, ``(..., n, n)``.
+    b (array): the right-hand sides, ``(..., n)`` or ``(..., n, k)``.
+    upper (bool): use the upper triangle. Default: False.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the solutions.
+)doc"},
+    {{"linalg.cholesky"}, R"doc(Cholesky factor of each symmetric positive-definite matrix.
+
+The lower factor ``L`` with ``A = L @ L.T``, or the upper one ``U`` with
+``A = U.T @ U``; only that triangle of ``a`` is read. A matrix that is not
+positive definite raises ValueError when the result is evaluated.
+
+Args:
+    a (array): input of shape ``(..., n, n)``.
+    upper (bool): return the upper factor. Default: False.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the triangular factors (the other triangle is zero).
+
+Example:
+    >>> mx.linalg.cholesky(mx.array([[4.0, 2.0], [2.0, 2.0]]))
+    array([[2, 0],
+           [1, 1]], dtype=float32)
+)doc"},
+    {{"linalg.cholesky_inv"}, R"doc(Inverse of a symmetric positive-definite matrix from its Cholesky factor.
+
+Given ``L`` (or ``U`` with ``upper=True``) from :func:`cholesky`, returns
+the inverse of ``L @ L.T`` (or ``U.T @ U``).
+
+Args:
+    a (array): the Cholesky factors, ``(..., n, n)``.
+    upper (bool): whether ``a`` holds upper factors. Default: False.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the inverses of the original matrices.
+)doc"},
+    {{"linalg.qr"}, R"doc(Reduced QR factorization of each matrix: ``a = Q @ R``.
+
+Args:
+    a (array): input of shape ``(..., M, N)``.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    tuple(array, array): ``Q`` of shape ``(..., M, K)`` with orthonormal
+    columns and upper-triangular ``R`` of shape ``(..., K, N)``, where
+    ``K = min(M, N)``.
+)doc"},
+    {{"linalg.svd"}, R"doc(Singular value decomposition of each matrix: ``a = U @ diag(S) @ Vt``.
+
+Args:
+    a (array): input of shape ``(..., M, N)``.
+    compute_uv (bool): also compute the singular vectors. Default: True.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    tuple(array, array, array) or array: ``(U, S, Vt)`` with the full
+    ``U`` ``(..., M, M)``, ``S`` ``(..., min(M, N))`` in descending order and
+    the full ``Vt`` ``(..., N, N)``; only ``S`` when ``compute_uv`` is False.
+
+Example:
+    >>> mx.linalg.svd(mx.array([[3.0, 0.0], [0.0, 4.0]]), compute_uv=False)
+    array([4, 3], dtype=float32)
+)doc"},
+    {{"linalg.eig"}, R"doc(Eigenvalues and right eigenvectors of general square matrices.
+
+Args:
+    a (array): input of shape ``(..., n, n)``.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    tuple(array, array): the eigenvalues ``(..., n)`` and the eigenvectors
+    as the columns of ``(..., n, n)``, both complex64 (complex128 is not
+    supported).
+)doc"},
+    {{"linalg.eigvals"}, R"doc(Eigenvalues of general square matrices.
+
+Args:
+    a (array): input of shape ``(..., n, n)``.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the eigenvalues, complex64, shape ``(..., n)``.
+)doc"},
+    {{"linalg.eigh"}, R"doc(Eigenvalues and eigenvectors of symmetric (Hermitian) matrices.
+
+Only one triangle of ``a`` is read.
+
+Args:
+    a (array): input of shape ``(..., n, n)``.
+    UPLO (str): ``'L'`` reads the lower triangle, ``'U'`` the upper one.
+        Default: ``'L'``.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    tuple(array, array): the eigenvalues in ascending order ``(..., n)``
+    and orthonormal eigenvectors as the columns of ``(..., n, n)``.
+)doc"},
+    {{"linalg.eigvalsh"}, R"doc(Eigenvalues of symmetric (Hermitian) matrices, in ascending order.
+
+Args:
+    a (array): input of shape ``(..., n, n)``.
+    UPLO (str): ``'L'`` reads the lower triangle, ``'U'`` the upper one.
+        Default: ``'L'``.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the eigenvalues, shape ``(..., n)``.
+
+Example:
+    >>> mx.linalg.eigvalsh(mx.array([[2.0, 1.0], [1.0, 2.0]]))
+    array([1, 3], dtype=float32)
+)doc"},
+    {{"linalg.lu"}, R"doc(LU factorization with partial pivoting.
+
+Args:
+    a (array): input of shape ``(..., M, N)``.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    tuple(array, array, array): ``(P, L, U)``: the row permutation ``P`` as
+    uint32 indices ``(..., M)``, unit lower-triangular ``L`` ``(..., M, K)`` and
+    upper-triangular ``U`` ``(..., K, N)`` with ``K = min(M, N)``, such that
+    ``a = L[P] @ U`` (``L`` with its rows taken in the order ``P``).
+)doc"},
+    {{"linalg.lu_factor"}, R"doc(LU factorization with partial pivoting, in LAPACK's packed form.
+
+Args:
+    a (array): input of shape ``(..., M, N)``.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    tuple(array, array): the factors packed in one matrix (``L`` below the
+    diagonal, its unit diagonal implied, and ``U`` on and above it), and
+    the 0-based pivots (uint32): row ``i`` was swapped with row ``pivots[i]``.
+)doc"},
+    {{"linalg.det"}, R"doc(Determinant of each square matrix.
+
+Integer inputs are computed in float32.
+
+Args:
+    a (array): input of shape ``(..., n, n)``.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the determinants, shape ``(...)``.
+
+Example:
+    >>> mx.linalg.det(mx.array([[4.0, 1.0], [2.0, 3.0]]))
+    array(10, dtype=float32)
+)doc"},
+    {{"linalg.slogdet"}, R"doc(Sign and natural log of the absolute determinant of each square matrix.
+
+More robust than :func:`det` for large matrices, whose determinant
+overflows. A singular matrix gives sign 0 and log -inf.
+
+Args:
+    a (array): input of shape ``(..., n, n)``.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    tuple(array, array): ``(sign, logabsdet)`` with ``det = sign * exp(logabsdet)``.
+)doc"},
+    {{"linalg.cross"}, R"doc(Cross product of 3-vectors along an axis.
+
+2-vectors get a zero third component. The inputs broadcast.
+
+Args:
+    a (array): first input; the axis has length 2 or 3.
+    b (array): second input.
+    axis (int): the axis holding the vectors. Default: -1.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the cross products (3 components along ``axis``).
+
+Example:
+    >>> mx.linalg.cross(mx.array([1.0, 0.0, 0.0]), mx.array([0.0, 1.0, 0.0]))
+    array([0, 0, 1], dtype=float32)
+)doc"},
 };
 
 #undef EMBER_DOC_STREAM

@@ -192,12 +192,17 @@ def test_docstring(qual, obj, kind):
                 assert not missing, f"{qual}: the class docstring does not mention the constructor's {missing}"
 
 
+def _resolve(qual):
+    obj = core
+    for part in qual.split("."):
+        obj = vars(obj)[part] if isinstance(obj, type) else getattr(obj, part)
+    return obj
+
+
 def test_table_names_exist():
     # The import raises on a table name that names nothing; check it here too.
     for qual in core._docstring_names():
-        obj = core
-        for part in qual.split("."):
-            obj = vars(obj)[part] if isinstance(obj, type) else getattr(obj, part)
+        _resolve(qual)
 
 
 def _python_defined(obj):
@@ -212,6 +217,10 @@ def _python_defined(obj):
 
 def test_compiled_names_are_in_the_table():
     table = set(core._docstring_names())
+    # An alias (ember/__init__.py's matrix_norm = linalg.norm) is covered by its target's entry.
+    documented = {id(_resolve(q)) for q in table}
     compiled = [qual for qual, obj, kind in NAMES if not _python_defined(obj)]
-    missing = sorted(q for q in compiled if q not in table and q not in TODO)
+    missing = sorted(
+        q for q in compiled if q not in table and q not in TODO and id(_resolve(q)) not in documented
+    )
     assert not missing, f"not in the docstring table: {missing}"
