@@ -11,8 +11,9 @@ class a node (JAX's convention: ``flatten(obj) -> (children, aux)`` and
 transform (grad, vmap, ...) then walks into it like into a list.
 """
 
-from collections import OrderedDict
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+
+from . import core as _core
 
 __all__ = [
     "register_pytree_node",
@@ -24,7 +25,9 @@ __all__ = [
     "tree_merge",
 ]
 
-_registry: Dict[type, Tuple[Callable, Callable]] = {}
+# class -> (flatten_fn, unflatten_fn), read by the one pytree walker in the
+# core (core._tree_children below, and mx.eval / mx.async_eval)
+_registry: Dict[type, Tuple[Callable, Callable]] = _core._pytree_registry
 
 
 def register_pytree_node(cls: type, flatten_fn: Callable, unflatten_fn: Callable) -> None:
@@ -42,25 +45,10 @@ def _is_namedtuple(x) -> bool:
     return isinstance(x, tuple) and hasattr(type(x), "_fields")
 
 
-def _children(tree) -> Optional[Tuple[List[Tuple[Any, Any]], Callable[[List[Any]], Any]]]:
-    """(key, child) pairs of a node and a function rebuilding the node from new
-    children (in the same order); None for a leaf."""
-    t = type(tree)
-    if t in _registry:
-        flatten, unflatten = _registry[t]
-        kids, aux = flatten(tree)
-        kids = list(kids)
-        return list(enumerate(kids)), lambda new: unflatten(aux, list(new))
-    if isinstance(tree, dict):
-        keys = list(tree.keys())
-        if t is dict or t is OrderedDict:
-            return [(k, tree[k]) for k in keys], lambda new: t(zip(keys, new))
-        return [(k, tree[k]) for k in keys], lambda new: t(dict(zip(keys, new)))
-    if _is_namedtuple(tree):
-        return list(enumerate(tree)), lambda new: t(*new)
-    if isinstance(tree, (list, tuple)):
-        return list(enumerate(tree)), lambda new: t(new)
-    return None
+# (key, child) pairs of a node and a function rebuilding it from new children;
+# None for a leaf. What a node is (registered classes, dicts, named tuples,
+# lists, tuples) is defined once, in python/src/trees.cpp.
+_children = _core._tree_children
 
 
 def _node(tree, is_leaf):

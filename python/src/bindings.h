@@ -1,6 +1,6 @@
 // Shared by the binding files: Python value -> array conversion (with MLX's
-// weak typing of Python scalars), stream/axis argument parsing; the argument
-// types with their type casters are in casters.h (included below).
+// weak typing of Python scalars), stream/axis argument parsing, pytrees; the
+// argument types with their type casters are in casters.h (included below).
 #pragma once
 
 #include <pybind11/numpy.h>
@@ -39,7 +39,8 @@ void set_print_precision(int p);
 void eval_nogil(const std::vector<array>& arrays);
 // An object with __dlpack__ (and no other array protocol) as an array.
 array dlpack_to_array(py::handle obj);
-// Arrays found in a pytree (lists, tuples, dicts, arrays; other leaves ignored).
+// The array leaves of a pytree (trees.cpp: the one walker; lists, tuples,
+// dicts, registered nodes; other leaves ignored).
 void collect_arrays(py::handle tree, std::vector<array>& out);
 
 void init_array(py::module_& m);
@@ -53,6 +54,7 @@ void init_transforms(py::module_& m);
 void init_random(py::module_& m);
 void init_fft(py::module_& m);
 void init_linalg(py::module_& m);
+void init_trees(py::module_& m);
 
 }  // namespace ember::py_bind
 

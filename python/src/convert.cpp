@@ -1,4 +1,4 @@
-// Python <-> array conversion, printing and pytree helpers.
+// Python <-> array conversion and printing.
 #include <climits>
 #include <cmath>
 #include <cstring>
@@ -316,16 +316,6 @@ std::optional<Dtype> to_dtype(py::handle d) {
 void eval_nogil(const std::vector<array>& arrays) {
   py::gil_scoped_release release;
   eval(arrays);
-}
-
-void collect_arrays(py::handle tree, std::vector<array>& out) {
-  if (is_array(tree)) {
-    out.push_back(tree.cast<array>());
-  } else if (py::isinstance<py::list>(tree) || py::isinstance<py::tuple>(tree)) {
-    for (auto x : tree) collect_arrays(x, out);
-  } else if (py::isinstance<py::dict>(tree)) {
-    for (auto kv : py::reinterpret_borrow<py::dict>(tree)) collect_arrays(kv.second, out);
-  }
 }
 
 namespace {

@@ -174,18 +174,8 @@ void init_device(py::module_& m) {
         return total;
       });
 
-  // ---- evaluation ----
-  m.def("eval", [](py::args args) {
-        std::vector<array> arrays;
-        collect_arrays(args, arrays);
-        eval_nogil(arrays);
-      });
-  m.def("async_eval", [](py::args args) {
-        std::vector<array> arrays;
-        collect_arrays(args, arrays);
-        py::gil_scoped_release release;
-        async_eval(arrays);
-      });
+  // ---- evaluation (eval, async_eval) and the pytree walker ----
+  init_trees(m);
 
   // ---- dtype info ----
   py::class_<FInfo>(m, "finfo")

@@ -1,14 +1,34 @@
 """The binding layer itself: what every op accepts as an array (the
 ArrayLike caster: NumPy, ``__array__``, ``__dlpack__``, the buffer protocol,
-Python scalars with MLX's weak typing) and as a stream (the StreamOrDevice
-caster)."""
+Python scalars with MLX's weak typing), as a stream (the StreamOrDevice
+caster), and the one pytree walker behind ``eval`` / ``async_eval`` and the
+tree utilities."""
 
 import array as pyarray
+import collections
 
 import numpy as np
 import pytest
 
-from conftest import ember_only, mx
+from conftest import IS_MLX, ember_only, mx
+
+if not IS_MLX:
+    import ember.utils as tree_utils
+else:  # pragma: no cover
+    import mlx.utils as tree_utils
+
+
+def is_evaluated(a):
+    try:
+        mx.get_array_buffer_size(a)
+        return True
+    except ValueError:
+        return False
+
+
+def lazy():
+    """An unevaluated array."""
+    return mx.arange(8.0) * 2 + 1
 
 
 # --------------------------------------------------------------------------
@@ -189,3 +209,92 @@ def test_wrong_stream_kind_is_a_type_error(bad):
 def test_signatures_name_the_argument_kinds():
     doc = mx.add.__doc__
     assert "a: array | scalar" in doc and "stream: Stream | Device | None = None" in doc
+
+
+# --------------------------------------------------------------------------
+# the one pytree walker: eval / async_eval / tree utilities
+# --------------------------------------------------------------------------
+
+class Pair:
+    def __init__(self, a, b):
+        self.a, self.b = a, b
+
+
+class Box:
+    def __init__(self, items):
+        self.items = items
+
+
+if not IS_MLX:
+    tree_utils.register_pytree_node(Pair, lambda p: ((p.a, p.b), "pair"), lambda aux, kids: Pair(*kids))
+    tree_utils.register_pytree_node(Box, lambda b: (b.items, None), lambda aux, kids: Box(list(kids)))
+
+
+@ember_only
+@pytest.mark.parametrize("evaluate", [mx.eval, mx.async_eval], ids=["eval", "async_eval"])
+def test_eval_walks_registered_nodes(evaluate):
+    a, b = lazy(), lazy()
+    evaluate(Pair(a, b))
+    if evaluate is mx.async_eval:
+        mx.eval(a, b)  # waits; the point is that the call above took them
+    assert is_evaluated(a) and is_evaluated(b)
+
+
+@ember_only
+def test_eval_walks_nested_registered_nodes():
+    leaves = [lazy() for _ in range(5)]
+    tree = [Pair(Box([leaves[0], {"k": leaves[1]}]), (leaves[2], "not an array")),
+            {"p": Pair(None, Box([Pair(leaves[3], 1)]))}]
+    mx.eval(tree, Box([leaves[4]]))
+    assert all(is_evaluated(x) for x in leaves)
+
+
+@ember_only
+def test_async_eval_walks_nested_registered_nodes():
+    leaves = [lazy() for _ in range(3)]
+    mx.async_eval({"x": Box([Pair(leaves[0], leaves[1])])}, [Pair(leaves[2], 3)])
+    mx.eval(leaves)
+    assert all(is_evaluated(x) for x in leaves)
+
+
+def test_eval_accepts_every_leaf():
+    # MLX ignores the leaves that are not arrays, at any depth
+    x = lazy()
+    for args in [(1,), ("a",), (None,), ([x, 1],), ({"a": object()},), (1.5,), ()]:
+        assert mx.eval(*args) is None
+        assert mx.async_eval(*args) is None
+    assert is_evaluated(x)
+
+
+@ember_only
+def test_one_definition_of_a_node():
+    # the tree utilities and eval read the same registry and node rule
+    assert tree_utils._children is mx._tree_children
+    assert tree_utils._registry is mx._pytree_registry
+    assert mx._tree_children(mx.array(1)) is None
+    assert mx._tree_children(3) is None
+    Point = collections.namedtuple("Point", "x y")
+
+    class D(dict):
+        pass
+
+    for tree in [Point(1, 2), collections.OrderedDict(b=1, a=2), D(a=1), [1, 2], (1,), {"z": 1, "a": 2},
+                 Pair(1, 2), Box([1, 2])]:
+        pairs, rebuild = mx._tree_children(tree)
+        new = rebuild([v for _, v in pairs])
+        assert type(new) is type(tree)
+        if isinstance(tree, dict):
+            assert list(new.items()) == list(tree.items()) and [k for k, _ in pairs] == list(tree)
+    assert tree_utils.tree_flatten(Pair(1, [2, 3])) == [("0", 1), ("1.0", 2), ("1.1", 3)]
+    doubled = tree_utils.tree_map(lambda v: v * 2, {"p": Pair(1, Point(2, 3))})
+    assert isinstance(doubled["p"], Pair) and doubled["p"].b == Point(4, 6)
+
+
+@ember_only
+def test_a_bad_flatten_function_raises():
+    class Bad:
+        pass
+
+    tree_utils.register_pytree_node(Bad, lambda b: 5, lambda aux, kids: Bad())
+    with pytest.raises(TypeError):
+        mx.eval([Bad()])
