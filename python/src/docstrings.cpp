@@ -68,6 +68,28 @@ struct Entry {
   "        covers only the elements before it (the first is the identity).\n"              \
   "        Default: True.\n"
 
+// The arguments shared by the one-axis transforms of the fft module.
+#define EMBER_DOC_FFT1_ARGS                                                                  \
+  "    n (int, optional): the length of the transform along ``axis``; the input\n"         \
+  "        is cropped or zero-padded to it. Default: None, the axis' length.\n"            \
+  "    axis (int): the axis to transform. Default: -1.\n"                                  \
+  "    norm (str): the scaling: ``'backward'`` (none on the forward transform,\n"          \
+  "        ``1/n`` on the inverse), ``'ortho'`` (``1/sqrt(n)`` on both) or\n"              \
+  "        ``'forward'`` (``1/n`` on the forward transform, none on the inverse).\n"       \
+  "        Default: ``'backward'``.\n"
+
+// The arguments shared by the multi-axis transforms of the fft module.
+#define EMBER_DOC_FFTN_ARGS                                                                  \
+  "    s (sequence of int, optional): the length of the transform along each of\n"         \
+  "        ``axes`` (crop or zero-pad). Default: None, the axes' lengths.\n"                \
+  "    norm (str): the scaling, ``'backward'``, ``'ortho'`` or ``'forward'``, as\n"        \
+  "        for :func:`fft`. Default: ``'backward'``.\n"
+
+// The key argument of the samplers.
+#define EMBER_DOC_KEY                                                                        \
+  "    key (array, optional): a PRNG key from :func:`key` or :func:`split`.\n"             \
+  "        Default: None, split from the global key (see :func:`seed`).\n"
+
 const Entry kDocs[] = {
     // ---- element-wise: one input ----
     {{"abs", "array.abs"},
@@ -2481,6 +2503,460 @@ Example:
     >>> mx.linalg.cross(mx.array([1.0, 0.0, 0.0]), mx.array([0.0, 1.0, 0.0]))
     array([0, 0, 1], dtype=float32)
 )doc"},
+    // ---- fft ----
+    {{"fft"}, R"doc(Discrete Fourier transforms, with NumPy's semantics.
+
+Forward transforms return complex64 (real inputs are converted), the
+inverse real transforms float32. Each transformed axis may be cropped or
+zero-padded to a given length first (``n`` or ``s``).
+)doc"},
+    {{"fft.fft"}, R"doc(One-dimensional discrete Fourier transform along an axis.
+
+``out[k] = sum_t a[t] * exp(-2j * pi * k * t / n)``.
+
+Args:
+    a (array): input array (real inputs are converted to complex).
+)doc" EMBER_DOC_FFT1_ARGS EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the transform, complex64; the axis has length ``n``.
+
+Example:
+    >>> mx.fft.fft(mx.array([1.0, 0.0, 0.0, 0.0]))
+    array([1+0j, 1+0j, 1+0j, 1+0j], dtype=complex64)
+)doc"},
+    {{"fft.ifft"}, R"doc(One-dimensional inverse discrete Fourier transform along an axis.
+
+``out[t] = (1/n) * sum_k a[k] * exp(2j * pi * k * t / n)`` with the default
+``norm``; ``ifft(fft(a)) == a`` up to rounding.
+
+Args:
+    a (array): input array.
+)doc" EMBER_DOC_FFT1_ARGS EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the inverse transform, complex64.
+)doc"},
+    {{"fft.rfft"}, R"doc(Discrete Fourier transform of a real signal along an axis.
+
+Only the ``n // 2 + 1`` non-negative frequencies are returned (the others
+are their complex conjugates). A complex input uses its real part.
+
+Args:
+    a (array): input array.
+)doc" EMBER_DOC_FFT1_ARGS EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the half spectrum, complex64; the axis has length ``n // 2 + 1``.
+)doc"},
+    {{"fft.irfft"}, R"doc(Inverse of :func:`rfft`: the real signal with a given half spectrum.
+
+The input along ``axis`` is cropped or zero-padded to ``n // 2 + 1``
+frequency bins.
+
+Args:
+    a (array): the half spectrum.
+    n (int, optional): the length of the output signal. Default: None,
+        ``2 * (m - 1)`` where ``m`` is the input's length along ``axis``.
+    axis (int): the axis to transform. Default: -1.
+    norm (str): the scaling, as for :func:`fft`. Default: ``'backward'``
+        (``1/n`` here).
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the signal, float32; the axis has length ``n``.
+
+Example:
+    >>> mx.fft.irfft(mx.fft.rfft(mx.array([1.0, 2.0, 3.0, 4.0])))
+    array([1, 2, 3, 4], dtype=float32)
+)doc"},
+    {{"fft.fft2"}, R"doc(Two-dimensional discrete Fourier transform.
+
+Args:
+    a (array): input array.
+)doc" EMBER_DOC_FFTN_ARGS R"doc(    axes (sequence of int): the two axes to transform. Default: ``[-2, -1]``.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the transform, complex64.
+)doc"},
+    {{"fft.ifft2"}, R"doc(Two-dimensional inverse discrete Fourier transform.
+
+Args:
+    a (array): input array.
+)doc" EMBER_DOC_FFTN_ARGS R"doc(    axes (sequence of int): the two axes to transform. Default: ``[-2, -1]``.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the inverse transform, complex64.
+)doc"},
+    {{"fft.rfft2"}, R"doc(Two-dimensional discrete Fourier transform of a real input.
+
+:func:`rfft` over the last of ``axes`` (which keeps ``n // 2 + 1`` bins),
+then :func:`fft` over the other.
+
+Args:
+    a (array): input array.
+)doc" EMBER_DOC_FFTN_ARGS R"doc(    axes (sequence of int): the two axes to transform. Default: ``[-2, -1]``.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the transform, complex64.
+)doc"},
+    {{"fft.irfft2"}, R"doc(Inverse of :func:`rfft2`.
+
+:func:`ifft` over the first of ``axes``, then :func:`irfft` over the last
+(default output length ``2 * (m - 1)`` there).
+
+Args:
+    a (array): the half spectrum.
+)doc" EMBER_DOC_FFTN_ARGS R"doc(    axes (sequence of int): the two axes to transform. Default: ``[-2, -1]``.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the real result, float32.
+)doc"},
+    {{"fft.fftn"}, R"doc(N-dimensional discrete Fourier transform.
+
+Args:
+    a (array): input array.
+)doc" EMBER_DOC_FFTN_ARGS R"doc(    axes (sequence of int, optional): the axes to transform. Default: None,
+        every axis (or the last ``len(s)`` axes when ``s`` is given).
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the transform, complex64.
+)doc"},
+    {{"fft.ifftn"}, R"doc(N-dimensional inverse discrete Fourier transform.
+
+Args:
+    a (array): input array.
+)doc" EMBER_DOC_FFTN_ARGS R"doc(    axes (sequence of int, optional): the axes to transform. Default: None,
+        every axis (or the last ``len(s)`` axes when ``s`` is given).
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the inverse transform, complex64.
+)doc"},
+    {{"fft.rfftn"}, R"doc(N-dimensional discrete Fourier transform of a real input.
+
+:func:`rfft` over the last of ``axes``, then :func:`fft` over the others.
+
+Args:
+    a (array): input array.
+)doc" EMBER_DOC_FFTN_ARGS R"doc(    axes (sequence of int, optional): the axes to transform. Default: None,
+        every axis (or the last ``len(s)`` axes when ``s`` is given).
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the transform, complex64.
+)doc"},
+    {{"fft.irfftn"}, R"doc(Inverse of :func:`rfftn`.
+
+:func:`ifft` over all but the last of ``axes``, then :func:`irfft` over the
+last (default output length ``2 * (m - 1)`` there).
+
+Args:
+    a (array): the half spectrum.
+)doc" EMBER_DOC_FFTN_ARGS R"doc(    axes (sequence of int, optional): the axes to transform. Default: None,
+        every axis (or the last ``len(s)`` axes when ``s`` is given).
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the real result, float32.
+)doc"},
+    {{"fft.fftfreq"}, R"doc(The sample frequencies of an ``n``-point :func:`fft`.
+
+``[0, 1, ..., n//2 - 1, -n//2, ..., -1] / (d * n)`` for even ``n`` (the
+positive frequencies first, then the negative ones).
+
+Args:
+    n (int): the transform length.
+    d (float): the sample spacing. Default: 1.0.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: ``n`` frequencies, float32.
+
+Example:
+    >>> mx.fft.fftfreq(4)
+    array([0, 0.25, -0.5, -0.25], dtype=float32)
+)doc"},
+    {{"fft.rfftfreq"}, R"doc(The sample frequencies of an ``n``-point :func:`rfft`.
+
+``[0, 1, ..., n // 2] / (d * n)``.
+
+Args:
+    n (int): the transform length.
+    d (float): the sample spacing. Default: 1.0.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: ``n // 2 + 1`` frequencies, float32.
+)doc"},
+    {{"fft.fftshift"}, R"doc(Moves the zero-frequency bin to the centre of the spectrum.
+
+Rolls each of ``axes`` by ``n // 2``.
+
+Args:
+    a (array): the spectrum.
+    axes (sequence of int, optional): the axes to shift. Default: None,
+        every axis.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the shifted array.
+
+Example:
+    >>> mx.fft.fftshift(mx.arange(5))
+    array([3, 4, 0, 1, 2], dtype=int32)
+)doc"},
+    {{"fft.ifftshift"}, R"doc(Inverse of :func:`fftshift`: rolls each of ``axes`` by ``-(n // 2)``.
+
+Args:
+    a (array): the shifted spectrum.
+    axes (sequence of int, optional): the axes to shift. Default: None,
+        every axis.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the unshifted array.
+)doc"},
+    {{"fft.stft"}, R"doc(Short-time Fourier transform of the last axis.
+
+The signal is cut into frames of ``n_fft`` samples, ``hop_length`` apart;
+each frame is multiplied by ``window`` and transformed.
+
+Args:
+    x (array): the signal, shape ``(..., T)``.
+    n_fft (int): the frame (and transform) length. Default: 2048.
+    hop_length (int, optional): the step between frames. Default: None,
+        ``n_fft // 4``.
+    win_length (int, optional): the window length when ``window`` is not
+        given. Default: None, ``n_fft``.
+    window (array, optional): the window, at most ``n_fft`` long and
+        centred and zero-padded to it. Default: None, ones of ``win_length``.
+    center (bool): pad the signal by ``n_fft // 2`` on both sides first, so
+        that frame ``t`` is centred on sample ``t * hop_length``. Default: True.
+    pad_mode (str): how ``center`` pads: ``'reflect'``, ``'constant'``
+        (zeros) or ``'edge'``. Default: ``'reflect'``.
+    norm (str): the scaling of each frame's transform, as for :func:`fft`.
+        Default: ``'backward'``.
+    onesided (bool, optional): keep only the ``n_fft // 2 + 1``
+        non-negative frequencies. Default: None, True for a real signal.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: complex64 of shape ``(..., n_freq, n_frames)``.
+
+Example:
+    >>> mx.fft.stft(mx.ones((1000,)), n_fft=256).shape
+    (129, 16)
+)doc"},
+    {{"fft.istft"}, R"doc(Inverse short-time Fourier transform: the signal from its :func:`stft`.
+
+Each frame's inverse transform is multiplied by ``window`` and the frames
+are overlap-added, then divided by the overlap-added squared window.
+
+Args:
+    stft_matrix (array): the frames' spectra, ``(..., n_freq, n_frames)``.
+    n_fft (int, optional): the frame length. Default: None,
+        ``2 * (n_freq - 1)`` when ``onesided``, ``n_freq`` otherwise.
+    hop_length (int, optional): the step between frames. Default: None,
+        ``n_fft // 4``.
+    win_length (int, optional): the window length when ``window`` is not
+        given. Default: None, ``n_fft``.
+    window (array, optional): the window used by the forward transform.
+        Default: None, ones of ``win_length``.
+    center (bool): whether the forward transform padded by ``n_fft // 2``
+        (that padding is dropped). Default: True.
+    norm (str): the scaling, as for :func:`fft`. Default: ``'backward'``.
+    onesided (bool, optional): whether the spectra hold only the
+        non-negative frequencies. Default: None, True.
+    length (int, optional): crop or zero-pad the result to this length.
+        Default: None.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the signal, float32, shape ``(..., length)``.
+)doc"},
+    // ---- random ----
+    {{"random"}, R"doc(Random sampling with counter-based PRNG keys.
+
+Keys are uint32 arrays of shape ``(2,)`` and the bits come from
+Threefry-2x32 with JAX's and MLX's layout, so a key gives the same samples
+on every run, thread count and ISA level. Samplers called without a key
+split the global key (set by :func:`seed`); pass keys explicitly (split
+with :func:`split`) for reproducible, independent streams.
+)doc"},
+    {{"random.key"}, R"doc(A PRNG key from an integer seed.
+
+Args:
+    seed (int): the seed; the key is ``(seed >> 32, seed & 0xffffffff)``.
+
+Returns:
+    array: a uint32 array of shape ``(2,)``.
+
+Example:
+    >>> mx.random.key(0)
+    array([0, 0], dtype=uint32)
+)doc"},
+    {{"random.split"}, R"doc(Splits a key into new, independent keys.
+
+Use one of the new keys for sampling and another for further splitting;
+never reuse a key for two different purposes.
+
+Args:
+    key (array): the key to split.
+    num (int): how many keys. Default: 2.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: a uint32 array of shape ``(num, 2)``.
+
+Example:
+    >>> k1, k2 = mx.random.split(mx.random.key(0))
+)doc"},
+    {{"random.seed"}, R"doc(Seeds the global key that samplers use when called without ``key``.
+
+Args:
+    seed (int): the seed.
+
+Returns:
+    None
+)doc"},
+    {{"random.bits"}, R"doc(Uniformly random bits, as unsigned integers.
+
+Args:
+    shape (sequence of int): the shape. Default: ``[]`` (a scalar).
+    width (int): the bytes per element: 1, 2 or 4 for uint8, uint16 or
+        uint32. Default: 4.
+)doc" EMBER_DOC_KEY EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the random bits.
+)doc"},
+    {{"random.uniform"}, R"doc(Samples from the uniform distribution on ``[low, high)``.
+
+``low`` and ``high`` broadcast against ``shape``. A sample never equals
+``high``, also after rounding to ``dtype``.
+
+Args:
+    low (scalar or array): the lower bound (included). Default: 0.
+    high (scalar or array): the upper bound (excluded). Default: 1.
+    shape (sequence of int): the shape of the samples. Default: ``[]``.
+    dtype (Dtype): a floating dtype. Default: float32.
+)doc" EMBER_DOC_KEY EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the samples.
+
+Example:
+    >>> mx.random.uniform(shape=(2, 3), key=mx.random.key(0)).shape
+    (2, 3)
+)doc"},
+    {{"random.normal"}, R"doc(Samples from a normal (Gaussian) distribution.
+
+Args:
+    shape (sequence of int): the shape of the samples. Default: ``[]``.
+    dtype (Dtype): a floating dtype. Default: float32.
+    loc (scalar or array, optional): the mean. Default: None, 0.
+    scale (scalar or array, optional): the standard deviation. Default:
+        None, 1.
+)doc" EMBER_DOC_KEY EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the samples, ``loc + scale * z`` with ``z`` standard normal.
+)doc"},
+    {{"random.truncated_normal"}, R"doc(Samples from the standard normal distribution truncated to ``[lower, upper]``.
+
+Args:
+    lower (scalar or array): the lower bound.
+    upper (scalar or array): the upper bound.
+    shape (sequence of int, optional): the shape of the samples. Default:
+        None, the broadcast shape of the bounds.
+    dtype (Dtype): a floating dtype. Default: float32.
+)doc" EMBER_DOC_KEY EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the samples, each within its bounds.
+)doc"},
+    {{"random.randint"}, R"doc(Uniformly random integers in ``[low, high)``.
+
+``low`` and ``high`` broadcast against ``shape``.
+
+Args:
+    low (scalar or array): the lower bound (included).
+    high (scalar or array): the upper bound (excluded).
+    shape (sequence of int): the shape of the samples. Default: ``[]``.
+    dtype (Dtype): an integer dtype. Default: int32.
+)doc" EMBER_DOC_KEY EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the samples.
+
+Example:
+    >>> mx.random.randint(0, 10, (3,), key=mx.random.key(0)).shape
+    (3,)
+)doc"},
+    {{"random.bernoulli"}, R"doc(Boolean samples that are True with probability ``p``.
+
+Args:
+    p (scalar or array): the probability of True. Default: 0.5.
+    shape (sequence of int, optional): the shape of the samples; ``p``
+        broadcasts to it. Default: None, the shape of ``p``.
+)doc" EMBER_DOC_KEY EMBER_DOC_STREAM R"doc(
+Returns:
+    array: a boolean array.
+)doc"},
+    {{"random.categorical"}, R"doc(Samples category indices from categorical distributions.
+
+The distributions are given by unnormalized log-probabilities along
+``axis``. At most one of ``shape`` and ``num_samples`` may be given.
+
+Args:
+    logits (array): the log-probabilities (up to a constant).
+    axis (int): the axis of the categories. Default: -1.
+    shape (sequence of int, optional): the shape of the samples; it must
+        broadcast with the shape of ``logits`` without ``axis``. Default: None.
+    num_samples (int, optional): draw that many samples per distribution,
+        along a new last axis. Default: None, one sample each.
+)doc" EMBER_DOC_KEY EMBER_DOC_STREAM R"doc(
+Returns:
+    array: uint32 category indices.
+
+Example:
+    >>> mx.random.categorical(mx.zeros((2, 3)), num_samples=4, key=mx.random.key(0)).shape
+    (2, 4)
+)doc"},
+    {{"random.gumbel"}, R"doc(Samples from the standard Gumbel distribution.
+
+``-log(-log(u))`` for uniform ``u``; the samples are always finite.
+
+Args:
+    shape (sequence of int): the shape of the samples. Default: ``[]``.
+    dtype (Dtype): a floating dtype. Default: float32.
+)doc" EMBER_DOC_KEY EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the samples.
+)doc"},
+    {{"random.laplace"}, R"doc(Samples from the Laplace (double exponential) distribution.
+
+Args:
+    shape (sequence of int): the shape of the samples. Default: ``[]``.
+    dtype (Dtype): a floating dtype. Default: float32.
+    loc (float): the location (mean). Default: 0.0.
+    scale (float): the scale. Default: 1.0.
+)doc" EMBER_DOC_KEY EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the samples.
+)doc"},
+    {{"random.multivariate_normal"}, R"doc(Samples from a multivariate normal distribution.
+
+The samples are ``mean + L @ z`` with ``L`` the Cholesky factor of ``cov``
+and ``z`` standard normal. A covariance that is not symmetric positive
+semi-definite raises ValueError when the result is evaluated.
+
+Args:
+    mean (array): the mean, shape ``(..., n)``.
+    cov (array): the covariance matrices, shape ``(..., n, n)``.
+    shape (sequence of int): the batch shape of the samples; it broadcasts
+        with the batch shapes of ``mean`` and ``cov``. Default: ``[]``.
+    dtype (Dtype): float32 or float64. Default: float32.
+)doc" EMBER_DOC_KEY EMBER_DOC_STREAM R"doc(
+Returns:
+    array: samples of shape ``shape + (n,)``.
+
+Example:
+    >>> mx.random.multivariate_normal(mx.zeros((2,)), mx.eye(2), (3,), key=mx.random.key(0)).shape
+    (3, 2)
+)doc"},
+    {{"random.permutation"}, R"doc(A random permutation.
+
+Args:
+    x (int or array): an int ``n`` permutes ``arange(n)``; an array is
+        shuffled along ``axis``.
+    axis (int): the axis to shuffle. Default: 0.
+)doc" EMBER_DOC_KEY EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the permuted ``arange(n)`` (uint32) or the shuffled array.
+)doc"},
 };
 
 #undef EMBER_DOC_STREAM
@@ -2489,6 +2965,9 @@ Example:
 #undef EMBER_DOC_BINARY
 #undef EMBER_DOC_REDUCE_ARGS
 #undef EMBER_DOC_SCAN_ARGS
+#undef EMBER_DOC_FFT1_ARGS
+#undef EMBER_DOC_FFTN_ARGS
+#undef EMBER_DOC_KEY
 
 // pybind11's signature lines of a function's doc: the first line, or for an
 // overload chain the generic header and every numbered overload line.
