@@ -2957,6 +2957,457 @@ Args:
 Returns:
     array: the permuted ``arange(n)`` (uint32) or the shuffled array.
 )doc"},
+    // ---- evaluation and graph utilities ----
+    {{"eval"}, R"doc(Evaluates arrays: computes their values now and waits for them.
+
+Ember is lazy: ops only record a graph, and values are computed when
+needed (printing, ``item()``, conversion to NumPy, ...) or when asked
+here. The arguments may be arrays or trees of them (lists, tuples, dicts
+and nodes registered with ``ember.utils.register_pytree_node``); every
+array leaf is evaluated. The GIL is released while computing.
+
+Args:
+    *args: arrays or trees of arrays.
+
+Returns:
+    None
+
+Example:
+    >>> x = mx.ones((2,)) + 1
+    >>> mx.eval(x, {"y": [x * 2]})
+)doc"},
+    {{"async_eval"}, R"doc(Starts evaluating arrays and returns without waiting.
+
+Takes what :func:`eval` takes. A later :func:`eval`, a read of the
+values or :func:`synchronize` waits for the work to finish.
+
+Args:
+    *args: arrays or trees of arrays.
+
+Returns:
+    None
+)doc"},
+    {{"stop_gradient"}, R"doc(The input unchanged, with a zero derivative.
+
+Transforms (``grad``, ``vjp``, ``jvp``) treat the result as a constant, so
+no derivative flows back through it.
+
+Args:
+    a (array): the input.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: an array equal to ``a``.
+
+Example:
+    >>> mx.grad(lambda x: (x * mx.stop_gradient(x)).sum())(mx.array([3.0]))
+    array([3], dtype=float32)
+)doc"},
+    {{"depends"}, R"doc(The inputs, unchanged, computed only after some other arrays.
+
+Adds an ordering edge to the graph: evaluating the results first
+evaluates ``dependencies``. No derivative flows to the dependencies.
+
+Args:
+    inputs (array or sequence of array): the arrays to return.
+    dependencies (array or sequence of array): what must be computed first.
+
+Returns:
+    array or list(array): arrays equal to ``inputs`` (one array for one
+    array, a list for a sequence).
+)doc"},
+
+    // ---- devices and streams ----
+    {{"Device"}, R"doc(A device that runs ops: a type (``cpu`` or ``gpu``) and an index.
+
+Ember runs everything on the CPU; ``Device(mx.gpu)`` can be named (for
+MLX code that does) but is not available.
+
+Args:
+    type (DeviceType): the kind of device.
+    index (int): which device of that kind. Default: 0.
+
+Example:
+    >>> mx.Device(mx.cpu)
+    Device(cpu, 0)
+)doc"},
+    {{"Device.type"}, "The device's kind, a :class:`DeviceType`."},
+    {{"Device.index"}, "The device's index among the devices of its kind."},
+    {{"DeviceType"}, R"doc(The kinds of device: ``cpu`` and ``gpu``.
+
+The members are also exported as ``ember.core.cpu`` and ``ember.core.gpu``.
+
+Args:
+    value (int): the member's number (0 for cpu, 1 for gpu).
+)doc"},
+    {{"DeviceType.name"}, "The member's name, ``'cpu'`` or ``'gpu'``."},
+    {{"DeviceType.value"}, "The member's number."},
+    {{"Stream"}, R"doc(A queue of work on a device.
+
+Ops given a stream run on it; streams of one device run in order, each
+one's ops in the order they were recorded. Get streams from
+:func:`default_stream` and :func:`new_stream`; they cannot be constructed
+directly.
+)doc"},
+    {{"Stream.device"}, "The :class:`Device` the stream runs on."},
+    {{"Stream.index"}, "The stream's number, unique in the process."},
+    {{"ThreadLocalStream"}, R"doc(A stream that is a different :class:`Stream` in each thread that uses it.
+
+Made by :func:`new_thread_local_stream`; pass it wherever a stream is
+accepted.
+)doc"},
+    {{"ThreadLocalStream.device"}, "The :class:`Device` the streams run on."},
+    {{"StreamContext"}, R"doc(The context manager returned by :func:`stream`.
+
+Within ``with mx.stream(s):`` the default stream is ``s``; on exit the
+previous default comes back.
+)doc"},
+    {{"default_device"}, R"doc(The default device: where ops run when no stream or device is given.
+
+Returns:
+    Device: the default device (the CPU unless changed with
+    :func:`set_default_device`).
+
+Example:
+    >>> mx.default_device()
+    Device(cpu, 0)
+)doc"},
+    {{"set_default_device"}, R"doc(Sets the default device.
+
+Args:
+    device (Device or DeviceType): the new default; it must be available.
+
+Returns:
+    None
+)doc"},
+    {{"default_stream"}, R"doc(The default stream of a device (in the calling thread).
+
+Args:
+    device (Device or DeviceType): the device.
+
+Returns:
+    Stream: its default stream.
+)doc"},
+    {{"set_default_stream"}, R"doc(Makes a stream the default stream of its device (in the calling thread).
+
+Args:
+    stream (Stream): the new default stream.
+
+Returns:
+    None
+)doc"},
+    {{"new_stream"}, R"doc(Makes a new stream on a device.
+
+Args:
+    device (Device or DeviceType): the device.
+
+Returns:
+    Stream: the new stream.
+)doc"},
+    {{"new_thread_local_stream"}, R"doc(Makes a stream that is a separate :class:`Stream` in each thread that uses it.
+
+Args:
+    device (Device or DeviceType): the device.
+
+Returns:
+    ThreadLocalStream: the stream.
+)doc"},
+    {{"new_thread_unsafe_stream"}, R"doc(Makes a stream that may be used from any thread.
+
+The caller is responsible for not recording work on it from two threads
+at once.
+
+Args:
+    device (Device or DeviceType): the device.
+
+Returns:
+    Stream: the new stream.
+)doc"},
+    {{"stream"}, R"doc(A context manager in which ops run on a given stream by default.
+
+Args:
+    s (Stream or Device): the stream, or a device meaning its default stream.
+
+Returns:
+    StreamContext: use it in a ``with`` statement.
+
+Example:
+    >>> with mx.stream(mx.new_stream(mx.cpu)):
+    ...     y = mx.ones((2,)) * 2
+)doc"},
+    {{"synchronize"}, R"doc(Waits until the work recorded on a stream has finished.
+
+Args:
+    stream (Stream or Device, optional): the stream to wait for. Default:
+        None, the default stream.
+
+Returns:
+    None
+)doc"},
+    {{"clear_streams"}, R"doc(Drops every stream made by :func:`new_stream` and resets the defaults.
+
+For tests and long-running programs that create many streams.
+
+Returns:
+    None
+)doc"},
+    {{"is_available"}, R"doc(Whether a device can run ops.
+
+Args:
+    device (Device or DeviceType): the device; in Ember only the CPU is
+        available.
+
+Returns:
+    bool: True if the device is available.
+)doc"},
+    {{"device_count"}, R"doc(The number of devices of a kind.
+
+Args:
+    device_type (DeviceType): the kind.
+
+Returns:
+    int: 1 for the CPU, 0 for the GPU.
+)doc"},
+    {{"device_info"}, R"doc(Information about a device.
+
+Args:
+    d (Device, optional): the device. Default: None, the default device.
+
+Returns:
+    dict: ``device_name``, ``architecture``, ``memory_size`` (bytes of RAM),
+    ``num_threads`` (the size of Ember's thread pool) and ``isa`` (the
+    kernels' instruction-set level: baseline, avx2 or avx512).
+)doc"},
+    {{"metal"}, "Apple GPU backend (Metal). Not available in Ember; ``is_available()`` is False."},
+    {{"metal.is_available"}, R"doc(Whether the Metal (Apple GPU) backend is available.
+
+Returns:
+    bool: always False in Ember, which runs on x86-64 CPUs.
+)doc"},
+    {{"cuda"}, "NVIDIA GPU backend (CUDA). Not available in Ember; ``is_available()`` is False."},
+    {{"cuda.is_available"}, R"doc(Whether the CUDA (NVIDIA GPU) backend is available.
+
+Returns:
+    bool: always False in Ember, which runs on x86-64 CPUs.
+)doc"},
+
+    // ---- memory ----
+    {{"get_active_memory"}, R"doc(Bytes held by live arrays' buffers.
+
+Does not count the allocator's cache (see :func:`get_cache_memory`).
+
+Returns:
+    int: the number of bytes.
+)doc"},
+    {{"get_peak_memory"}, R"doc(The largest value :func:`get_active_memory` reached.
+
+Since the start of the program or the last :func:`reset_peak_memory`.
+
+Returns:
+    int: the number of bytes.
+)doc"},
+    {{"reset_peak_memory"}, R"doc(Resets the peak memory counter to the current active memory.
+
+Returns:
+    None
+)doc"},
+    {{"get_cache_memory"}, R"doc(Bytes of freed buffers that the allocator keeps for reuse.
+
+Returns:
+    int: the number of bytes.
+)doc"},
+    {{"clear_cache"}, R"doc(Returns the allocator's cached buffers to the system.
+
+Returns:
+    None
+)doc"},
+    {{"get_memory_limit"}, R"doc(The memory limit: the active memory above which the allocator first
+empties its cache before allocating.
+
+Returns:
+    int: the limit in bytes.
+)doc"},
+    {{"set_memory_limit"}, R"doc(Sets the memory limit (see :func:`get_memory_limit`).
+
+Args:
+    limit (int): the new limit in bytes; must be non-negative.
+
+Returns:
+    int: the previous limit.
+)doc"},
+    {{"set_cache_limit"}, R"doc(Sets the most bytes the allocator's cache may hold.
+
+Freed buffers beyond the limit are returned to the system; 0 disables
+the cache.
+
+Args:
+    limit (int): the new limit in bytes; must be non-negative.
+
+Returns:
+    int: the previous limit.
+)doc"},
+    {{"set_wired_limit"}, R"doc(Sets how many bytes of Ember's buffers may be locked in RAM (with mlock).
+
+Locked buffers are never swapped out. 0 (the default) locks nothing.
+
+Args:
+    limit (int): the new limit in bytes.
+
+Returns:
+    int: the previous limit.
+)doc"},
+    {{"get_array_buffer_size"}, R"doc(The total size of the buffers behind evaluated arrays.
+
+Args:
+    *args (array): evaluated arrays (ValueError for one that is not).
+
+Returns:
+    int: the sum of their buffers' sizes in bytes (a view counts its whole
+    buffer).
+)doc"},
+
+    // ---- dtypes ----
+    {{"Dtype"}, R"doc(An element type of arrays.
+
+The dtypes are module attributes: ``bool_``, ``uint8``, ``uint16``,
+``uint32``, ``uint64``, ``int8``, ``int16``, ``int32``, ``int64``,
+``float16``, ``bfloat16``, ``float32``, ``float64`` and ``complex64``.
+They cannot be constructed.
+
+Example:
+    >>> mx.float32.size
+    4
+)doc"},
+    {{"Dtype.size"}, "The size of one element in bytes."},
+    {{"DtypeCategory"}, R"doc(Abstract groups of dtypes, for :func:`issubdtype`.
+
+``generic`` contains every dtype; ``number`` the numeric ones; ``integer``
+splits into ``signedinteger`` and ``unsignedinteger``; ``inexact`` into
+``floating`` and ``complexfloating``. The members are also module
+attributes (``mx.floating``, ...).
+
+Args:
+    value (int): the member's number.
+)doc"},
+    {{"DtypeCategory.name"}, "The category's name, e.g. ``'floating'``."},
+    {{"DtypeCategory.value"}, "The category's number."},
+    {{"issubdtype"}, R"doc(Whether a dtype or category belongs to another.
+
+Args:
+    arg1 (Dtype or DtypeCategory): the type to test.
+    arg2 (Dtype or DtypeCategory): the dtype or category to test against.
+
+Returns:
+    bool: True if ``arg1`` is ``arg2`` or lies under it.
+
+Example:
+    >>> mx.issubdtype(mx.float32, mx.floating)
+    True
+    >>> mx.issubdtype(mx.int8, mx.unsignedinteger)
+    False
+)doc"},
+    {{"isdtype"}, R"doc(Whether a dtype is of a given kind (the array API's test).
+
+Args:
+    dtype (Dtype): the dtype to test.
+    kind (Dtype, str or tuple): a dtype, one of the kind names ``'bool'``,
+        ``'signed integer'``, ``'unsigned integer'``, ``'integral'``,
+        ``'real floating'``, ``'complex floating'`` and ``'numeric'``, or a
+        tuple of these (any may match).
+
+Returns:
+    bool: True if ``dtype`` is of that kind.
+
+Example:
+    >>> mx.isdtype(mx.float32, "real floating")
+    True
+)doc"},
+    {{"result_type"}, R"doc(The dtype that arrays and dtypes promote to together.
+
+Args:
+    *arrays_and_dtypes (array or Dtype): at least one.
+
+Returns:
+    Dtype: the promoted dtype.
+
+Example:
+    >>> mx.result_type(mx.int8, mx.float16)
+    ember.core.float16
+)doc"},
+    {{"can_cast"}, R"doc(Whether a dtype can be cast to another without losing its kind of value.
+
+As MLX defines it: true when promoting ``from_`` with ``to`` gives ``to``.
+
+Args:
+    from_ (array or Dtype): the source dtype (or an array's).
+    to (Dtype): the target dtype.
+
+Returns:
+    bool: True if the cast is allowed.
+
+Example:
+    >>> mx.can_cast(mx.int8, mx.int32)
+    True
+)doc"},
+    {{"finfo"}, R"doc(Limits of a floating dtype.
+
+Args:
+    dtype (Dtype): a floating or complex dtype (complex64 gives float32's
+        limits); any other raises ValueError.
+
+Example:
+    >>> mx.finfo(mx.float16).max
+    65504.0
+)doc"},
+    {{"finfo.min"}, "The lowest finite value (the negative of ``max``)."},
+    {{"finfo.max"}, "The largest finite value."},
+    {{"finfo.eps"}, "The difference between 1 and the next larger representable value."},
+    {{"finfo.tiny"}, "The smallest positive normal value (the same as ``smallest_normal``)."},
+    {{"finfo.smallest_normal"}, "The smallest positive normal value."},
+    {{"finfo.dtype"}, "The floating dtype described (float32 for complex64)."},
+    {{"finfo.bits"}, "The number of bits of the dtype."},
+    {{"iinfo"}, R"doc(Limits of an integer dtype.
+
+Args:
+    dtype (Dtype): an integer dtype; any other raises ValueError.
+
+Example:
+    >>> mx.iinfo(mx.int8).min
+    -128
+)doc"},
+    {{"iinfo.min"}, "The smallest value."},
+    {{"iinfo.max"}, "The largest value."},
+    {{"iinfo.dtype"}, "The integer dtype described."},
+    {{"iinfo.bits"}, "The number of bits of the dtype."},
+
+    // ---- printing ----
+    {{"PrintOptions"}, "The print options in force, as :func:`get_printoptions` returns them."},
+    {{"PrintOptions.precision"}, "Digits after the decimal point when printing floats (-1: the shortest form)."},
+    {{"get_printoptions"}, R"doc(The options used when printing arrays.
+
+Returns:
+    PrintOptions: the current options (``precision``).
+)doc"},
+    {{"set_printoptions"}, R"doc(Sets the options used when printing arrays.
+
+Args:
+    precision (int): the digits after the decimal point for floats; -1
+        prints the shortest form (six significant digits). Default: -1.
+
+Returns:
+    None
+)doc"},
+    {{"printoptions"}, R"doc(A context manager with print options in force inside it.
+
+Args:
+    precision (int): as for :func:`set_printoptions`. Default: -1.
+
+Returns:
+    a context manager; the previous options come back on exit.
+
+Example:
+    >>> with mx.printoptions(precision=2):
+    ...     s = str(mx.array([1 / 3]))
+)doc"},
 };
 
 #undef EMBER_DOC_STREAM
@@ -3043,7 +3494,13 @@ void install(py::module_& m, const std::string& name, const char* text) {
   }
   if (PyCFunction_Check(p)) {
     set_cfunction_doc(p, text);
-  } else if (PyType_Check(p) || PyModule_Check(p) || PyObject_TypeCheck(p, &PyProperty_Type)) {
+  } else if (PyType_Check(p)) {
+    // A class: its __doc__ lives in its own dict (pybind11's metaclass has no
+    // __doc__ setter, so setattr cannot be used).
+    auto* type = reinterpret_cast<PyTypeObject*>(p);
+    if (PyDict_SetItemString(type->tp_dict, "__doc__", py::str(text).ptr()) != 0) throw py::error_already_set();
+    PyType_Modified(type);
+  } else if (PyModule_Check(p) || PyObject_TypeCheck(p, &PyProperty_Type)) {
     if (PyObject_SetAttrString(p, "__doc__", py::str(text).ptr()) != 0) throw py::error_already_set();
   } else {
     throw std::runtime_error("ember.core docstrings: '" + name + "' is a " +
