@@ -3408,6 +3408,145 @@ Example:
     >>> with mx.printoptions(precision=2):
     ...     s = str(mx.array([1 / 3]))
 )doc"},
+    // ---- the array class ----
+    {{"array"}, R"doc(An N-dimensional array: Ember's value type.
+
+Arrays are immutable values computed lazily: an op returns at once with
+an array that records how to compute it, and the values are computed
+when needed (printing, ``item()``, ``tolist()``, NumPy conversion) or by
+:func:`eval`. Operators (``+ - * / // % ** @``, comparisons, bitwise
+operators), NumPy-style indexing (``a[1:, ::2]``, integer and boolean
+array indices, ``None``, ``...``), indexed updates (``a[idx] = v``, which
+rebinds ``a`` to an updated value, and ``a.at[idx].add(v)``), the buffer
+protocol, ``__array__`` and DLPack are supported.
+
+Args:
+    val: the contents: a Python scalar, a nested sequence of scalars or
+        arrays, a NumPy array, or any object with ``__array__``,
+        ``__dlpack__``, the buffer protocol or ``__mlx_array__``.
+    dtype (Dtype, optional): the element type. Default: None, inferred:
+        bool for bools, int32 for Python ints, float32 for Python floats,
+        complex64 for complex numbers, and the NumPy dtype of a NumPy array
+        (float64 stays float64).
+
+Example:
+    >>> mx.array([[1, 2], [3, 4]])
+    array([[1, 2],
+           [3, 4]], dtype=int32)
+    >>> mx.array([1, 2], dtype=mx.float32)
+    array([1, 2], dtype=float32)
+)doc"},
+    {{"array.shape"}, "The array's dimensions, a tuple of ints."},
+    {{"array.ndim"}, "The number of dimensions."},
+    {{"array.size"}, "The number of elements (the product of ``shape``)."},
+    {{"array.dtype"}, "The element type, a :class:`Dtype`."},
+    {{"array.itemsize"}, "The size of one element in bytes."},
+    {{"array.nbytes"}, "The size of the elements in bytes (``size * itemsize``)."},
+    {{"array.T"}, "The array with its axes reversed (``transpose(a)``); for a matrix, its transpose."},
+    {{"array.mT"}, "The array with its last two axes swapped (``matrix_transpose(a)``); needs at least 2 dimensions."},
+    {{"array.real"}, "The real part of each element (see :func:`real`)."},
+    {{"array.imag"}, "The imaginary part of each element (see :func:`imag`)."},
+    {{"array.at"}, R"doc(Indexed updates that accumulate: ``a.at[idx].add(v)`` and friends.
+
+``a[idx] += v`` adds once per position even where ``idx`` repeats one;
+``a.at[idx].add(v)`` adds once per occurrence. ``a.at[idx]`` gives an
+:class:`ArrayAt` whose methods ``add``, ``subtract``, ``multiply``,
+``divide``, ``maximum`` and ``minimum`` return the updated copy.
+
+Example:
+    >>> mx.array([1, 2, 3]).at[mx.array([0, 0])].add(1)
+    array([3, 2, 3], dtype=int32)
+)doc"},
+    {{"array.item"}, R"doc(The value of a one-element array as a Python scalar.
+
+Evaluates the array. Raises ValueError if it has more than one element.
+There are no parameters.
+
+Returns:
+    bool, int, float or complex: the value.
+
+Example:
+    >>> mx.array(2.5).item()
+    2.5
+)doc"},
+    {{"array.tolist"}, R"doc(The array's values as nested Python lists.
+
+Evaluates the array. A 0-d array gives a scalar (as :meth:`item`). There
+are no parameters.
+
+Returns:
+    list: nested lists of Python scalars, one level per dimension.
+
+Example:
+    >>> mx.array([[1, 2]]).tolist()
+    [[1, 2]]
+)doc"},
+    {{"ArrayAt"}, R"doc(The accumulating updates at an index, from ``a.at[idx]``.
+
+Each method returns a copy of the array with ``value`` (broadcast to the
+indexed positions and cast to the array's dtype) combined into it at
+``idx``, once per occurrence of a position.
+)doc"},
+    {{"ArrayAt.add"}, R"doc(Adds ``value`` at the index, once per occurrence of each position.
+
+Args:
+    value (array or scalar): what to add.
+
+Returns:
+    array: the updated copy.
+)doc"},
+    {{"ArrayAt.subtract"}, R"doc(Subtracts ``value`` at the index, once per occurrence of each position.
+
+Args:
+    value (array or scalar): what to subtract.
+
+Returns:
+    array: the updated copy.
+)doc"},
+    {{"ArrayAt.multiply"}, R"doc(Multiplies by ``value`` at the index, once per occurrence of each position.
+
+Args:
+    value (array or scalar): the factor.
+
+Returns:
+    array: the updated copy.
+)doc"},
+    {{"ArrayAt.divide"}, R"doc(Divides by ``value`` at the index, once per occurrence of each position.
+
+As in MLX, this multiplies by the reciprocal of ``value`` cast to the
+array's dtype.
+
+Args:
+    value (array or scalar): the divisor.
+
+Returns:
+    array: the updated copy.
+)doc"},
+    {{"ArrayAt.maximum"}, R"doc(The maximum of the element and ``value`` at the index.
+
+Args:
+    value (array or scalar): the values to compare with.
+
+Returns:
+    array: the updated copy.
+)doc"},
+    {{"ArrayAt.minimum"}, R"doc(The minimum of the element and ``value`` at the index.
+
+Args:
+    value (array or scalar): the values to compare with.
+
+Returns:
+    array: the updated copy.
+)doc"},
+    {{"ArrayIterator"}, R"doc(The iterator of ``iter(a)``: yields ``a[0]``, ``a[1]``, ... along the first axis.
+
+Iterating a 0-d array raises TypeError.
+)doc"},
+    {{"ArrayLike"}, R"doc(The protocol of objects that convert themselves to an array.
+
+An object with an ``__mlx_array__()`` method returning an :class:`array` is
+accepted wherever an array is.
+)doc"},
 };
 
 #undef EMBER_DOC_STREAM
