@@ -211,7 +211,9 @@ def _python_defined(obj):
     if isinstance(obj, types.MethodType):
         obj = obj.__func__
     if isinstance(obj, type):
-        return obj.__module__ != "ember.core"
+        # A class written in Python has Python functions; pybind11 classes and
+        # ArrayLike (made with type() in module.cpp) have none.
+        return type(obj) is type and any(isinstance(v, types.FunctionType) for v in vars(obj).values())
     return isinstance(obj, types.FunctionType)
 
 
