@@ -483,8 +483,8 @@ void init_array(py::module_& m) {
 #define EMBER_REDUCE_METHOD(name, fn)                                                                   \
   cls.def(                                                                                             \
       name,                                                                                            \
-      [](const array& a, py::handle axis, bool keepdims, StreamOrDevice s) {                               \
-        return fn(a, to_axes(axis), keepdims, s);                                       \
+      [](const array& a, const AxesArg& axis, bool keepdims, StreamOrDevice s) {                               \
+        return fn(a, axis, keepdims, s);                                       \
       },                                                                                               \
       "axis"_a = py::none(), "keepdims"_a = false, py::kw_only(), kStream);
   EMBER_REDUCE_METHOD("all", all)
@@ -496,11 +496,11 @@ void init_array(py::module_& m) {
   EMBER_REDUCE_METHOD("sum", sum)
   EMBER_REDUCE_METHOD("logsumexp", logsumexp)
 #undef EMBER_REDUCE_METHOD
-  cls.def("var", [](const array& a, py::handle axis, bool keepdims, int ddof, StreamOrDevice s) {
-        return var(a, to_axes(axis), keepdims, ddof, s);
+  cls.def("var", [](const array& a, const AxesArg& axis, bool keepdims, int ddof, StreamOrDevice s) {
+        return var(a, axis, keepdims, ddof, s);
       }, "axis"_a = py::none(), "keepdims"_a = false, "ddof"_a = 0, py::kw_only(), kStream);
-  cls.def("std", [](const array& a, py::handle axis, bool keepdims, int ddof, StreamOrDevice s) {
-        return ember::std(a, to_axes(axis), keepdims, ddof, s);
+  cls.def("std", [](const array& a, const AxesArg& axis, bool keepdims, int ddof, StreamOrDevice s) {
+        return ember::std(a, axis, keepdims, ddof, s);
       }, "axis"_a = py::none(), "keepdims"_a = false, "ddof"_a = 0, py::kw_only(), kStream);
   cls.def("argmax", [](const array& a, std::optional<int> axis, bool keepdims, StreamOrDevice s) {
         return argmax(a, axis, keepdims, s);
@@ -515,15 +515,15 @@ void init_array(py::module_& m) {
       }, py::kw_only(), kStream);
   cls.def("transpose", [](const array& a, py::args axes, StreamOrDevice s) {
         std::optional<Axes> ax;
-        if (axes.size() == 1 && !py::isinstance<py::int_>(axes[0])) ax = to_axes(axes[0]);
+        if (axes.size() == 1 && !py::isinstance<py::int_>(axes[0])) ax = to_axes(axes[0], "transpose");
         else if (axes.size() > 0) ax = axes.cast<Axes>();
         return transpose(a, ax, s);
       }, py::kw_only(), kStream);
   cls.def("flatten", [](const array& a, int start, int end, StreamOrDevice s) {
         return flatten(a, start, end, s);
       }, "start_axis"_a = 0, "end_axis"_a = -1, py::kw_only(), kStream);
-  cls.def("squeeze", [](const array& a, py::handle axis, StreamOrDevice s) {
-        return squeeze(a, to_axes(axis), s);
+  cls.def("squeeze", [](const array& a, const AxesArg& axis, StreamOrDevice s) {
+        return squeeze(a, axis, s);
       }, "axis"_a = py::none(), py::kw_only(), kStream);
   cls.def("swapaxes", [](const array& a, int x, int y, StreamOrDevice s) { return swapaxes(a, x, y, s); },
           "axis1"_a, "axis2"_a, py::kw_only(), kStream);

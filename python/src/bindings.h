@@ -25,10 +25,14 @@ bool is_py_scalar(py::handle v);
 // A Python scalar converted for an op with an array of dtype `other`
 // (weakly typed: int keeps the array's dtype, float keeps inexact dtypes).
 array scalar_to_array(py::handle v, Dtype other);
-StreamOrDevice to_stream_arg(py::handle s);
-std::optional<Axes> to_axes(py::handle axis);
-Shape to_shape(py::handle shape, const char* op);
-std::optional<Dtype> to_dtype(py::handle d);
+// The argument parsers behind the casters of casters.h (defined in casters.cpp).
+StreamOrDevice to_stream_arg(py::handle s);  // a wrong kind: TypeError
+// None, an int or a sequence of ints; false for anything else.
+bool load_axes(py::handle axis, std::optional<Axes>& out);
+std::optional<Axes> to_axes(py::handle axis, const char* op);  // TypeError naming op
+// An int or a sequence of ints; false for anything else.
+bool load_shape(py::handle shape, Shape& out);
+Shape to_shape(py::handle shape, const char* op);  // TypeError naming op
 py::object to_scalar(const array& a);  // item()
 py::object to_list(const array& a);    // tolist()
 std::string array_repr(const array& a);

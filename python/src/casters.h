@@ -7,6 +7,9 @@
 //   (MLX's weak typing: promote()).
 // - StreamOrDevice: None, a Stream, a ThreadLocalStream, a Device or a
 //   DeviceType (to_stream_arg); kStream is the `stream=None` keyword.
+// - AxesArg (`axis`/`axes`: None, an int or a sequence of ints) and ShapeArg
+//   (an int or a sequence of ints). Anything else is pybind11's TypeError
+//   naming the function and the accepted types. (Dtypes: std::optional<Dtype>.)
 // Included at the end of bindings.h.
 #pragma once
 
@@ -53,6 +56,21 @@ std::vector<array> array_list(const py::args& args);
 // converts, except lists, tuples and strings (MLX's operators refuse them).
 bool is_operand(py::handle v);
 
+struct AxesArg {
+  std::optional<Axes> value;  // None: every axis
+  operator const std::optional<Axes>&() const { return value; }  // NOLINT
+  const Axes& required(const char* op) const;  // TypeError naming op when None
+};
+
+struct ShapeArg {
+  Shape value;
+  operator const Shape&() const { return value; }  // NOLINT
+};
+
+inline std::optional<Shape> opt(const std::optional<ShapeArg>& v) {
+  return v ? std::optional<Shape>(v->value) : std::nullopt;
+}
+
 // The keyword every op ends with.
 inline const py::arg_v kStream = py::arg("stream") = py::none();
 
@@ -71,6 +89,24 @@ struct type_caster<ember::py_bind::ArrayLike> {
   }
   static handle cast(const ember::py_bind::ArrayLike& a, return_value_policy, handle parent) {
     return make_caster<ember::array>::cast(a.get(), return_value_policy::copy, parent);
+  }
+};
+
+template <>
+struct type_caster<ember::py_bind::AxesArg> {
+  PYBIND11_TYPE_CASTER(ember::py_bind::AxesArg, const_name("int | Sequence[int] | None"));
+  bool load(handle src, bool) { return ember::py_bind::load_axes(src, value.value); }
+  static handle cast(const ember::py_bind::AxesArg& a, return_value_policy p, handle parent) {
+    return make_caster<std::optional<ember::Axes>>::cast(a.value, p, parent);
+  }
+};
+
+template <>
+struct type_caster<ember::py_bind::ShapeArg> {
+  PYBIND11_TYPE_CASTER(ember::py_bind::ShapeArg, const_name("int | Sequence[int]"));
+  bool load(handle src, bool) { return ember::py_bind::load_shape(src, value.value); }
+  static handle cast(const ember::py_bind::ShapeArg& a, return_value_policy p, handle parent) {
+    return make_caster<ember::Shape>::cast(a.value, p, parent);
   }
 };
 

@@ -7,17 +7,6 @@ namespace ember::py_bind {
 
 namespace {
 
-std::optional<Shape> to_opt_shape(py::handle s, const char* op) {
-  if (s.is_none()) return std::nullopt;
-  return to_shape(s, op);
-}
-
-std::optional<std::vector<int>> to_opt_axes(py::handle a) {
-  auto ax = to_axes(a);
-  if (!ax) return std::nullopt;
-  return std::vector<int>(ax->begin(), ax->end());
-}
-
 using OneFn = array (*)(const array&, std::optional<int64_t>, int, const std::string&, const StreamOrDevice&);
 using NdFn = array (*)(const array&, const std::optional<Shape>&, const std::optional<std::vector<int>>&,
                        const std::string&, const StreamOrDevice&);
@@ -29,8 +18,8 @@ void def_one(py::module_& m, const char* name, OneFn f, const char* doc) {
 }
 
 void def_nd(py::module_& m, const char* name, NdFn f, py::object default_axes, const char* doc) {
-  m.def(name, [f, name](const ArrayLike& a, py::handle sz, py::handle axes, const std::string& norm, StreamOrDevice s) {
-        return f(a, to_opt_shape(sz, name), to_opt_axes(axes), norm, s);
+  m.def(name, [f](const ArrayLike& a, const std::optional<ShapeArg>& sz, const AxesArg& axes, const std::string& norm, StreamOrDevice s) {
+        return f(a, opt(sz), axes, norm, s);
       }, "a"_a, "s"_a = py::none(), "axes"_a = default_axes, "norm"_a = "backward", kStream, doc);
 }
 
@@ -99,12 +88,12 @@ void init_fft(py::module_& m) {
       "the overlap-added squared window. ``n_fft`` defaults to 2 * (n_freq - 1) when ``onesided``\n"
       "(default True), else n_freq; ``center`` drops the n_fft // 2 padding; ``length`` crops or\n"
       "zero-pads the result. Input (..., n_freq, n_frames); returns float32 (..., length).");
-  f.def("fftshift", [](const ArrayLike& a, py::handle axes, StreamOrDevice s) {
-        return fft::fftshift(a, to_opt_axes(axes), s);
+  f.def("fftshift", [](const ArrayLike& a, const AxesArg& axes, StreamOrDevice s) {
+        return fft::fftshift(a, axes, s);
       }, "a"_a, "axes"_a = py::none(), kStream,
       "Move the zero-frequency bin to the center: roll each of ``axes`` (default all) by n//2.");
-  f.def("ifftshift", [](const ArrayLike& a, py::handle axes, StreamOrDevice s) {
-        return fft::ifftshift(a, to_opt_axes(axes), s);
+  f.def("ifftshift", [](const ArrayLike& a, const AxesArg& axes, StreamOrDevice s) {
+        return fft::ifftshift(a, axes, s);
       }, "a"_a, "axes"_a = py::none(), kStream,
       "Inverse of ``fftshift``: roll each of ``axes`` (default all) by -(n//2).");
 }

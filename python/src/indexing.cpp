@@ -513,8 +513,8 @@ void init_indexing(py::module_& m) {
         return diagonal(a, offset, axis1, axis2, s);
       }, "a"_a, "offset"_a = 0, "axis1"_a = 0, "axis2"_a = 1, kStream,
         "The diagonal of the (axis1, axis2) planes, as the last dim of the result.");
-  m.def("trace", [](const ArrayLike& a, int64_t offset, int axis1, int axis2, py::handle dtype, StreamOrDevice s) {
-        return trace(a, offset, axis1, axis2, to_dtype(dtype), s);
+  m.def("trace", [](const ArrayLike& a, int64_t offset, int axis1, int axis2, std::optional<Dtype> dtype, StreamOrDevice s) {
+        return trace(a, offset, axis1, axis2, dtype, s);
       }, "a"_a, py::pos_only(), "offset"_a = 0, "axis1"_a = 0, "axis2"_a = 1, "dtype"_a = py::none(),
         py::kw_only(), kStream, "Sum along the diagonal of the (axis1, axis2) planes.");
 }

@@ -25,8 +25,8 @@ linalg::NormOrd to_ord(py::handle ord) {
 void init_linalg(py::module_& parent) {
   auto m = parent.def_submodule("linalg", "Linear algebra: norms, inverses, solves and factorizations (LAPACK).");
 
-  m.def("norm", [](const ArrayLike& a, py::handle ord, py::handle axis, bool keepdims, StreamOrDevice s) {
-        return linalg::norm(a, to_ord(ord), to_axes(axis), keepdims, s);
+  m.def("norm", [](const ArrayLike& a, py::handle ord, const AxesArg& axis, bool keepdims, StreamOrDevice s) {
+        return linalg::norm(a, to_ord(ord), axis, keepdims, s);
       }, "a"_a, py::pos_only(), "ord"_a = py::none(), "axis"_a = py::none(), "keepdims"_a = false, py::kw_only(),
       kStream,
       "Matrix or vector norm. With axis=None and ord=None: the 2-norm of the flattened array; otherwise a 1-D "

@@ -9,8 +9,6 @@ namespace ember::py_bind {
 namespace {
 using SoD = const StreamOrDevice&;
 
-Shape shape_arg(py::handle shape, const char* op) { return to_shape(shape, op); }
-
 py::object one_or_list(std::vector<array> v) {
   if (v.size() == 1) return py::cast(v[0]);
   return py::cast(v);
@@ -216,8 +214,8 @@ void init_ops(py::module_& m) {
 
   // ---- reductions ----
 #define EMBER_REDUCE(name, fn)                                                                 \
-  m.def(name, [](const ArrayLike& a, py::handle axis, bool keepdims, StreamOrDevice s) {         \
-        return fn(a, to_axes(axis), keepdims, s);                                                \
+  m.def(name, [](const ArrayLike& a, const AxesArg& axis, bool keepdims, StreamOrDevice s) {         \
+        return fn(a, axis, keepdims, s);                                                \
       }, "a"_a, py::pos_only(), "axis"_a = py::none(), "keepdims"_a = false, py::kw_only(), kStream);
   EMBER_REDUCE("sum", sum)
   EMBER_REDUCE("prod", prod)
@@ -228,11 +226,11 @@ void init_ops(py::module_& m) {
   EMBER_REDUCE("mean", mean)
   EMBER_REDUCE("logsumexp", logsumexp)
 #undef EMBER_REDUCE
-  m.def("var", [](const ArrayLike& a, py::handle axis, bool keepdims, int ddof, StreamOrDevice s) {
-        return var(a, to_axes(axis), keepdims, ddof, s);
+  m.def("var", [](const ArrayLike& a, const AxesArg& axis, bool keepdims, int ddof, StreamOrDevice s) {
+        return var(a, axis, keepdims, ddof, s);
       }, "a"_a, py::pos_only(), "axis"_a = py::none(), "keepdims"_a = false, "ddof"_a = 0, py::kw_only(), kStream);
-  m.def("std", [](const ArrayLike& a, py::handle axis, bool keepdims, int ddof, StreamOrDevice s) {
-        return ember::std(a, to_axes(axis), keepdims, ddof, s);
+  m.def("std", [](const ArrayLike& a, const AxesArg& axis, bool keepdims, int ddof, StreamOrDevice s) {
+        return ember::std(a, axis, keepdims, ddof, s);
       }, "a"_a, py::pos_only(), "axis"_a = py::none(), "keepdims"_a = false, "ddof"_a = 0, py::kw_only(), kStream);
   m.def("argmax", [](const ArrayLike& a, std::optional<int> axis, bool keepdims, StreamOrDevice s) {
         return argmax(a, axis, keepdims, s);
@@ -240,40 +238,39 @@ void init_ops(py::module_& m) {
   m.def("argmin", [](const ArrayLike& a, std::optional<int> axis, bool keepdims, StreamOrDevice s) {
         return argmin(a, axis, keepdims, s);
       }, "a"_a, py::pos_only(), "axis"_a = py::none(), "keepdims"_a = false, py::kw_only(), kStream);
-  m.def("softmax", [](const ArrayLike& a, py::handle axis, bool precise, StreamOrDevice s) {
-        return softmax(a, to_axes(axis), precise, s);
+  m.def("softmax", [](const ArrayLike& a, const AxesArg& axis, bool precise, StreamOrDevice s) {
+        return softmax(a, axis, precise, s);
       }, "a"_a, py::pos_only(), "axis"_a = py::none(), py::kw_only(), "precise"_a = false, kStream);
 
   // ---- creation ----
-  m.def("zeros", [](py::handle shape, py::handle dtype, StreamOrDevice s) {
-        return zeros(shape_arg(shape, "zeros"), to_dtype(dtype).value_or(Dtype::float32), s);
+  m.def("zeros", [](const ShapeArg& shape, std::optional<Dtype> dtype, StreamOrDevice s) {
+        return zeros(shape, dtype.value_or(Dtype::float32), s);
       }, "shape"_a, "dtype"_a = Dtype::float32, py::kw_only(), kStream);
-  m.def("ones", [](py::handle shape, py::handle dtype, StreamOrDevice s) {
-        return ones(shape_arg(shape, "ones"), to_dtype(dtype).value_or(Dtype::float32), s);
+  m.def("ones", [](const ShapeArg& shape, std::optional<Dtype> dtype, StreamOrDevice s) {
+        return ones(shape, dtype.value_or(Dtype::float32), s);
       }, "shape"_a, "dtype"_a = Dtype::float32, py::kw_only(), kStream);
-  m.def("empty", [](py::handle shape, py::handle dtype, StreamOrDevice s) {
-        return zeros(shape_arg(shape, "empty"), to_dtype(dtype).value_or(Dtype::float32), s);
+  m.def("empty", [](const ShapeArg& shape, std::optional<Dtype> dtype, StreamOrDevice s) {
+        return zeros(shape, dtype.value_or(Dtype::float32), s);
       }, "shape"_a, "dtype"_a = Dtype::float32, py::kw_only(), kStream,
       "An array of the given shape (Ember initializes it with zeros).");
-  m.def("full", [](py::handle shape, py::handle vals, py::handle dtype, StreamOrDevice s) {
-        auto t = to_dtype(dtype);
-        return full(shape_arg(shape, "full"), to_array(vals, t), t, s);
+  m.def("full", [](const ShapeArg& shape, py::handle vals, std::optional<Dtype> dtype, StreamOrDevice s) {
+        return full(shape, to_array(vals, dtype), dtype, s);
       }, "shape"_a, "vals"_a, "dtype"_a = py::none(), py::kw_only(), kStream);
-  m.def("zeros_like", [](const ArrayLike& a, py::handle dtype, StreamOrDevice s) {
-        return zeros_like(a, to_dtype(dtype), s);
+  m.def("zeros_like", [](const ArrayLike& a, std::optional<Dtype> dtype, StreamOrDevice s) {
+        return zeros_like(a, dtype, s);
       }, "a"_a, py::pos_only(), "dtype"_a = py::none(), py::kw_only(), kStream);
-  m.def("ones_like", [](const ArrayLike& a, py::handle dtype, StreamOrDevice s) {
-        return ones_like(a, to_dtype(dtype), s);
+  m.def("ones_like", [](const ArrayLike& a, std::optional<Dtype> dtype, StreamOrDevice s) {
+        return ones_like(a, dtype, s);
       }, "a"_a, py::pos_only(), "dtype"_a = py::none(), py::kw_only(), kStream);
-  m.def("empty_like", [](const ArrayLike& a, py::handle dtype, StreamOrDevice s) {
-        return zeros_like(a, to_dtype(dtype), s);
+  m.def("empty_like", [](const ArrayLike& a, std::optional<Dtype> dtype, StreamOrDevice s) {
+        return zeros_like(a, dtype, s);
       }, "a"_a, py::pos_only(), "dtype"_a = py::none(), py::kw_only(), kStream);
-  m.def("full_like", [](const ArrayLike& like, py::handle vals, py::handle dtype, StreamOrDevice s) {
+  m.def("full_like", [](const ArrayLike& like, py::handle vals, std::optional<Dtype> dtype, StreamOrDevice s) {
         const array& a = like;
-        Dtype t = to_dtype(dtype).value_or(a.dtype());
+        Dtype t = dtype.value_or(a.dtype());
         return full(a.shape(), to_array(vals, t), t, s);
       }, "a"_a, "vals"_a, "dtype"_a = py::none(), py::kw_only(), kStream);
-  m.def("arange", [](py::handle start, py::handle stop, py::handle step, py::handle dtype, StreamOrDevice s) {
+  m.def("arange", [](py::handle start, py::handle stop, py::handle step, std::optional<Dtype> dtype, StreamOrDevice s) {
         // arange(stop) / arange(start, stop[, step]); ints give int32 unless a float is involved
         py::handle st = start, sp = stop;
         if (st.is_none() && sp.is_none()) throw type_error("[arange] A stop value is required.");
@@ -296,21 +293,21 @@ void init_ops(py::module_& m) {
         }
         double a = st.cast<double>(), b = sp.cast<double>(), c = step.is_none() ? 1.0 : step.cast<double>();
         // ints give int32, or int64 when a bound does not fit int32
-        Dtype t = to_dtype(dtype).value_or(is_float ? Dtype::float32 : big ? Dtype::int64 : Dtype::int32);
+        Dtype t = dtype.value_or(is_float ? Dtype::float32 : big ? Dtype::int64 : Dtype::int32);
         return arange(a, b, c, t, s);
       }, "start"_a = py::none(), "stop"_a = py::none(), "step"_a = py::none(), "dtype"_a = py::none(), py::kw_only(),
       kStream);
-  m.def("linspace", [](double start, double stop, int64_t num, bool endpoint, py::handle dtype, StreamOrDevice s) {
-        return linspace(start, stop, num, endpoint, to_dtype(dtype).value_or(Dtype::float32), s);
+  m.def("linspace", [](double start, double stop, int64_t num, bool endpoint, std::optional<Dtype> dtype, StreamOrDevice s) {
+        return linspace(start, stop, num, endpoint, dtype.value_or(Dtype::float32), s);
       }, "start"_a, "stop"_a, "num"_a = 50, "endpoint"_a = true, "dtype"_a = Dtype::float32, kStream);
-  m.def("eye", [](int64_t n, std::optional<int64_t> mm, int64_t k, py::handle dtype, StreamOrDevice s) {
-        return eye(n, mm.value_or(n), k, to_dtype(dtype).value_or(Dtype::float32), s);
+  m.def("eye", [](int64_t n, std::optional<int64_t> mm, int64_t k, std::optional<Dtype> dtype, StreamOrDevice s) {
+        return eye(n, mm.value_or(n), k, dtype.value_or(Dtype::float32), s);
       }, "n"_a, "m"_a = py::none(), "k"_a = 0, "dtype"_a = Dtype::float32, py::kw_only(), kStream);
-  m.def("identity", [](int64_t n, py::handle dtype, StreamOrDevice s) {
-        return eye(n, n, 0, to_dtype(dtype).value_or(Dtype::float32), s);
+  m.def("identity", [](int64_t n, std::optional<Dtype> dtype, StreamOrDevice s) {
+        return eye(n, n, 0, dtype.value_or(Dtype::float32), s);
       }, "n"_a, "dtype"_a = Dtype::float32, py::kw_only(), kStream);
-  m.def("tri", [](int64_t n, std::optional<int64_t> mm, int64_t k, py::handle dtype, StreamOrDevice s) {
-        return tri(n, mm.value_or(n), k, to_dtype(dtype).value_or(Dtype::float32), s);
+  m.def("tri", [](int64_t n, std::optional<int64_t> mm, int64_t k, std::optional<Dtype> dtype, StreamOrDevice s) {
+        return tri(n, mm.value_or(n), k, dtype.value_or(Dtype::float32), s);
       }, "n"_a, "m"_a = py::none(), "k"_a = 0, "dtype"_a = Dtype::float32, py::kw_only(), kStream);
   m.def("tril", [](const ArrayLike& x, int64_t k, StreamOrDevice s) { return tril(x, k, s); }, "x"_a,
         "k"_a = 0, py::kw_only(), kStream);
@@ -318,33 +315,33 @@ void init_ops(py::module_& m) {
         "k"_a = 0, py::kw_only(), kStream);
 
   // ---- shape ----
-  m.def("reshape", [](const ArrayLike& a, py::handle shape, StreamOrDevice s) {
-        return reshape(a, shape_arg(shape, "reshape"), s);
+  m.def("reshape", [](const ArrayLike& a, const ShapeArg& shape, StreamOrDevice s) {
+        return reshape(a, shape, s);
       }, "a"_a, py::pos_only(), "shape"_a, py::kw_only(), kStream);
   m.def("flatten", [](const ArrayLike& a, int st, int en, StreamOrDevice s) {
         return flatten(a, st, en, s);
       }, "a"_a, py::pos_only(), "start_axis"_a = 0, "end_axis"_a = -1, py::kw_only(), kStream);
-  m.def("unflatten", [](const ArrayLike& a, int axis, py::handle shape, StreamOrDevice s) {
-        return unflatten(a, axis, shape_arg(shape, "unflatten"), s);
+  m.def("unflatten", [](const ArrayLike& a, int axis, const ShapeArg& shape, StreamOrDevice s) {
+        return unflatten(a, axis, shape, s);
       }, "a"_a, py::pos_only(), "axis"_a, "shape"_a, py::kw_only(), kStream);
-  m.def("squeeze", [](const ArrayLike& a, py::handle axis, StreamOrDevice s) {
-        return squeeze(a, to_axes(axis), s);
+  m.def("squeeze", [](const ArrayLike& a, const AxesArg& axis, StreamOrDevice s) {
+        return squeeze(a, axis, s);
       }, "a"_a, py::pos_only(), "axis"_a = py::none(), py::kw_only(), kStream);
-  m.def("expand_dims", [](const ArrayLike& a, py::handle axis, StreamOrDevice s) {
-        return expand_dims(a, *to_axes(axis), s);
+  m.def("expand_dims", [](const ArrayLike& a, const AxesArg& axis, StreamOrDevice s) {
+        return expand_dims(a, axis.required("expand_dims"), s);
       }, "a"_a, py::pos_only(), "axis"_a, py::kw_only(), kStream);
-  m.def("transpose", [](const ArrayLike& a, py::handle axes, StreamOrDevice s) {
-        return transpose(a, to_axes(axes), s);
+  m.def("transpose", [](const ArrayLike& a, const AxesArg& axes, StreamOrDevice s) {
+        return transpose(a, axes, s);
       }, "a"_a, py::pos_only(), "axes"_a = py::none(), py::kw_only(), kStream);
-  m.def("permute_dims", [](const ArrayLike& a, py::handle axes, StreamOrDevice s) {
-        return transpose(a, to_axes(axes), s);
+  m.def("permute_dims", [](const ArrayLike& a, const AxesArg& axes, StreamOrDevice s) {
+        return transpose(a, axes, s);
       }, "a"_a, py::pos_only(), "axes"_a = py::none(), py::kw_only(), kStream);
   m.def("swapaxes", [](const ArrayLike& a, int x, int y, StreamOrDevice s) { return swapaxes(a, x, y, s); },
         "a"_a, py::pos_only(), "axis1"_a, "axis2"_a, py::kw_only(), kStream);
   m.def("moveaxis", [](const ArrayLike& a, int x, int y, StreamOrDevice s) { return moveaxis(a, x, y, s); },
         "a"_a, py::pos_only(), "source"_a, "destination"_a, py::kw_only(), kStream);
-  m.def("broadcast_to", [](const ArrayLike& a, py::handle shape, StreamOrDevice s) {
-        return broadcast_to(a, shape_arg(shape, "broadcast_to"), s);
+  m.def("broadcast_to", [](const ArrayLike& a, const ShapeArg& shape, StreamOrDevice s) {
+        return broadcast_to(a, shape, s);
       }, "a"_a, py::pos_only(), "shape"_a, py::kw_only(), kStream);
   {  // *args: the docstring carries MLX's signature
     py::options o;
@@ -360,7 +357,9 @@ void init_ops(py::module_& m) {
   m.def("broadcast_shapes", [](py::args shapes) {
         if (shapes.size() == 0) throw std::invalid_argument("[broadcast_shapes] No shapes provided.");
         Shape out = to_shape(shapes[0], "broadcast_shapes");
-        for (size_t i = 1; i < shapes.size(); ++i) out = broadcast_shapes(out, to_shape(shapes[i], "broadcast_shapes"));
+        for (size_t i = 1; i < shapes.size(); ++i) {
+          out = broadcast_shapes(out, to_shape(shapes[i], "broadcast_shapes"));
+        }
         return py::tuple(py::cast(out));
       }, "broadcast_shapes(*shapes: Sequence[int]) -> tuple[int]\n\nThe shape the given shapes broadcast to.");
   }
@@ -380,8 +379,8 @@ void init_ops(py::module_& m) {
   m.def("repeat", [](const ArrayLike& a, int64_t repeats, std::optional<int> axis, StreamOrDevice s) {
         return repeat(a, repeats, axis, s);
       }, "array"_a, "repeats"_a, "axis"_a = py::none(), py::kw_only(), kStream);
-  m.def("tile", [](const ArrayLike& a, py::handle reps, StreamOrDevice s) {
-        return tile(a, shape_arg(reps, "tile"), s);
+  m.def("tile", [](const ArrayLike& a, const ShapeArg& reps, StreamOrDevice s) {
+        return tile(a, reps, s);
       }, "a"_a, "reps"_a, py::pos_only(), py::kw_only(), kStream);
   m.def("pad", [](const ArrayLike& a, py::handle pw, const std::string& mode, const ArrayLike& cv,
                   StreamOrDevice s) {

@@ -9,12 +9,9 @@ namespace {
 
 // An int or a sequence of ints.
 Shape int_or_ints(py::handle v, const char* op, const char* what) {
-  if (py::isinstance<py::int_>(v)) return Shape{v.cast<int64_t>()};
-  try {
-    return v.cast<Shape>();
-  } catch (const py::cast_error&) {
-    throw type_error(std::string("[") + op + "] " + what + " must be an int or a sequence of ints.");
-  }
+  Shape out;
+  if (!load_shape(v, out)) throw type_error(std::string("[") + op + "] " + what + " must be an int or a sequence of ints.");
+  return out;
 }
 
 Axes to_int_axes(const Shape& v, const char* op) {
@@ -88,8 +85,8 @@ void init_ops_contract(py::module_& m) {
         return py::tuple(py::cast(unstack(x, axis, s)));
       }, "x"_a, py::pos_only(), py::kw_only(), "axis"_a = 0, kStream,
       "Splits an array along ``axis`` into a tuple of arrays without that axis.");
-  m.def("flip", [](const ArrayLike& a, py::handle axis, StreamOrDevice s) {
-        return flip(a, to_axes(axis), s);
+  m.def("flip", [](const ArrayLike& a, const AxesArg& axis, StreamOrDevice s) {
+        return flip(a, axis, s);
       }, "a"_a, py::pos_only(), "axis"_a = py::none(), py::kw_only(), kStream,
       "Reverses the order of elements along the given axes (all when None); a view.");
   m.def("diff", [](const ArrayLike& a, int n, int axis, StreamOrDevice s) {

@@ -7,21 +7,13 @@
 namespace ember::py_bind {
 
 namespace {
-// int -> {v}; sequence of ints -> vector.
+// int -> {v}; sequence of ints -> vector (a bool is not an int here).
 ConvDims dims(py::handle v, const char* what) {
-  if (py::isinstance<py::bool_>(v)) throw py::type_error(std::string("[conv] ") + what + " must be int or a sequence.");
-  if (py::isinstance<py::int_>(v)) return {v.cast<int64_t>()};
-  if (py::isinstance<py::sequence>(v) && !py::isinstance<py::str>(v)) {
-    ConvDims out;
-    for (auto e : v.cast<py::sequence>()) {
-      if (!py::isinstance<py::int_>(e)) {
-        throw py::type_error(std::string("[conv] ") + what + " must be int or a sequence of ints.");
-      }
-      out.push_back(e.cast<int64_t>());
-    }
-    return out;
+  ConvDims out;
+  if (py::isinstance<py::bool_>(v) || !load_shape(v, out)) {
+    throw py::type_error(std::string("[conv] ") + what + " must be int or a sequence of ints.");
   }
-  throw py::type_error(std::string("[conv] ") + what + " must be int or a sequence of ints.");
+  return out;
 }
 }  // namespace
 

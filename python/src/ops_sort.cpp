@@ -70,18 +70,18 @@ void init_ops_sort(py::module_& m) {
       "optionally with the first-occurrence index, the inverse and the counts.");
 
   // ---- order statistics and counting reductions ----
-  m.def("median", [](const ArrayLike& a, py::handle axis, bool keepdims, StreamOrDevice s) {
-        return median(a, to_axes(axis), keepdims, s);
+  m.def("median", [](const ArrayLike& a, const AxesArg& axis, bool keepdims, StreamOrDevice s) {
+        return median(a, axis, keepdims, s);
       }, "a"_a, py::pos_only(), "axis"_a = py::none(), "keepdims"_a = false, py::kw_only(), kStream,
       "Median over the given axes (None: all); NaN if the reduced values hold one.");
-  m.def("minmax", [](const ArrayLike& a, py::handle axis, bool keepdims, StreamOrDevice s) {
-        auto [lo, hi] = minmax(a, to_axes(axis), keepdims, s);
+  m.def("minmax", [](const ArrayLike& a, const AxesArg& axis, bool keepdims, StreamOrDevice s) {
+        auto [lo, hi] = minmax(a, axis, keepdims, s);
         return py::make_tuple(lo, hi);
       }, "a"_a, py::pos_only(), "axis"_a = py::none(), "keepdims"_a = false, py::kw_only(), kStream,
       "(min, max) over the given axes.");
   // MLX documents axis as keyword-only but accepts it positionally.
-  m.def("count_nonzero", [](const ArrayLike& a, py::handle axis, bool keepdims, StreamOrDevice s) {
-        return count_nonzero(a, to_axes(axis), keepdims, s);
+  m.def("count_nonzero", [](const ArrayLike& a, const AxesArg& axis, bool keepdims, StreamOrDevice s) {
+        return count_nonzero(a, axis, keepdims, s);
       }, "a"_a, py::pos_only(), "axis"_a = py::none(), py::kw_only(), "keepdims"_a = false, kStream,
       "Number of non-zero elements (int32) over the given axes.");
 

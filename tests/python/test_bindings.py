@@ -75,12 +75,20 @@ def test_ops_accept_array_likes(make):
     assert mx.add(x, make()).tolist() == [6.0, 9.0]
     assert mx.subtract(make(), x).tolist() == [4.0, 5.0]
     assert mx.exp(make()).dtype == mx.float32
-    assert mx.sum(make()).item() == 12.0
     assert mx.maximum(make(), x).tolist() == [5.0, 7.0]
     assert mx.where(mx.array([True, False]), make(), x).tolist() == [5.0, 2.0]
     assert mx.array(make()).tolist() == [5.0, 7.0]
+
+
+@ember_only
+@pytest.mark.parametrize("make", list(ARRAY_LIKES.values()), ids=list(ARRAY_LIKES))
+def test_every_op_accepts_array_likes(make):
+    # MLX's non-elementwise ops take arrays only; Ember's take any array-like
+    assert mx.sum(make()).item() == 12.0
     assert mx.reshape(make(), (2, 1)).shape == (2, 1)
     assert mx.linalg.norm(make()).item() == pytest.approx(float(np.hypot(5, 7)), rel=1e-6)
+    assert mx.concatenate([make(), make()]).shape == (4,)
+    assert mx.isclose(make(), 5.0).tolist() == [True, False]
 
 
 @pytest.mark.parametrize("make", list(ARRAY_LIKES.values()), ids=list(ARRAY_LIKES))
@@ -147,7 +155,6 @@ def test_weak_scalars_take_the_array_dtype():
     assert mx.where(mx.array([True, False]), i8, 1).dtype == mx.int8
     assert mx.clip(i8, 0, 1).dtype == mx.int8
     assert mx.maximum(f16, 1).dtype == mx.float16
-    assert mx.isclose(f16, 1.0).dtype == mx.bool_
     assert mx.pad(i8, 1, constant_values=3).dtype == mx.int8
     assert mx.add(1, 2).dtype == mx.int32  # two scalars convert alone
     assert mx.add(1, 2.5).dtype == mx.float32
@@ -209,6 +216,69 @@ def test_wrong_stream_kind_is_a_type_error(bad):
 def test_signatures_name_the_argument_kinds():
     doc = mx.add.__doc__
     assert "a: array | scalar" in doc and "stream: Stream | Device | None = None" in doc
+
+
+# --------------------------------------------------------------------------
+# axis / shape / dtype arguments (AxesArg, ShapeArg, std::optional<Dtype>)
+# --------------------------------------------------------------------------
+
+def test_axis_arguments():
+    x = mx.ones((2, 3))
+    for axis in [1, -1, [1], (0, 1), np.int64(1), [np.int64(0)]]:
+        assert mx.sum(x, axis=axis).ndim == 2 - np.atleast_1d(np.asarray(axis)).size
+    assert x.sum(axis=np.int32(0)).shape == (3,)
+    assert mx.squeeze(mx.ones((1, 2)), axis=None).shape == (2,)
+    assert mx.expand_dims(x, (0, 3)).shape == (1, 2, 3, 1)
+    assert mx.fft.fftn(x, axes=[0]).shape == (2, 3)
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: mx.sum(x, axis="a"), lambda x: x.sum(axis=1.0), lambda x: mx.mean(x, axis=[0.5]),
+    lambda x: mx.expand_dims(x, None), lambda x: mx.transpose(x, "ab"), lambda x: mx.fft.fftn(x, s="a"),
+    lambda x: mx.linalg.norm(x, axis="a"), lambda x: mx.median(x, axis=object()),
+], ids=["sum-str", "method-float", "mean-float-list", "expand_dims-None", "transpose-str", "fftn-s",
+        "norm", "median"])
+def test_bad_axis_is_a_type_error(call):
+    with pytest.raises(TypeError):
+        call(mx.ones((2, 3)))
+
+
+def test_shape_arguments():
+    assert mx.zeros(3).shape == (3,)
+    assert mx.ones((np.int64(2), 3)).shape == (2, 3)
+    assert mx.reshape(mx.arange(6), [3, np.int32(2)]).shape == (3, 2)
+    assert mx.random.normal(shape=(2,)).shape == (2,)
+    assert mx.random.bernoulli(0.5, shape=None).shape == ()
+    for call in [lambda: mx.broadcast_to(mx.ones(2), "a"),
+                 lambda: mx.random.uniform(shape="a")]:
+        with pytest.raises(TypeError):
+            call()
+
+
+def test_dtype_arguments():
+    assert mx.zeros((2,), dtype=None).dtype == mx.float32  # None: the default
+    assert mx.full((2,), 1, dtype=mx.int8).dtype == mx.int8
+    assert mx.random.normal((2,), dtype=mx.float16).dtype == mx.float16
+    assert mx.array([1, 2], dtype=None).dtype == mx.int32
+    for call in [lambda: mx.zeros((2,), dtype="float32"), lambda: mx.random.normal((2,), dtype="x"),
+                 lambda: mx.zeros_like(mx.ones(2), dtype=1), lambda: mx.arange(3, dtype=float)]:
+        with pytest.raises(TypeError):
+            call()
+
+
+@ember_only
+def test_numpy_int_shape():
+    # MLX: RuntimeError('std::bad_cast') for both
+    assert mx.zeros(np.int64(3)).shape == (3,)
+    with pytest.raises(TypeError):
+        mx.ones((2.0, 3))
+    assert mx.isclose(mx.array([1.0], mx.float16), 1.0).dtype == mx.bool_  # MLX: arrays only
+
+
+@ember_only
+def test_signatures_name_axis_shape_and_dtype_kinds():
+    assert "axis: int | Sequence[int] | None = None" in mx.sum.__doc__
+    assert "shape: int | Sequence[int]" in mx.zeros.__doc__
 
 
 # --------------------------------------------------------------------------
