@@ -248,8 +248,8 @@ const Entry kDocs[] = {
                      "``ceil(a)`` with the dtype of ``a``.", "")},
     {{"trunc"},
      EMBER_DOC_UNARY("Rounds each element towards zero (drops the fractional part).\n\n"
-                     "Integer inputs are computed in float32.",
-                     "``trunc(a)``, an inexact array.",
+                     "Integer inputs keep their dtype (their values are unchanged).",
+                     "``trunc(a)`` with the dtype of ``a``.",
                      "\nExample:\n    >>> mx.trunc(mx.array([-1.7, 1.7]))\n    array([-1, 1], dtype=float32)\n")},
     {{"conj", "conjugate", "array.conj"},
      EMBER_DOC_UNARY("Complex conjugate of each element.\n\n"
@@ -729,8 +729,8 @@ Example:
 
 Accepts what the ``array`` constructor accepts (scalars, nested
 sequences, NumPy arrays, objects with ``__array__``, ``__dlpack__`` or the
-buffer protocol); an array is returned as it is unless a different dtype
-is asked for.
+buffer protocol). For an array input the result shares its data (no copy)
+unless a different dtype is asked for.
 
 Args:
     a: the value to convert.
@@ -745,9 +745,7 @@ Returns:
 )doc"},
     {{"from_dlpack"}, R"doc(An array from an object that implements the DLPack protocol.
 
-The object's ``__dlpack__()`` capsule is imported; its memory is read in
-place where possible (the producer is kept alive as long as the array
-needs it).
+The object's ``__dlpack__()`` capsule is imported (CPU memory only).
 
 Args:
     x: an object with ``__dlpack__`` and ``__dlpack_device__`` (a NumPy
@@ -780,8 +778,8 @@ Example:
     {{"view", "array.view"}, R"doc(Reinterprets the bytes of an array as another dtype (no conversion).
 
 If the item sizes differ, the last axis is rescaled: viewing ``n`` float32
-values as uint8 gives ``4 * n`` values. The last axis must then be
-contiguous and its byte length divisible by the new item size.
+values as uint8 gives ``4 * n`` values; the last axis' byte length must be
+divisible by the new item size.
 
 Args:
     a (array): the input.
@@ -1112,8 +1110,9 @@ Returns:
 )doc"},
     {{"cumprod", "cumulative_prod"}, R"doc(Cumulative product along an axis.
 
-``cumulative_prod`` is the same function. Booleans are multiplied in
-int32; other types keep their dtype unless ``dtype`` says otherwise.
+``cumulative_prod`` is the same function. The result keeps the dtype of
+``a`` (booleans give a running logical AND) unless ``dtype`` says
+otherwise.
 
 Args:
 )doc" EMBER_DOC_SCAN_ARGS R"doc(    dtype (Dtype, optional): the dtype to accumulate in and return.
@@ -2034,8 +2033,8 @@ Returns:
 
 ``subscripts`` names each operand's axes with letters (``'ij,jk->ik'``);
 repeated letters are multiplied together and letters missing from the
-output (after ``->``, or every letter used once, in order, when omitted)
-are summed. ``...`` stands for broadcast axes. The operands are contracted
+output (after ``->``; when it is omitted, the letters used once, in
+alphabetical order) are summed. ``...`` stands for broadcast axes. The operands are contracted
 pairwise in the order :func:`einsum_path` reports, each contraction a
 batched matmul.
 
@@ -2403,8 +2402,7 @@ Args:
 )doc" EMBER_DOC_STREAM R"doc(
 Returns:
     tuple(array, array): the eigenvalues ``(..., n)`` and the eigenvectors
-    as the columns of ``(..., n, n)``, both complex64 (complex128 is not
-    supported).
+    as the columns of ``(..., n, n)``, both complex64.
 )doc"},
     {{"linalg.eigvals"}, R"doc(Eigenvalues of general square matrices.
 
@@ -2613,7 +2611,7 @@ Returns:
 Args:
     a (array): input array.
 )doc" EMBER_DOC_FFTN_ARGS R"doc(    axes (sequence of int, optional): the axes to transform. Default: None,
-        every axis (or the last ``len(s)`` axes when ``s`` is given).
+        every axis (``s`` then must be None too: with ``s``, give ``axes``).
 )doc" EMBER_DOC_STREAM R"doc(
 Returns:
     array: the transform, complex64.
@@ -2623,7 +2621,7 @@ Returns:
 Args:
     a (array): input array.
 )doc" EMBER_DOC_FFTN_ARGS R"doc(    axes (sequence of int, optional): the axes to transform. Default: None,
-        every axis (or the last ``len(s)`` axes when ``s`` is given).
+        every axis (``s`` then must be None too: with ``s``, give ``axes``).
 )doc" EMBER_DOC_STREAM R"doc(
 Returns:
     array: the inverse transform, complex64.
@@ -2635,7 +2633,7 @@ Returns:
 Args:
     a (array): input array.
 )doc" EMBER_DOC_FFTN_ARGS R"doc(    axes (sequence of int, optional): the axes to transform. Default: None,
-        every axis (or the last ``len(s)`` axes when ``s`` is given).
+        every axis (``s`` then must be None too: with ``s``, give ``axes``).
 )doc" EMBER_DOC_STREAM R"doc(
 Returns:
     array: the transform, complex64.
@@ -2648,7 +2646,7 @@ last (default output length ``2 * (m - 1)`` there).
 Args:
     a (array): the half spectrum.
 )doc" EMBER_DOC_FFTN_ARGS R"doc(    axes (sequence of int, optional): the axes to transform. Default: None,
-        every axis (or the last ``len(s)`` axes when ``s`` is given).
+        every axis (``s`` then must be None too: with ``s``, give ``axes``).
 )doc" EMBER_DOC_STREAM R"doc(
 Returns:
     array: the real result, float32.
@@ -2976,10 +2974,11 @@ Example:
     >>> x = mx.ones((2,)) + 1
     >>> mx.eval(x, {"y": [x * 2]})
 )doc"},
-    {{"async_eval"}, R"doc(Starts evaluating arrays and returns without waiting.
+    {{"async_eval"}, R"doc(Evaluates arrays, for code written for asynchronous evaluation.
 
-Takes what :func:`eval` takes. A later :func:`eval`, a read of the
-values or :func:`synchronize` waits for the work to finish.
+Takes what :func:`eval` takes. In MLX it returns before the work is done;
+Ember evaluates on the calling thread, so the values are computed when it
+returns and a later :func:`eval` of the same arrays costs nothing.
 
 Args:
     *args: arrays or trees of arrays.
@@ -3043,13 +3042,13 @@ Args:
     {{"DeviceType.value"}, "The member's number."},
     {{"Stream"}, R"doc(A queue of work on a device.
 
-Ops given a stream run on it; streams of one device run in order, each
-one's ops in the order they were recorded. Get streams from
-:func:`default_stream` and :func:`new_stream`; they cannot be constructed
-directly.
+Ops given a stream (or run inside ``with mx.stream(s):``) are recorded on
+it. Ember evaluates on the calling thread, so any stream may be used from
+any thread. Get streams from :func:`default_stream` and
+:func:`new_stream`; they cannot be constructed directly.
 )doc"},
     {{"Stream.device"}, "The :class:`Device` the stream runs on."},
-    {{"Stream.index"}, "The stream's number, unique in the process."},
+    {{"Stream.index"}, "The stream's number on its device (0 for the default stream)."},
     {{"ThreadLocalStream"}, R"doc(A stream that is a different :class:`Stream` in each thread that uses it.
 
 Made by :func:`new_thread_local_stream`; pass it wherever a stream is
@@ -3113,8 +3112,8 @@ Returns:
 )doc"},
     {{"new_thread_unsafe_stream"}, R"doc(Makes a stream that may be used from any thread.
 
-The caller is responsible for not recording work on it from two threads
-at once.
+Ember evaluates on the calling thread, so every stream may be used from
+any thread: this is :func:`new_stream` under MLX's name for such streams.
 
 Args:
     device (Device or DeviceType): the device.
@@ -3143,9 +3142,10 @@ Args:
 Returns:
     None
 )doc"},
-    {{"clear_streams"}, R"doc(Drops every stream made by :func:`new_stream` and resets the defaults.
+    {{"clear_streams"}, R"doc(Forgets the streams made by :func:`new_stream` and its variants.
 
-For tests and long-running programs that create many streams.
+The devices' default streams stay. For tests and long-running programs
+that create many streams.
 
 Returns:
     None
@@ -3220,8 +3220,11 @@ Returns:
 Returns:
     None
 )doc"},
-    {{"get_memory_limit"}, R"doc(The memory limit: the active memory above which the allocator first
-empties its cache before allocating.
+    {{"get_memory_limit"}, R"doc(The memory limit: the active memory above which the allocator empties its cache.
+
+An allocation that would take the active memory above the limit first
+returns the cached buffers to the system. It is a guide, not a cap:
+allocations beyond it still succeed. The default is 1.5 times the RAM.
 
 Returns:
     int: the limit in bytes.
@@ -3237,7 +3240,7 @@ Returns:
     {{"set_cache_limit"}, R"doc(Sets the most bytes the allocator's cache may hold.
 
 Freed buffers beyond the limit are returned to the system; 0 disables
-the cache.
+the cache. The default is a quarter of the RAM.
 
 Args:
     limit (int): the new limit in bytes; must be non-negative.
@@ -3247,7 +3250,10 @@ Returns:
 )doc"},
     {{"set_wired_limit"}, R"doc(Sets how many bytes of Ember's buffers may be locked in RAM (with mlock).
 
-Locked buffers are never swapped out. 0 (the default) locks nothing.
+Buffers allocated while the locked total stays within the limit are
+locked until freed, and never swapped out. 0 (the default) locks nothing.
+Raises above the process's RLIMIT_MEMLOCK (unless privileged) or at or
+above the physical memory.
 
 Args:
     limit (int): the new limit in bytes.
@@ -3381,7 +3387,7 @@ Example:
 
     // ---- printing ----
     {{"PrintOptions"}, "The print options in force, as :func:`get_printoptions` returns them."},
-    {{"PrintOptions.precision"}, "Digits after the decimal point when printing floats (-1: the shortest form)."},
+    {{"PrintOptions.precision"}, "Digits after the decimal point when printing floats (-1: six significant digits)."},
     {{"get_printoptions"}, R"doc(The options used when printing arrays.
 
 Returns:
@@ -3391,7 +3397,7 @@ Returns:
 
 Args:
     precision (int): the digits after the decimal point for floats; -1
-        prints the shortest form (six significant digits). Default: -1.
+        prints up to six significant digits. Default: -1.
 
 Returns:
     None
@@ -3426,8 +3432,9 @@ Args:
         ``__dlpack__``, the buffer protocol or ``__mlx_array__``.
     dtype (Dtype, optional): the element type. Default: None, inferred:
         bool for bools, int32 for Python ints, float32 for Python floats,
-        complex64 for complex numbers, and the NumPy dtype of a NumPy array
-        (float64 stays float64).
+        complex64 for complex numbers, and the dtype of a NumPy array except
+        float64, which becomes float32 (as in MLX; ask for ``mx.float64``
+        to keep it).
 
 Example:
     >>> mx.array([[1, 2], [3, 4]])
