@@ -3572,7 +3572,10 @@ std::string signature_lines(const char* name, const char* doc) {
   std::string d = doc ? doc : "";
   std::string generic = std::string(name) + "(*args, **kwargs)\nOverloaded function.\n";
   if (d.rfind(generic, 0) != 0) {
-    return d.substr(0, d.find('\n'));
+    // One signature line; none where the binding disabled signatures and its
+    // doc does not start with one of its own.
+    std::string first = d.substr(0, d.find('\n'));
+    return first.rfind(std::string(name) + "(", 0) == 0 ? first : std::string();
   }
   std::string out = generic + "\n";
   size_t pos = generic.size();
@@ -3595,7 +3598,7 @@ std::string signature_lines(const char* name, const char* doc) {
 void set_cfunction_doc(PyObject* f, const char* text) {
   auto* func = reinterpret_cast<PyCFunctionObject*>(f);
   std::string doc = signature_lines(func->m_ml->ml_name, func->m_ml->ml_doc);
-  doc += "\n\n";
+  if (!doc.empty()) doc += "\n\n";
   doc += text;
   // pybind11 owns ml_doc as malloc'd memory (it frees it with std::free).
   char* copy = static_cast<char*>(std::malloc(doc.size() + 1));
