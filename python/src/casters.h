@@ -71,6 +71,12 @@ inline std::optional<Shape> opt(const std::optional<ShapeArg>& v) {
   return v ? std::optional<Shape>(v->value) : std::nullopt;
 }
 
+// Several results as a tuple (single: one result alone, not in a tuple).
+inline py::object as_tuple(const std::vector<array>& v, bool single = false) {
+  if (single && v.size() == 1) return py::cast(v[0]);
+  return py::tuple(py::cast(v));
+}
+
 // The keyword every op ends with.
 inline const py::arg_v kStream = py::arg("stream") = py::none();
 

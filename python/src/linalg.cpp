@@ -7,11 +7,6 @@
 namespace ember::py_bind {
 
 namespace {
-py::tuple as_tuple(const std::vector<array>& v) {
-  py::tuple t(v.size());
-  for (size_t i = 0; i < v.size(); ++i) t[i] = py::cast(v[i]);
-  return t;
-}
 
 linalg::NormOrd to_ord(py::handle ord) {
   if (ord.is_none()) return std::nullopt;
@@ -59,8 +54,7 @@ void init_linalg(py::module_& parent) {
       }, "a"_a, "upper"_a = false, py::kw_only(), kStream,
       "Inverse of A given its Cholesky factor (lower L, or upper U when upper=True).");
   m.def("qr", [](const ArrayLike& a, StreamOrDevice s) {
-        auto [q, r] = linalg::qr(a, s);
-        return py::make_tuple(q, r);
+        return linalg::qr(a, s);
       }, "a"_a, py::kw_only(), kStream, "Reduced QR factorization: Q (M, K) orthonormal, R (K, N) upper, K = min(M, N).");
   m.def("svd", [](const ArrayLike& a, bool compute_uv, StreamOrDevice s) -> py::object {
         auto r = linalg::svd(a, compute_uv, s);
@@ -70,15 +64,13 @@ void init_linalg(py::module_& parent) {
       "Singular value decomposition A = U diag(S) Vt with full U (M, M) and Vt (N, N), S descending; only S when "
       "compute_uv=False.");
   m.def("eig", [](const ArrayLike& a, StreamOrDevice s) {
-        auto [w, v] = linalg::eig(a, s);
-        return py::make_tuple(w, v);
+        return linalg::eig(a, s);
       }, "a"_a, py::kw_only(), kStream,
       "Eigenvalues and right eigenvectors (columns) of general square matrices, as complex64.");
   m.def("eigvals", [](const ArrayLike& a, StreamOrDevice s) { return linalg::eigvals(a, s); },
         "a"_a, py::kw_only(), kStream, "Eigenvalues of general square matrices, as complex64.");
   m.def("eigh", [](const ArrayLike& a, const std::string& uplo, StreamOrDevice s) {
-        auto [w, v] = linalg::eigh(a, uplo, s);
-        return py::make_tuple(w, v);
+        return linalg::eigh(a, uplo, s);
       }, "a"_a, "UPLO"_a = "L", py::kw_only(), kStream,
       "Eigenvalues (ascending) and orthonormal eigenvectors (columns) of symmetric matrices, read from the "
       "lower ('L') or upper ('U') triangle.");
@@ -90,15 +82,13 @@ void init_linalg(py::module_& parent) {
         "LU factorization with partial pivoting: P (uint32 row indices), L (M, K) unit lower, U (K, N) upper, "
         "with A = L[P] @ U.");
   m.def("lu_factor", [](const ArrayLike& a, StreamOrDevice s) {
-        auto [lu, piv] = linalg::lu_factor(a, s);
-        return py::make_tuple(lu, piv);
+        return linalg::lu_factor(a, s);
       }, "a"_a, py::kw_only(), kStream,
       "LAPACK's packed LU factors (L below the diagonal, U on and above) and the 0-based row swaps (uint32).");
   m.def("det", [](const ArrayLike& a, StreamOrDevice s) { return linalg::det(a, s); }, "a"_a,
         py::kw_only(), kStream, "Determinant of each square matrix (integer inputs give float32).");
   m.def("slogdet", [](const ArrayLike& a, StreamOrDevice s) {
-        auto [sign, logabs] = linalg::slogdet(a, s);
-        return py::make_tuple(sign, logabs);
+        return linalg::slogdet(a, s);
       }, "a"_a, py::kw_only(), kStream,
       "Sign and log of the absolute determinant (sign 0 and -inf for singular matrices).");
   m.def("cross", [](const ArrayLike& a, const ArrayLike& b, int axis, StreamOrDevice s) {

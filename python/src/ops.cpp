@@ -9,6 +9,13 @@ namespace ember::py_bind {
 namespace {
 using SoD = const StreamOrDevice&;
 
+// The dtype of an array or a Dtype argument (result_type, can_cast).
+Dtype dtype_of(py::handle v, const char* what) {
+  if (py::isinstance<Dtype>(v)) return v.cast<Dtype>();
+  if (is_array(v)) return v.cast<const array&>().dtype();
+  throw std::invalid_argument(what);
+}
+
 py::object one_or_list(std::vector<array> v) {
   if (v.size() == 1) return py::cast(v[0]);
   return py::cast(v);
@@ -403,12 +410,9 @@ void init_ops(py::module_& m) {
         }
         return pad(x, widths, mode, cv.next_to(x.dtype()), s);
       }, "a"_a, "pad_width"_a, "mode"_a = "constant", "constant_values"_a = 0, py::kw_only(), kStream);
-  m.def("as_strided", [](const ArrayLike& a, py::handle shape, py::handle strides, int64_t offset, StreamOrDevice s) {
-        std::optional<Shape> sh;
-        std::optional<Strides> st;
-        if (!shape.is_none()) sh = shape.cast<Shape>();
-        if (!strides.is_none()) st = strides.cast<Strides>();
-        return as_strided(a, sh, st, offset, s);
+  m.def("as_strided", [](const ArrayLike& a, const std::optional<Shape>& shape, const std::optional<Strides>& strides,
+                         int64_t offset, StreamOrDevice s) {
+        return as_strided(a, shape, strides, offset, s);
       }, "a"_a, py::pos_only(), "shape"_a = py::none(), "strides"_a = py::none(), "offset"_a = 0, py::kw_only(), kStream);
   m.def("contiguous", [](const ArrayLike& a, bool allow_col, StreamOrDevice s) {
         return contiguous(a, allow_col, s);
@@ -445,7 +449,7 @@ void init_ops(py::module_& m) {
           out.push_back(reshape(v[i], sh, s));
         }
         if (!sparse) out = broadcast_arrays(out, s);
-        return py::tuple(py::cast(out));
+        return as_tuple(out);
       }, "sparse"_a = false, "indexing"_a = "xy", kStream,
       "meshgrid(*arrays: array, sparse: bool = False, indexing: str = 'xy', stream: StreamOrDevice = None) -> "
       "tuple[array, ...]\n\nCoordinate grids from 1-D coordinate arrays ('xy' or 'ij' indexing).");
@@ -458,10 +462,7 @@ void init_ops(py::module_& m) {
   m.def("result_type", [](py::args args) {
         std::optional<Dtype> t;
         for (auto a : args) {
-          if (!py::isinstance<Dtype>(a) && !is_array(a)) {
-            throw std::invalid_argument("[result_type] Arguments must be arrays or dtypes.");
-          }
-          Dtype d = py::isinstance<Dtype>(a) ? a.cast<Dtype>() : a.cast<const array&>().dtype();
+          Dtype d = dtype_of(a, "[result_type] Arguments must be arrays or dtypes.");
           t = t ? promote_types(*t, d) : d;
         }
         if (!t) throw std::invalid_argument("[result_type] At least one array or dtype is required.");
@@ -469,10 +470,7 @@ void init_ops(py::module_& m) {
       }, "result_type(*arrays_and_dtypes: array | Dtype) -> Dtype\n\nThe dtype the inputs promote to.");
   }
   m.def("can_cast", [](py::handle from, Dtype to) {
-        if (!py::isinstance<Dtype>(from) && !is_array(from)) {
-          throw std::invalid_argument("[can_cast] from_ must be an array or a dtype.");
-        }
-        Dtype f = py::isinstance<Dtype>(from) ? from.cast<Dtype>() : from.cast<const array&>().dtype();
+        Dtype f = dtype_of(from, "[can_cast] from_ must be an array or a dtype.");
         return promote_types(f, to) == to;  // MLX: a cast is allowed when promotion keeps `to`
       }, "from_"_a, "to"_a);
   m.def("isdtype", [](Dtype t, py::handle kind) {

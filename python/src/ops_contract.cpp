@@ -82,7 +82,7 @@ void init_ops_contract(py::module_& m) {
         return matrix_transpose(a, s);
       }, "a"_a, py::pos_only(), py::kw_only(), kStream, "Swaps the last two dimensions.");
   m.def("unstack", [](const ArrayLike& x, int axis, StreamOrDevice s) {
-        return py::tuple(py::cast(unstack(x, axis, s)));
+        return as_tuple(unstack(x, axis, s));
       }, "x"_a, py::pos_only(), py::kw_only(), "axis"_a = 0, kStream,
       "Splits an array along ``axis`` into a tuple of arrays without that axis.");
   m.def("flip", [](const ArrayLike& a, const AxesArg& axis, StreamOrDevice s) {

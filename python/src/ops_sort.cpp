@@ -6,12 +6,6 @@ namespace ember::py_bind {
 
 namespace {
 
-py::object tuple_or_single(const std::vector<array>& v) {
-  if (v.size() == 1) return py::cast(v[0]);
-  py::tuple t(v.size());
-  for (size_t i = 0; i < v.size(); ++i) t[i] = py::cast(v[i]);
-  return std::move(t);
-}
 
 using ScanFn = array (*)(const array&, std::optional<int>, bool, bool, const StreamOrDevice&);
 array cummax_fn(const array& a, std::optional<int> axis, bool rev, bool inc, const StreamOrDevice& s) {
@@ -62,8 +56,8 @@ void init_ops_sort(py::module_& m) {
   m.def("unique", [](const ArrayLike& a, int64_t size, bool return_index, bool return_inverse, bool return_counts,
                      const std::optional<ArrayLike>& fill_value, StreamOrDevice s) {
         const array& x = a;
-        return tuple_or_single(
-            unique(x, size, return_index, return_inverse, return_counts, opt_next_to(fill_value, x), s));
+        return as_tuple(unique(x, size, return_index, return_inverse, return_counts, opt_next_to(fill_value, x), s),
+                        /*single=*/true);
       }, "a"_a, py::pos_only(), "size"_a, "return_index"_a = false, "return_inverse"_a = false,
       "return_counts"_a = false, "fill_value"_a = py::none(), py::kw_only(), kStream,
       "Sorted unique elements of the flattened array, padded with fill_value or truncated to `size`; "
@@ -75,8 +69,7 @@ void init_ops_sort(py::module_& m) {
       }, "a"_a, py::pos_only(), "axis"_a = py::none(), "keepdims"_a = false, py::kw_only(), kStream,
       "Median over the given axes (None: all); NaN if the reduced values hold one.");
   m.def("minmax", [](const ArrayLike& a, const AxesArg& axis, bool keepdims, StreamOrDevice s) {
-        auto [lo, hi] = minmax(a, axis, keepdims, s);
-        return py::make_tuple(lo, hi);
+        return minmax(a, axis, keepdims, s);
       }, "a"_a, py::pos_only(), "axis"_a = py::none(), "keepdims"_a = false, py::kw_only(), kStream,
       "(min, max) over the given axes.");
   // MLX documents axis as keyword-only but accepts it positionally.
