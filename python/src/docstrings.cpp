@@ -3574,8 +3574,19 @@ std::string signature_lines(const char* name, const char* doc) {
   if (d.rfind(generic, 0) != 0) {
     // One signature line; none where the binding disabled signatures and its
     // doc does not start with one of its own.
-    std::string first = d.substr(0, d.find('\n'));
-    return first.rfind(std::string(name) + "(", 0) == 0 ? first : std::string();
+    std::string prefix = std::string(name) + "(";
+    size_t end = d.find('\n');
+    std::string first = d.substr(0, end);
+    if (first.rfind(prefix, 0) != 0) return std::string();
+    // A binding's own doc may open with the signature written out by hand
+    // (with MLX's type names where pybind11 only knows `object`): keep it
+    // after pybind11's line.
+    if (end != std::string::npos && d.compare(end, 2, "\n\n") == 0) {
+      size_t own_end = d.find('\n', end + 2);
+      std::string own = d.substr(end + 2, own_end == std::string::npos ? std::string::npos : own_end - end - 2);
+      if (own.rfind(prefix, 0) == 0 && own != first) return first + "\n" + own;
+    }
+    return first;
   }
   std::string out = generic + "\n";
   size_t pos = generic.size();
