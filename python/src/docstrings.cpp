@@ -1820,10 +1820,9 @@ Example:
 )doc"},
     {{"slice_update"}, R"doc(A copy of an array with a window, at a start given by an array, overwritten.
 
-The writing counterpart of :func:`slice`: ``update`` is written at the
-window that starts at ``start_indices`` along ``axes`` (at 0 on the
-other axes) and broadcasts to it. A window past the end raises
-IndexError on evaluation.
+The writing counterpart of :func:`slice`: the window has the shape of
+``update`` and starts at ``start_indices`` along ``axes`` and at 0 along
+the other axes. A window past the end raises IndexError on evaluation.
 
 Args:
     a (array): input array.
