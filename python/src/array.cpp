@@ -480,34 +480,6 @@ void init_array(py::module_& m) {
   EMBER_UNARY_METHOD("sqrt", sqrt)
   EMBER_UNARY_METHOD("square", square)
 #undef EMBER_UNARY_METHOD
-#define EMBER_REDUCE_METHOD(name, fn)                                                                   \
-  cls.def(                                                                                             \
-      name,                                                                                            \
-      [](const array& a, const AxesArg& axis, bool keepdims, StreamOrDevice s) {                               \
-        return fn(a, axis, keepdims, s);                                       \
-      },                                                                                               \
-      "axis"_a = py::none(), "keepdims"_a = false, py::kw_only(), kStream);
-  EMBER_REDUCE_METHOD("all", all)
-  EMBER_REDUCE_METHOD("any", any)
-  EMBER_REDUCE_METHOD("max", max)
-  EMBER_REDUCE_METHOD("min", min)
-  EMBER_REDUCE_METHOD("mean", mean)
-  EMBER_REDUCE_METHOD("prod", prod)
-  EMBER_REDUCE_METHOD("sum", sum)
-  EMBER_REDUCE_METHOD("logsumexp", logsumexp)
-#undef EMBER_REDUCE_METHOD
-  cls.def("var", [](const array& a, const AxesArg& axis, bool keepdims, int ddof, StreamOrDevice s) {
-        return var(a, axis, keepdims, ddof, s);
-      }, "axis"_a = py::none(), "keepdims"_a = false, "ddof"_a = 0, py::kw_only(), kStream);
-  cls.def("std", [](const array& a, const AxesArg& axis, bool keepdims, int ddof, StreamOrDevice s) {
-        return ember::std(a, axis, keepdims, ddof, s);
-      }, "axis"_a = py::none(), "keepdims"_a = false, "ddof"_a = 0, py::kw_only(), kStream);
-  cls.def("argmax", [](const array& a, std::optional<int> axis, bool keepdims, StreamOrDevice s) {
-        return argmax(a, axis, keepdims, s);
-      }, "axis"_a = py::none(), "keepdims"_a = false, py::kw_only(), kStream);
-  cls.def("argmin", [](const array& a, std::optional<int> axis, bool keepdims, StreamOrDevice s) {
-        return argmin(a, axis, keepdims, s);
-      }, "axis"_a = py::none(), "keepdims"_a = false, py::kw_only(), kStream);
   cls.def("reshape", [](const array& a, py::args shape, StreamOrDevice s) {
         Shape sh = shape.size() == 1 && !py::isinstance<py::int_>(shape[0]) ? to_shape(shape[0], "reshape")
                                                                             : shape.cast<Shape>();

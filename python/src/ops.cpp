@@ -219,32 +219,37 @@ void init_ops(py::module_& m) {
   m.def("view", [](const ArrayLike& a, Dtype t, StreamOrDevice s) { return view(a, t, s); }, "a"_a,
         "dtype"_a, kStream);
 
-  // ---- reductions ----
-#define EMBER_REDUCE(name, fn)                                                                 \
-  m.def(name, [](const ArrayLike& a, const AxesArg& axis, bool keepdims, StreamOrDevice s) {         \
-        return fn(a, axis, keepdims, s);                                                \
-      }, "a"_a, py::pos_only(), "axis"_a = py::none(), "keepdims"_a = false, py::kw_only(), kStream);
-  EMBER_REDUCE("sum", sum)
-  EMBER_REDUCE("prod", prod)
-  EMBER_REDUCE("max", max)
-  EMBER_REDUCE("min", min)
-  EMBER_REDUCE("all", all)
-  EMBER_REDUCE("any", any)
-  EMBER_REDUCE("mean", mean)
-  EMBER_REDUCE("logsumexp", logsumexp)
+  // ---- reductions: the module functions and the array methods from one list ----
+  auto cls = py::reinterpret_borrow<py::class_<array>>(py::type::of<array>());
+#define EMBER_REDUCE(name, fn, AxisT)                                                                  \
+  m.def(name, [](const ArrayLike& a, AxisT axis, bool keepdims, StreamOrDevice s) {                     \
+        return fn(a, axis, keepdims, s);                                                               \
+      }, "a"_a, py::pos_only(), "axis"_a = py::none(), "keepdims"_a = false, py::kw_only(), kStream);  \
+  cls.def(name, [](const array& a, AxisT axis, bool keepdims, StreamOrDevice s) {                       \
+        return fn(a, axis, keepdims, s);                                                               \
+      }, "axis"_a = py::none(), "keepdims"_a = false, py::kw_only(), kStream);
+#define EMBER_REDUCE_DDOF(name, fn)                                                                    \
+  m.def(name, [](const ArrayLike& a, const AxesArg& axis, bool keepdims, int ddof, StreamOrDevice s) {  \
+        return fn(a, axis, keepdims, ddof, s);                                                         \
+      }, "a"_a, py::pos_only(), "axis"_a = py::none(), "keepdims"_a = false, "ddof"_a = 0,             \
+      py::kw_only(), kStream);                                                                        \
+  cls.def(name, [](const array& a, const AxesArg& axis, bool keepdims, int ddof, StreamOrDevice s) {    \
+        return fn(a, axis, keepdims, ddof, s);                                                         \
+      }, "axis"_a = py::none(), "keepdims"_a = false, "ddof"_a = 0, py::kw_only(), kStream);
+  EMBER_REDUCE("sum", sum, const AxesArg&)
+  EMBER_REDUCE("prod", prod, const AxesArg&)
+  EMBER_REDUCE("max", max, const AxesArg&)
+  EMBER_REDUCE("min", min, const AxesArg&)
+  EMBER_REDUCE("all", all, const AxesArg&)
+  EMBER_REDUCE("any", any, const AxesArg&)
+  EMBER_REDUCE("mean", mean, const AxesArg&)
+  EMBER_REDUCE("logsumexp", logsumexp, const AxesArg&)
+  EMBER_REDUCE("argmax", argmax, std::optional<int>)
+  EMBER_REDUCE("argmin", argmin, std::optional<int>)
+  EMBER_REDUCE_DDOF("var", var)
+  EMBER_REDUCE_DDOF("std", ember::std)
 #undef EMBER_REDUCE
-  m.def("var", [](const ArrayLike& a, const AxesArg& axis, bool keepdims, int ddof, StreamOrDevice s) {
-        return var(a, axis, keepdims, ddof, s);
-      }, "a"_a, py::pos_only(), "axis"_a = py::none(), "keepdims"_a = false, "ddof"_a = 0, py::kw_only(), kStream);
-  m.def("std", [](const ArrayLike& a, const AxesArg& axis, bool keepdims, int ddof, StreamOrDevice s) {
-        return ember::std(a, axis, keepdims, ddof, s);
-      }, "a"_a, py::pos_only(), "axis"_a = py::none(), "keepdims"_a = false, "ddof"_a = 0, py::kw_only(), kStream);
-  m.def("argmax", [](const ArrayLike& a, std::optional<int> axis, bool keepdims, StreamOrDevice s) {
-        return argmax(a, axis, keepdims, s);
-      }, "a"_a, py::pos_only(), "axis"_a = py::none(), "keepdims"_a = false, py::kw_only(), kStream);
-  m.def("argmin", [](const ArrayLike& a, std::optional<int> axis, bool keepdims, StreamOrDevice s) {
-        return argmin(a, axis, keepdims, s);
-      }, "a"_a, py::pos_only(), "axis"_a = py::none(), "keepdims"_a = false, py::kw_only(), kStream);
+#undef EMBER_REDUCE_DDOF
   m.def("softmax", [](const ArrayLike& a, const AxesArg& axis, bool precise, StreamOrDevice s) {
         return softmax(a, axis, precise, s);
       }, "a"_a, py::pos_only(), "axis"_a = py::none(), py::kw_only(), "precise"_a = false, kStream);
