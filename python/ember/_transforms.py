@@ -426,13 +426,14 @@ class custom_function:
 
     Example:
         >>> @mx.custom_function
-        ... def f(x):
-        ...     return mx.sin(x)
+        ... def f(x, y):
+        ...     return x * y
         >>> @f.vjp
         ... def f_vjp(primals, cotangent, output):
-        ...     return cotangent * mx.cos(primals[0])
-        >>> mx.grad(f)(mx.array(0.0))
-        array(1, dtype=float32)
+        ...     x, y = primals
+        ...     return cotangent * y, cotangent * x
+        >>> mx.grad(f)(mx.array(2.0), mx.array(3.0))
+        array(3, dtype=float32)
     """
 
     def __init__(self, fun: Callable):

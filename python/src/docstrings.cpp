@@ -1791,7 +1791,7 @@ Returns:
 
 Example:
     >>> x = mx.arange(6).reshape(2, 3)
-    >>> mx.put_along_axis(x, mx.array([[0], [2]]), 9, axis=1)
+    >>> mx.put_along_axis(x, mx.array([[0], [2]]), mx.array(9), axis=1)
     array([[9, 1, 2],
            [3, 4, 9]], dtype=int32)
 )doc"},
@@ -1964,8 +1964,8 @@ Returns:
     array: the inner products.
 
 Example:
-    >>> mx.inner(mx.array([1, 2]), mx.array([3, 4]))
-    array(11, dtype=int32)
+    >>> mx.inner(mx.array([1.0, 2.0]), mx.array([3.0, 4.0]))
+    array(11, dtype=float32)
 )doc"},
     {{"outer"}, R"doc(Outer product of two vectors (inputs are flattened).
 
