@@ -8,7 +8,8 @@ classes of ``ember.core`` (``array`` above all), the transforms that
 
 A function's docstring, after pybind11's signature line(s), has at least
 ``MIN_LINES`` non-empty lines and names each of its parameters; a class,
-property or module has a sentence at least.  The docstrings of the compiled
+property or module has a sentence at least. The ``>>>`` examples run and
+print what they show.  The docstrings of the compiled
 names come from the one table of ``python/src/docstrings.cpp``
 (``core._docstring_names()`` lists it): each table name exists (the import
 fails otherwise) and every compiled public name is in it.
@@ -226,3 +227,45 @@ def test_compiled_names_are_in_the_table():
         q for q in compiled if q not in table and q not in TODO and id(_resolve(q)) not in documented
     )
     assert not missing, f"not in the docstring table: {missing}"
+
+
+def _examples(doc):
+    """(code, expected output) for each ``>>>`` statement of a docstring."""
+    lines = doc.split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i].strip()
+        if not line.startswith(">>> "):
+            i += 1
+            continue
+        code = line[4:]
+        i += 1
+        while i < len(lines) and lines[i].strip().startswith("... "):
+            code += "\n" + lines[i].strip()[4:]
+            i += 1
+        expected = []
+        while i < len(lines) and lines[i].strip() and not lines[i].strip().startswith(">>>"):
+            expected.append(lines[i].strip())
+            i += 1
+        yield code, " ".join(expected)
+
+
+_WITH_EXAMPLES = [(q, obj) for q, obj, _ in NAMES if ">>>" in (obj.__doc__ or "")]
+
+
+@pytest.mark.parametrize("qual,obj", _WITH_EXAMPLES, ids=[q for q, _ in _WITH_EXAMPLES])
+def test_examples_run(qual, obj):
+    # Not doctests in form, but the examples must run and print what they say.
+    import numpy as np
+
+    ns = {"mx": core, "np": np, **{name: getattr(utils, name) for name in utils.__all__}}
+    for code, expected in _examples(obj.__doc__):
+        try:
+            compiled = compile(code, qual, "eval")
+        except SyntaxError:
+            exec(compile(code, qual, "exec"), ns)
+            continue
+        value = eval(compiled, ns)
+        got = " ".join(part.strip() for part in repr(value).split("\n")) if value is not None else ""
+        if expected:
+            assert got == expected, f"{qual}: {code}"
