@@ -78,10 +78,12 @@ struct Entry {
   "        ``'forward'`` (``1/n`` on the forward transform, none on the inverse).\n"       \
   "        Default: ``'backward'``.\n"
 
-// The arguments shared by the multi-axis transforms of the fft module.
-#define EMBER_DOC_FFTN_ARGS                                                                  \
+// The arguments shared by the multi-axis transforms of the fft module: s
+// (before axes) and norm (after it).
+#define EMBER_DOC_FFT_S                                                                      \
   "    s (sequence of int, optional): the length of the transform along each of\n"         \
-  "        ``axes`` (crop or zero-pad). Default: None, the axes' lengths.\n"                \
+  "        ``axes`` (crop or zero-pad). Default: None, the axes' lengths.\n"
+#define EMBER_DOC_FFT_NORM                                                                   \
   "    norm (str): the scaling, ``'backward'``, ``'ortho'`` or ``'forward'``, as\n"        \
   "        for :func:`fft`. Default: ``'backward'``.\n"
 
@@ -2567,8 +2569,8 @@ Example:
 
 Args:
     a (array): input array.
-)doc" EMBER_DOC_FFTN_ARGS R"doc(    axes (sequence of int): the two axes to transform. Default: ``[-2, -1]``.
-)doc" EMBER_DOC_STREAM R"doc(
+)doc" EMBER_DOC_FFT_S R"doc(    axes (sequence of int): the two axes to transform. Default: ``[-2, -1]``.
+)doc" EMBER_DOC_FFT_NORM EMBER_DOC_STREAM R"doc(
 Returns:
     array: the transform, complex64.
 )doc"},
@@ -2576,8 +2578,8 @@ Returns:
 
 Args:
     a (array): input array.
-)doc" EMBER_DOC_FFTN_ARGS R"doc(    axes (sequence of int): the two axes to transform. Default: ``[-2, -1]``.
-)doc" EMBER_DOC_STREAM R"doc(
+)doc" EMBER_DOC_FFT_S R"doc(    axes (sequence of int): the two axes to transform. Default: ``[-2, -1]``.
+)doc" EMBER_DOC_FFT_NORM EMBER_DOC_STREAM R"doc(
 Returns:
     array: the inverse transform, complex64.
 )doc"},
@@ -2588,8 +2590,8 @@ then :func:`fft` over the other.
 
 Args:
     a (array): input array.
-)doc" EMBER_DOC_FFTN_ARGS R"doc(    axes (sequence of int): the two axes to transform. Default: ``[-2, -1]``.
-)doc" EMBER_DOC_STREAM R"doc(
+)doc" EMBER_DOC_FFT_S R"doc(    axes (sequence of int): the two axes to transform. Default: ``[-2, -1]``.
+)doc" EMBER_DOC_FFT_NORM EMBER_DOC_STREAM R"doc(
 Returns:
     array: the transform, complex64.
 )doc"},
@@ -2600,8 +2602,8 @@ Returns:
 
 Args:
     a (array): the half spectrum.
-)doc" EMBER_DOC_FFTN_ARGS R"doc(    axes (sequence of int): the two axes to transform. Default: ``[-2, -1]``.
-)doc" EMBER_DOC_STREAM R"doc(
+)doc" EMBER_DOC_FFT_S R"doc(    axes (sequence of int): the two axes to transform. Default: ``[-2, -1]``.
+)doc" EMBER_DOC_FFT_NORM EMBER_DOC_STREAM R"doc(
 Returns:
     array: the real result, float32.
 )doc"},
@@ -2609,9 +2611,9 @@ Returns:
 
 Args:
     a (array): input array.
-)doc" EMBER_DOC_FFTN_ARGS R"doc(    axes (sequence of int, optional): the axes to transform. Default: None,
+)doc" EMBER_DOC_FFT_S R"doc(    axes (sequence of int, optional): the axes to transform. Default: None,
         every axis (``s`` then must be None too: with ``s``, give ``axes``).
-)doc" EMBER_DOC_STREAM R"doc(
+)doc" EMBER_DOC_FFT_NORM EMBER_DOC_STREAM R"doc(
 Returns:
     array: the transform, complex64.
 )doc"},
@@ -2619,9 +2621,9 @@ Returns:
 
 Args:
     a (array): input array.
-)doc" EMBER_DOC_FFTN_ARGS R"doc(    axes (sequence of int, optional): the axes to transform. Default: None,
+)doc" EMBER_DOC_FFT_S R"doc(    axes (sequence of int, optional): the axes to transform. Default: None,
         every axis (``s`` then must be None too: with ``s``, give ``axes``).
-)doc" EMBER_DOC_STREAM R"doc(
+)doc" EMBER_DOC_FFT_NORM EMBER_DOC_STREAM R"doc(
 Returns:
     array: the inverse transform, complex64.
 )doc"},
@@ -2631,9 +2633,9 @@ Returns:
 
 Args:
     a (array): input array.
-)doc" EMBER_DOC_FFTN_ARGS R"doc(    axes (sequence of int, optional): the axes to transform. Default: None,
+)doc" EMBER_DOC_FFT_S R"doc(    axes (sequence of int, optional): the axes to transform. Default: None,
         every axis (``s`` then must be None too: with ``s``, give ``axes``).
-)doc" EMBER_DOC_STREAM R"doc(
+)doc" EMBER_DOC_FFT_NORM EMBER_DOC_STREAM R"doc(
 Returns:
     array: the transform, complex64.
 )doc"},
@@ -2644,9 +2646,9 @@ last (default output length ``2 * (m - 1)`` there).
 
 Args:
     a (array): the half spectrum.
-)doc" EMBER_DOC_FFTN_ARGS R"doc(    axes (sequence of int, optional): the axes to transform. Default: None,
+)doc" EMBER_DOC_FFT_S R"doc(    axes (sequence of int, optional): the axes to transform. Default: None,
         every axis (``s`` then must be None too: with ``s``, give ``axes``).
-)doc" EMBER_DOC_STREAM R"doc(
+)doc" EMBER_DOC_FFT_NORM EMBER_DOC_STREAM R"doc(
 Returns:
     array: the real result, float32.
 )doc"},
@@ -3562,7 +3564,8 @@ accepted wherever an array is.
 #undef EMBER_DOC_REDUCE_ARGS
 #undef EMBER_DOC_SCAN_ARGS
 #undef EMBER_DOC_FFT1_ARGS
-#undef EMBER_DOC_FFTN_ARGS
+#undef EMBER_DOC_FFT_S
+#undef EMBER_DOC_FFT_NORM
 #undef EMBER_DOC_KEY
 
 // pybind11's signature lines of a function's doc: the first line, or for an
