@@ -7,7 +7,8 @@ classes of ``ember.core`` (``array`` above all), the transforms that
 ``ember.utils``.
 
 A function's docstring, after pybind11's signature line(s), has at least
-``MIN_LINES`` non-empty lines and names each of its parameters; a class,
+``MIN_LINES`` non-empty lines, an ``Args:`` entry for each of its
+parameters and a ``Returns:`` section; a class,
 property or module has a sentence at least. The ``>>>`` examples run and
 print what they show.  The docstrings of the compiled
 names come from the one table of ``python/src/docstrings.cpp``
@@ -179,8 +180,11 @@ def test_docstring(qual, obj, kind):
         params, body = _signature_and_body(obj)
         lines = _nonempty_lines(body)
         assert len(lines) >= MIN_LINES, f"{qual}: {len(lines)} lines of docstring beyond the signature"
-        missing = [p for p in params if not re.search(r"(?<![\w])\**" + re.escape(p) + r"(?![\w])", body)]
-        assert not missing, f"{qual}: the docstring does not mention {missing}"
+        args = body.split("Args:", 1)[1].split("Returns:", 1)[0] if "Args:" in body else ""
+        entries = set(re.findall(r"^\s+\**(\w+)\b", args, flags=re.M))
+        missing = [p for p in params if p not in entries]
+        assert not missing, f"{qual}: the Args section has no entry for {missing}"
+        assert "Returns:" in body, f"{qual}: no Returns section"
     else:
         doc = obj.__doc__ or ""
         assert _nonempty_lines(doc), f"{qual}: no docstring"
