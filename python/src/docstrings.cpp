@@ -3418,14 +3418,17 @@ Example:
     // ---- the array class ----
     {{"array"}, R"doc(An N-dimensional array: Ember's value type.
 
-Arrays are immutable values computed lazily: an op returns at once with
+Arrays are values computed lazily: an op returns at once with
 an array that records how to compute it, and the values are computed
 when needed (printing, ``item()``, ``tolist()``, NumPy conversion) or by
 :func:`eval`. Operators (``+ - * / // % ** @``, comparisons, bitwise
 operators), NumPy-style indexing (``a[1:, ::2]``, integer and boolean
-array indices, ``None``, ``...``), indexed updates (``a[idx] = v``, which
-rebinds ``a`` to an updated value, and ``a.at[idx].add(v)``), the buffer
-protocol, ``__array__`` and DLPack are supported.
+array indices, ``None``, ``...``), indexed updates (``a[idx] = v`` and
+``a.at[idx].add(v)``), the buffer protocol, ``__array__``, DLPack and
+pickling are supported. ``a[idx] = v`` and the in-place operators
+(``a += v``) give this array object a new value, as in MLX: every name
+bound to it sees the change, while arrays computed from it earlier keep
+the values they were computed from.
 
 Args:
     val: the contents: a Python scalar, a nested sequence of scalars or
@@ -3555,6 +3558,69 @@ Iterating a 0-d array raises TypeError.
 An object with an ``__mlx_array__()`` method returning an :class:`array` is
 accepted wherever an array is.
 )doc"},
+    // ---- the array's Python protocols and operators ----
+    {{"array.__getitem__"}, R"doc(``a[idx]``: NumPy-style indexing.
+
+``idx`` may combine ints, slices, ``None`` (a new axis), ``...``, integer
+arrays (gathered, with NumPy's broadcasting and placement of the indexed
+axes) and boolean arrays. Basic indices give views. Out-of-range integer
+indices raise IndexError (array indices when the result is evaluated).
+)doc"},
+    {{"array.__setitem__"}, R"doc(``a[idx] = value``: writes ``value`` (broadcast, cast to the dtype of ``a``) at ``idx``.
+
+Takes the indices that ``a[idx]`` takes. The array object gets the new
+value; arrays computed from it before keep the old one. Where an index
+repeats, one of the writes wins (``a.at[idx]`` accumulates instead).
+)doc"},
+    {{"array.__len__"}, "``len(a)``: the length of the first axis; TypeError for a 0-d array."},
+    {{"array.__iter__"}, "``iter(a)``: iterates over ``a[0]``, ``a[1]``, ... along the first axis; TypeError for a 0-d array."},
+    {{"array.__bool__"}, "``bool(a)``: the truth value of a one-element array (evaluates it); ValueError for more elements."},
+    {{"array.__int__"}, "``int(a)``: the value of a one-element array as a Python int (evaluates it)."},
+    {{"array.__float__"}, "``float(a)``: the value of a one-element array as a Python float (evaluates it)."},
+    {{"array.__complex__"}, "``complex(a)``: the value of a one-element array as a Python complex (evaluates it)."},
+    {{"array.__index__"}, "``operator.index(a)``: the value of a one-element integer array, for use as a Python index."},
+    {{"array.__format__"}, "``format(a, spec)``: a one-element array formats as its Python scalar; with an empty spec, as ``str(a)``."},
+    {{"array.__array__"}, R"doc(``numpy.asarray(a)``: the values as a NumPy array (evaluates the array).
+
+Args:
+    dtype (numpy dtype, optional): convert to this dtype. Default: None.
+    copy (bool, optional): NumPy's copy request. Default: None.
+)doc"},
+    {{"array.__dlpack__"}, "``a.__dlpack__()``: a DLPack capsule of the evaluated array, for ``np.from_dlpack`` and other consumers."},
+    {{"array.__dlpack_device__"}, "``a.__dlpack_device__()``: the DLPack device of the array, ``(1, 0)`` (the CPU)."},
+    {{"array.__copy__"}, "``copy.copy(a)``: an array with the same value."},
+    {{"array.__deepcopy__"}, "``copy.deepcopy(a)``: an array with the same value."},
+    {{"array.__getstate__"}, "Pickling: the array's bytes, dtype and shape."},
+    {{"array.__setstate__"}, "Unpickling: restores an array from what ``__getstate__`` gave."},
+    {{"array.__add__", "array.__radd__"}, "``a + b``: element-wise sum (see :func:`add`); Python scalars are weakly typed."},
+    {{"array.__sub__", "array.__rsub__"}, "``a - b``: element-wise difference (see :func:`subtract`)."},
+    {{"array.__mul__", "array.__rmul__"}, "``a * b``: element-wise product (see :func:`multiply`)."},
+    {{"array.__truediv__", "array.__rtruediv__"}, "``a / b``: element-wise true division (see :func:`divide`)."},
+    {{"array.__floordiv__", "array.__rfloordiv__"}, "``a // b``: element-wise floor division (see :func:`floor_divide`)."},
+    {{"array.__mod__", "array.__rmod__"}, "``a % b``: element-wise remainder with the sign of ``b`` (see :func:`remainder`)."},
+    {{"array.__divmod__", "array.__rdivmod__"}, "``divmod(a, b)``: ``(a // b, a % b)`` (see :func:`divmod`)."},
+    {{"array.__pow__", "array.__rpow__"}, "``a ** b``: element-wise power (see :func:`power`)."},
+    {{"array.__matmul__", "array.__rmatmul__"}, "``a @ b``: matrix product (see :func:`matmul`)."},
+    {{"array.__and__", "array.__rand__"}, "``a & b``: element-wise bitwise AND (see :func:`bitwise_and`)."},
+    {{"array.__or__", "array.__ror__"}, "``a | b``: element-wise bitwise OR (see :func:`bitwise_or`)."},
+    {{"array.__xor__", "array.__rxor__"}, "``a ^ b``: element-wise bitwise XOR (see :func:`bitwise_xor`)."},
+    {{"array.__lshift__", "array.__rlshift__"}, "``a << b``: element-wise left shift (see :func:`left_shift`)."},
+    {{"array.__rshift__", "array.__rrshift__"}, "``a >> b``: element-wise right shift (see :func:`right_shift`)."},
+    {{"array.__iadd__", "array.__isub__", "array.__imul__", "array.__itruediv__", "array.__ifloordiv__",
+      "array.__imod__", "array.__ipow__", "array.__imatmul__", "array.__iand__", "array.__ior__", "array.__ixor__",
+      "array.__ilshift__", "array.__irshift__"},
+     "An in-place operator (``a += b`` and the like): the array object gets the operator's result as its new\n"
+     "value; arrays computed from it before keep the old one."},
+    {{"array.__eq__"}, "``a == b``: element-wise equality (see :func:`equal`); a boolean array."},
+    {{"array.__ne__"}, "``a != b``: element-wise inequality (see :func:`not_equal`); a boolean array."},
+    {{"array.__lt__"}, "``a < b``: element-wise comparison (see :func:`less`); a boolean array."},
+    {{"array.__le__"}, "``a <= b``: element-wise comparison (see :func:`less_equal`); a boolean array."},
+    {{"array.__gt__"}, "``a > b``: element-wise comparison (see :func:`greater`); a boolean array."},
+    {{"array.__ge__"}, "``a >= b``: element-wise comparison (see :func:`greater_equal`); a boolean array."},
+    {{"array.__neg__"}, "``-a``: element-wise negation (see :func:`negative`)."},
+    {{"array.__pos__"}, "``+a``: an array with the same value."},
+    {{"array.__abs__"}, "``abs(a)``: element-wise absolute value (see :func:`abs`)."},
+    {{"array.__invert__"}, "``~a``: element-wise bitwise NOT of an integer or boolean array (see :func:`bitwise_invert`)."},
 };
 
 #undef EMBER_DOC_STREAM
