@@ -8,12 +8,15 @@ classes of ``ember.core`` (``array`` above all), the transforms that
 
 A function's docstring, after pybind11's signature line(s), has at least
 ``MIN_LINES`` non-empty lines, an ``Args:`` entry for each of its
-parameters and a ``Returns:`` section; a class,
-property or module has a sentence at least. The ``>>>`` examples run and
-print what they show.  The docstrings of the compiled
-names come from the one table of ``python/src/docstrings.cpp``
-(``core._docstring_names()`` lists it): each table name exists (the import
-fails otherwise) and every compiled public name is in it.
+parameters and a ``Returns:`` section; a class, property or module has a
+sentence at least. The ``>>>`` examples run and print what they show.
+
+The docstrings of the compiled names come from the one table of
+``python/src/docstrings.cpp`` (``core._docstring_names()`` lists it): each
+table name exists (the import fails otherwise) and every compiled public
+name is in it. The table also documents the array's operators and
+protocols (``array.__getitem__``, ``array.__add__``, ...), which this
+test does not require.
 """
 
 import inspect
