@@ -83,9 +83,28 @@ def _as_array_list(xs, tag: str, what: str) -> list:
 def vjp(fun: Callable, primals: List[array], cotangents: List[array]) -> Tuple[List[array], List[array]]:
     """vjp(fun: Callable, primals: list[array], cotangents: list[array]) -> tuple[list[array], list[array]]
 
-    The outputs of ``fun(*primals)`` and the vector-Jacobian products: for
-    each primal, the sum over outputs of the cotangent times the output's
-    derivative with respect to that primal."""
+    Vector-Jacobian products of a function (reverse mode).
+
+    Computes ``fun(*primals)`` and, for each primal, the sum over the
+    outputs of each cotangent times that output's derivative with respect
+    to the primal (the cotangents pulled back through ``fun``).
+
+    Args:
+        fun (Callable): a function of arrays returning an array or a list or
+            tuple of arrays.
+        primals (list(array)): the arguments at which to differentiate.
+        cotangents (list(array)): one per output of ``fun``, each of its
+            output's shape.
+
+    Returns:
+        tuple(list(array), list(array)): the outputs of ``fun`` and the
+        vector-Jacobian products, one per primal (of its shape).
+
+    Example:
+        >>> outs, vjps = mx.vjp(lambda x: x * x, [mx.array([3.0])], [mx.array([1.0])])
+        >>> vjps
+        [array([6], dtype=float32)]
+    """
     primals = _as_array_list(primals, "vjp", "primals")
     cotangents = _as_array_list(cotangents, "vjp", "cotangents")
     outs, vjps = _core._vjp(lambda xs: _outputs_as_list(fun(*xs), "vjp"), primals, cotangents)
@@ -95,8 +114,27 @@ def vjp(fun: Callable, primals: List[array], cotangents: List[array]) -> Tuple[L
 def jvp(fun: Callable, primals: List[array], tangents: List[array]) -> Tuple[List[array], List[array]]:
     """jvp(fun: Callable, primals: list[array], tangents: list[array]) -> tuple[list[array], list[array]]
 
-    The outputs of ``fun(*primals)`` and the Jacobian-vector products: each
-    output's derivative in the direction of the tangents."""
+    Jacobian-vector products of a function (forward mode).
+
+    Computes ``fun(*primals)`` and the derivative of each output in the
+    direction given by the tangents (one per primal).
+
+    Args:
+        fun (Callable): a function of arrays returning an array or a list or
+            tuple of arrays.
+        primals (list(array)): the arguments at which to differentiate.
+        tangents (list(array)): the direction, one per primal, each of its
+            primal's shape.
+
+    Returns:
+        tuple(list(array), list(array)): the outputs of ``fun`` and the
+        Jacobian-vector products, one per output.
+
+    Example:
+        >>> outs, jvps = mx.jvp(lambda x: x * x, [mx.array([3.0])], [mx.array([1.0])])
+        >>> jvps
+        [array([6], dtype=float32)]
+    """
     primals = _as_array_list(primals, "jvp", "primals")
     tangents = _as_array_list(tangents, "jvp", "tangents")
     outs, jvps = _core._jvp(lambda xs: _outputs_as_list(fun(*xs), "jvp"), primals, tangents)
@@ -191,11 +229,33 @@ def value_and_grad(fun: Callable, argnums: Union[int, Sequence[int], None] = Non
                    argnames: Union[str, Sequence[str]] = []) -> Callable:
     """value_and_grad(fun: Callable[P, R], argnums: int | Sequence[int] | None = None, argnames: str | Sequence[str] = []) -> Callable[P, tuple[R, Any]]
 
-    A function computing ``fun``'s value and its gradient with respect to the
-    arguments ``argnums`` (default 0) and keyword arguments ``argnames``
-    (pytrees of arrays; the gradient has their structure). ``fun`` returns a
-    scalar array, or a tuple/list whose first element is the scalar to
-    differentiate (the rest is returned with the value, untouched)."""
+    A function that computes ``fun``'s value and its gradient together.
+
+    ``fun`` returns a scalar array, or a tuple or list whose first element
+    is the scalar to differentiate (the other elements are returned with
+    the value, untouched). The differentiated arguments may be arrays or
+    trees of arrays (lists, tuples, dicts, registered nodes); each gradient
+    has the structure of its argument.
+
+    Args:
+        fun (Callable): the function to differentiate.
+        argnums (int or sequence of int, optional): the positional arguments
+            to differentiate with respect to. Default: None, which means 0
+            unless ``argnames`` is given (then no positional argument).
+        argnames (str or sequence of str): keyword arguments to
+            differentiate with respect to. Default: ``[]``.
+
+    Returns:
+        Callable: a function with the arguments of ``fun`` returning
+        ``(value, grad)``. ``grad`` is the gradient of the one argument for
+        an int ``argnums``, a tuple for a sequence; with ``argnames`` it is
+        ``(positional grads, dict of keyword grads)``.
+
+    Example:
+        >>> loss, g = mx.value_and_grad(lambda w: (w * w).sum())(mx.array([1.0, 2.0]))
+        >>> g
+        array([2, 4], dtype=float32)
+    """
     run = _value_and_grad(fun, argnums, argnames, "value_and_grad", scalar_only=False)
 
     @functools.wraps(fun)
@@ -209,9 +269,31 @@ def grad(fun: Callable, argnums: Union[int, Sequence[int], None] = None,
          argnames: Union[str, Sequence[str]] = []) -> Callable:
     """grad(fun: Callable[P, R], argnums: int | Sequence[int] | None = None, argnames: str | Sequence[str] = []) -> Callable[P, Any]
 
-    A function computing the gradient of the scalar-valued ``fun`` with
-    respect to the arguments ``argnums`` (default 0) and keyword arguments
-    ``argnames``."""
+    A function that computes the gradient of a scalar-valued ``fun``.
+
+    The gradient is the derivative of ``fun``'s scalar output with respect
+    to the chosen arguments, which may be arrays or trees of arrays; each
+    gradient has the structure of its argument. Use :func:`value_and_grad`
+    to get the value as well.
+
+    Args:
+        fun (Callable): the function to differentiate; it must return a
+            scalar array.
+        argnums (int or sequence of int, optional): the positional arguments
+            to differentiate with respect to. Default: None, which means 0
+            unless ``argnames`` is given.
+        argnames (str or sequence of str): keyword arguments to
+            differentiate with respect to. Default: ``[]``.
+
+    Returns:
+        Callable: a function with the arguments of ``fun`` returning the
+        gradient (a tuple of them for a sequence ``argnums``; with
+        ``argnames``, ``(positional grads, dict of keyword grads)``).
+
+    Example:
+        >>> mx.grad(lambda x: (x ** 3).sum())(mx.array([2.0]))
+        array([12], dtype=float32)
+    """
     run = _value_and_grad(fun, argnums, argnames, "grad", scalar_only=True)
 
     @functools.wraps(fun)
@@ -246,12 +328,31 @@ def _axes_for(tree, spec, tag, what):
 def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
     """vmap(fun: Callable[P, R], in_axes: object = 0, out_axes: object = 0) -> Callable[P, R]
 
-    ``fun`` mapped over an axis of its inputs: ``in_axes`` gives, for each
-    positional argument (an int or None for all of them, or a tuple with one
-    entry per argument, itself a prefix tree of ints/None), the axis to map
-    (negative counts from the end; None: not mapped); ``out_axes`` (an int
-    or a prefix tree of the outputs) where the mapped axis goes in each
-    output."""
+    ``fun`` vectorized over an axis of its inputs.
+
+    The returned function behaves like calling ``fun`` on each slice along
+    the mapped axes and stacking the results, but traces ``fun`` once and
+    runs batched ops.
+
+    Args:
+        fun (Callable): the function to vectorize; its arguments and outputs
+            are arrays or trees of arrays.
+        in_axes (int, None or tuple): the axis to map in each positional
+            argument: an int (negative counts from the end) or None (not
+            mapped) for all of them, or a tuple with one entry per argument,
+            each an int, None or a tree of them matching the argument.
+            Default: 0.
+        out_axes (int, None or tree): where the mapped axis goes in each
+            output (an int, or a tree of ints matching the outputs).
+            Default: 0.
+
+    Returns:
+        Callable: the vectorized function.
+
+    Example:
+        >>> mx.vmap(lambda x, y: x @ y, in_axes=(0, None))(mx.ones((4, 2, 3)), mx.ones((3,))).shape
+        (4, 2)
+    """
 
     @functools.wraps(fun)
     def wrapper(*args):
@@ -311,13 +412,29 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
 class custom_function:
     """custom_function(fun)
 
-    Wraps ``fun`` (a decorator) so that transforms use the rules given with
-    ``@f.vjp`` (``(primals, cotangent, output) -> cotangents``), ``@f.jvp``
-    (``(primals, tangents) -> tangent(s) of the output``) and ``@f.vmap``
-    (``(inputs, axes) -> (outputs, out_axes)``, None for an unmapped axis)
-    instead of differentiating or vectorizing ``fun`` itself. A rule not given
-    falls back to the default. Arrays captured by ``fun`` are constants: no
-    gradient flows to them."""
+    A decorator that gives ``fun`` its own derivative and vectorization rules.
+
+    Transforms use the rules registered on the wrapper instead of
+    differentiating or vectorizing ``fun`` itself; a rule not given falls
+    back to the default. Arrays that ``fun`` captures are constants: no
+    gradient flows to them. Register the rules with the methods
+    :meth:`vjp`, :meth:`jvp` and :meth:`vmap`, used as decorators.
+
+    Args:
+        fun (Callable): the function to wrap (arrays or trees of arrays in
+            and out).
+
+    Example:
+        >>> @mx.custom_function
+        ... def f(x, y):
+        ...     return x * y
+        >>> @f.vjp
+        ... def f_vjp(primals, cotangent, output):
+        ...     x, y = primals
+        ...     return cotangent * y, cotangent * x
+        >>> mx.grad(f)(mx.array(2.0), mx.array(3.0))
+        array(3, dtype=float32)
+    """
 
     def __init__(self, fun: Callable):
         functools.update_wrapper(self, fun)
@@ -327,14 +444,53 @@ class custom_function:
         self._vmap = None
 
     def vjp(self, f: Callable) -> Callable:
+        """Registers ``f`` as the vector-Jacobian product rule (a decorator).
+
+        ``f(primals, cotangent, output)`` receives the tuple of positional
+        arguments, the cotangent of the output and the output (each a single
+        array when ``fun`` returns one array, a tuple otherwise), and returns
+        the cotangents of the arguments (one array for a single argument, a
+        tuple otherwise).
+
+        Args:
+            f (Callable): the rule.
+
+        Returns:
+            Callable: ``f`` itself.
+        """
         self._vjp = f
         return f
 
     def jvp(self, f: Callable) -> Callable:
+        """Registers ``f`` as the Jacobian-vector product rule (a decorator).
+
+        ``f(primals, tangents)`` receives the tuple of positional arguments
+        and the tuple of their tangents, and returns the tangent of the
+        output (a tuple of them for several outputs).
+
+        Args:
+            f (Callable): the rule.
+
+        Returns:
+            Callable: ``f`` itself.
+        """
         self._jvp = f
         return f
 
     def vmap(self, f: Callable) -> Callable:
+        """Registers ``f`` as the vectorization rule (a decorator).
+
+        ``f(inputs, axes)`` receives the tuple of batched arguments and the
+        tuple of their mapped axes (None: not mapped), and returns
+        ``(outputs, out_axes)``: the batched output(s) and where the mapped
+        axis is in each (None: not mapped).
+
+        Args:
+            f (Callable): the rule.
+
+        Returns:
+            Callable: ``f`` itself.
+        """
         self._vmap = f
         return f
 
@@ -395,8 +551,18 @@ class custom_function:
 def checkpoint(fun: Callable) -> Callable:
     """checkpoint(fun: Callable[P, R]) -> Callable[P, R]
 
-    ``fun`` with gradient checkpointing: its intermediate values are not kept
-    for the backward pass but recomputed there, trading compute for memory."""
+    ``fun`` with gradient checkpointing.
+
+    The intermediate values of ``fun`` are not kept for the backward pass;
+    they are recomputed when the gradient needs them, trading compute for
+    memory. The values and gradients are those of ``fun``.
+
+    Args:
+        fun (Callable): the function to checkpoint.
+
+    Returns:
+        Callable: a function with the arguments and results of ``fun``.
+    """
 
     @functools.wraps(fun)
     def wrapper(*args, **kwargs):
@@ -494,9 +660,27 @@ def _map_basis(basis_of, results_like, apply):
 def jacrev(fun: Callable, argnums: Union[int, Sequence[int]] = 0) -> Callable:
     """jacrev(fun: Callable, argnums: int | Sequence[int] = 0) -> Callable
 
-    The Jacobian of ``fun`` by reverse mode (a vmap of vjp over the output
-    basis): for an output of shape O and an input of shape I, an array of
-    shape O + I; pytrees of outputs and inputs nest as in JAX."""
+    A function computing the Jacobian of ``fun`` by reverse mode.
+
+    A :func:`vmap` of :func:`vjp` over the basis of the outputs: efficient
+    when the outputs are fewer than the inputs. For an output of shape
+    ``O`` and an input of shape ``I`` the Jacobian has shape ``O + I``; trees
+    of outputs and inputs nest as in JAX (outer: outputs, inner: inputs).
+
+    Args:
+        fun (Callable): the function.
+        argnums (int or sequence of int): the positional arguments to
+            differentiate with respect to. Default: 0.
+
+    Returns:
+        Callable: a function with the arguments of ``fun`` returning the
+        Jacobian (a tuple over the arguments for a sequence ``argnums``).
+
+    Example:
+        >>> mx.jacrev(lambda x: x * x)(mx.array([1.0, 2.0]))
+        array([[2, 0],
+               [0, 4]], dtype=float32)
+    """
 
     @functools.wraps(fun)
     def wrapper(*args):
@@ -513,8 +697,21 @@ def jacrev(fun: Callable, argnums: Union[int, Sequence[int]] = 0) -> Callable:
 def jacfwd(fun: Callable, argnums: Union[int, Sequence[int]] = 0) -> Callable:
     """jacfwd(fun: Callable, argnums: int | Sequence[int] = 0) -> Callable
 
-    The Jacobian of ``fun`` by forward mode (a vmap of jvp over the input
-    basis); same shapes and nesting as ``jacrev``."""
+    A function computing the Jacobian of ``fun`` by forward mode.
+
+    A :func:`vmap` of :func:`jvp` over the basis of the inputs: efficient
+    when the inputs are fewer than the outputs. Shapes and nesting are those
+    of :func:`jacrev`.
+
+    Args:
+        fun (Callable): the function.
+        argnums (int or sequence of int): the positional arguments to
+            differentiate with respect to. Default: 0.
+
+    Returns:
+        Callable: a function with the arguments of ``fun`` returning the
+        Jacobian.
+    """
 
     @functools.wraps(fun)
     def wrapper(*args):
@@ -537,7 +734,25 @@ def jacfwd(fun: Callable, argnums: Union[int, Sequence[int]] = 0) -> Callable:
 def hessian(fun: Callable, argnums: Union[int, Sequence[int]] = 0) -> Callable:
     """hessian(fun: Callable, argnums: int | Sequence[int] = 0) -> Callable
 
-    The Hessian of the scalar-valued ``fun``: jacfwd of jacrev."""
+    A function computing the Hessian of a scalar-valued ``fun``.
+
+    The matrix of second derivatives, computed as :func:`jacfwd` of
+    :func:`jacrev`. For an input of shape ``I`` it has shape ``I + I``.
+
+    Args:
+        fun (Callable): the function; it must return a scalar array.
+        argnums (int or sequence of int): the positional arguments to
+            differentiate with respect to. Default: 0.
+
+    Returns:
+        Callable: a function with the arguments of ``fun`` returning the
+        Hessian.
+
+    Example:
+        >>> mx.hessian(lambda x: (x ** 3).sum())(mx.array([1.0, 2.0]))
+        array([[6, 0],
+               [0, 12]], dtype=float32)
+    """
     return jacfwd(jacrev(fun, argnums), argnums)
 
 

@@ -11,8 +11,9 @@ class a node (JAX's convention: ``flatten(obj) -> (children, aux)`` and
 transform (grad, vmap, ...) then walks into it like into a list.
 """
 
-from collections import OrderedDict
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+
+from . import core as _core
 
 __all__ = [
     "register_pytree_node",
@@ -24,13 +25,37 @@ __all__ = [
     "tree_merge",
 ]
 
-_registry: Dict[type, Tuple[Callable, Callable]] = {}
+# class -> (flatten_fn, unflatten_fn), read by the one pytree walker in the
+# core (core._tree_children below, and mx.eval / mx.async_eval)
+_registry: Dict[type, Tuple[Callable, Callable]] = _core._pytree_registry
 
 
 def register_pytree_node(cls: type, flatten_fn: Callable, unflatten_fn: Callable) -> None:
-    """Registers ``cls`` as a pytree node: ``flatten_fn(obj)`` returns
-    ``(children, aux_data)`` and ``unflatten_fn(aux_data, children)`` rebuilds
-    the object."""
+    """Registers a class as a pytree node.
+
+    Afterwards every ``tree_*`` function, :func:`ember.core.eval` and every
+    transform walk into instances of ``cls`` as they walk into lists. The
+    convention is JAX's.
+
+    Args:
+        cls (type): the class; list, tuple and dict are nodes already
+            (ValueError).
+        flatten_fn (Callable): ``flatten_fn(obj) -> (children, aux_data)``:
+            the children (a sequence of subtrees) and whatever else is
+            needed to rebuild the object.
+        unflatten_fn (Callable): ``unflatten_fn(aux_data, children) -> obj``.
+
+    Returns:
+        None
+
+    Example:
+        >>> class Pair:
+        ...     def __init__(self, a, b):
+        ...         self.a, self.b = a, b
+        >>> register_pytree_node(Pair, lambda p: ((p.a, p.b), None), lambda aux, kids: Pair(*kids))
+        >>> [v for _, v in tree_flatten(Pair(1, 2))]
+        [1, 2]
+    """
     if not isinstance(cls, type):
         raise TypeError(f"[register_pytree_node] Expected a class, got {type(cls).__name__}.")
     if cls in (list, tuple, dict):
@@ -42,25 +67,10 @@ def _is_namedtuple(x) -> bool:
     return isinstance(x, tuple) and hasattr(type(x), "_fields")
 
 
-def _children(tree) -> Optional[Tuple[List[Tuple[Any, Any]], Callable[[List[Any]], Any]]]:
-    """(key, child) pairs of a node and a function rebuilding the node from new
-    children (in the same order); None for a leaf."""
-    t = type(tree)
-    if t in _registry:
-        flatten, unflatten = _registry[t]
-        kids, aux = flatten(tree)
-        kids = list(kids)
-        return list(enumerate(kids)), lambda new: unflatten(aux, list(new))
-    if isinstance(tree, dict):
-        keys = list(tree.keys())
-        if t is dict or t is OrderedDict:
-            return [(k, tree[k]) for k in keys], lambda new: t(zip(keys, new))
-        return [(k, tree[k]) for k in keys], lambda new: t(dict(zip(keys, new)))
-    if _is_namedtuple(tree):
-        return list(enumerate(tree)), lambda new: t(*new)
-    if isinstance(tree, (list, tuple)):
-        return list(enumerate(tree)), lambda new: t(new)
-    return None
+# (key, child) pairs of a node and a function rebuilding it from new children;
+# None for a leaf. What a node is (registered classes, dicts, named tuples,
+# lists, tuples) is defined once, in python/src/trees.cpp.
+_children = _core._tree_children
 
 
 def _node(tree, is_leaf):
@@ -72,8 +82,29 @@ def _node(tree, is_leaf):
 def tree_flatten(tree: Any, prefix: str = "", is_leaf: Optional[Callable] = None,
                  destination: Union[List[Tuple[str, Any]], Dict[str, Any], None] = None
                  ) -> Union[List[Tuple[str, Any]], Dict[str, Any]]:
-    """The leaves of ``tree`` with their dotted paths (``"layers.0.w"``), as a
-    list of pairs or, when ``destination`` is a dict, into that dict."""
+    """The leaves of a tree with their dotted paths.
+
+    A path joins the keys from the root with dots: list and tuple positions
+    and dict keys (``"layers.0.w"``). The leaves come in depth-first order.
+
+    Args:
+        tree: the tree (lists, tuples, dicts, registered nodes; anything
+            else is a leaf).
+        prefix (str): prepended to every path; as in MLX it is written with a
+            leading dot, which is dropped (``".model"`` gives
+            ``"model.layers.0"``). Default: ``""``.
+        is_leaf (Callable, optional): ``is_leaf(subtree) -> bool``; a subtree
+            for which it is true is a leaf. Default: None.
+        destination (list or dict, optional): where to add the pairs (a dict
+            maps path to leaf). Default: None, a new list.
+
+    Returns:
+        list or dict: the ``(path, leaf)`` pairs (``destination`` when given).
+
+    Example:
+        >>> tree_flatten({"w": 1, "layers": [2, 3]})
+        [('w', 1), ('layers.0', 2), ('layers.1', 3)]
+    """
     out = destination if destination is not None else []
     add = out.__setitem__ if isinstance(out, dict) else (lambda k, v: out.append((k, v)))
     stack = [(prefix, tree)]
@@ -90,8 +121,23 @@ def tree_flatten(tree: Any, prefix: str = "", is_leaf: Optional[Callable] = None
 
 
 def tree_unflatten(tree: Union[List[Tuple[str, Any]], Dict[str, Any]]) -> Any:
-    """Rebuilds a tree of lists and dicts from ``(path, value)`` pairs as
-    ``tree_flatten`` writes them: numeric keys make lists."""
+    """Rebuilds a tree of lists and dicts from ``(path, value)`` pairs.
+
+    The inverse of :func:`tree_flatten` for trees of lists and dicts: a node
+    whose keys are all numbers becomes a list, any other a dict. A single
+    pair with the empty path gives its value.
+
+    Args:
+        tree (list or dict): the ``(path, value)`` pairs, or a dict from path
+            to value.
+
+    Returns:
+        the rebuilt tree.
+
+    Example:
+        >>> tree_unflatten([("a.0", 1), ("a.1", 2), ("b", 3)])
+        {'a': [1, 2], 'b': 3}
+    """
     items = list(tree.items()) if isinstance(tree, dict) else list(tree)
     if len(items) == 1 and items[0][0] == "":
         return items[0][1]
@@ -115,8 +161,23 @@ def tree_unflatten(tree: Union[List[Tuple[str, Any]], Dict[str, Any]]) -> Any:
 
 
 def tree_map(fn: Callable, tree: Any, *rest: Any, is_leaf: Optional[Callable] = None) -> Any:
-    """``fn`` applied to every leaf of ``tree`` (and the matching subtrees of
-    ``rest``, which must have at least ``tree``'s structure)."""
+    """Applies a function to every leaf of a tree, keeping its structure.
+
+    Args:
+        fn (Callable): called as ``fn(leaf, *matching)`` for each leaf.
+        tree: the tree that gives the structure.
+        *rest: more trees, each with at least the structure of ``tree``; the
+            subtree of each at a leaf's position is passed along with it.
+        is_leaf (Callable, optional): ``is_leaf(subtree) -> bool``; a subtree
+            for which it is true is a leaf. Default: None.
+
+    Returns:
+        a tree of the structure of ``tree`` holding ``fn``'s results.
+
+    Example:
+        >>> tree_map(lambda x, y: x + y, [1, 2], [10, 20])
+        [11, 22]
+    """
     node = _node(tree, is_leaf)
     if node is None:
         return fn(tree, *rest)
@@ -135,8 +196,24 @@ def _child_of(other, key, like):
 
 def tree_map_with_path(fn: Callable, tree: Any, *rest: Any, is_leaf: Optional[Callable] = None,
                        path: Optional[Any] = None) -> Any:
-    """Like ``tree_map``, with the leaf's dotted path as ``fn``'s first
-    argument."""
+    """Like :func:`tree_map`, passing each leaf's dotted path first.
+
+    Args:
+        fn (Callable): called as ``fn(path, leaf, *matching)``.
+        tree: the tree that gives the structure.
+        *rest: more trees, each with at least the structure of ``tree``.
+        is_leaf (Callable, optional): ``is_leaf(subtree) -> bool``; a subtree
+            for which it is true is a leaf. Default: None.
+        path (str, optional): the path of ``tree`` itself, prepended to the
+            leaves' paths. Default: None, the root.
+
+    Returns:
+        a tree of the structure of ``tree`` holding ``fn``'s results.
+
+    Example:
+        >>> tree_map_with_path(lambda p, x: p, {"a": [1, 2]})
+        {'a': ['a.0', 'a.1']}
+    """
     node = _node(tree, is_leaf)
     if node is None:
         return fn(path, tree, *rest)
@@ -153,8 +230,24 @@ _NO_INIT = object()
 
 
 def tree_reduce(fn: Callable, tree: Any, initializer: Any = None, is_leaf: Optional[Callable] = None) -> Any:
-    """Folds ``fn(accumulator, leaf)`` over the leaves in order; without an
-    initializer the first leaf starts the fold."""
+    """Folds a function over the leaves of a tree, in order.
+
+    Args:
+        fn (Callable): ``fn(accumulator, leaf) -> accumulator``.
+        tree: the tree.
+        initializer (optional): the starting accumulator. Default: None, the
+            first leaf starts the fold.
+        is_leaf (Callable, optional): ``is_leaf(subtree) -> bool``; a subtree
+            for which it is true is a leaf. Default: None.
+
+    Returns:
+        the final accumulator (None for a tree without leaves and no
+        initializer).
+
+    Example:
+        >>> tree_reduce(lambda acc, x: acc + x, [1, [2, 3]])
+        6
+    """
     acc = _NO_INIT if initializer is None else initializer
     for _, leaf in tree_flatten(tree, is_leaf=is_leaf):
         acc = leaf if acc is _NO_INIT else fn(acc, leaf)
@@ -162,9 +255,26 @@ def tree_reduce(fn: Callable, tree: Any, initializer: Any = None, is_leaf: Optio
 
 
 def tree_merge(tree_a: Any, tree_b: Any, merge_fn: Optional[Callable] = None) -> Any:
-    """Merges two trees whose filled positions do not overlap (an empty
-    position is None or an empty container); ``merge_fn(a, b)`` resolves
-    positions filled in both."""
+    """Merges two trees whose filled positions do not overlap.
+
+    An empty position is None or an empty container; the other tree's
+    subtree fills it. Dicts merge by key; lists and tuples, which must have
+    the same length, position by position.
+
+    Args:
+        tree_a: the first tree.
+        tree_b: the second tree.
+        merge_fn (Callable, optional): ``merge_fn(a, b)`` resolves a position
+            filled in both trees. Default: None, such a position raises
+            ValueError.
+
+    Returns:
+        the merged tree.
+
+    Example:
+        >>> tree_merge({"a": 1}, {"b": 2})
+        {'b': 2, 'a': 1}
+    """
 
     def empty(t):
         return t is None or (isinstance(t, (list, tuple, dict)) and len(t) == 0)

@@ -18,32 +18,35 @@ struct ArrayIterator {
   int64_t i = 0;
 };
 
-// Operands an operator accepts: arrays, Python/NumPy scalars, NumPy arrays.
-bool operand_ok(py::handle b) {
-  return is_array(b) || is_py_scalar(b) || py::isinstance<py::array>(b) || py::hasattr(b, "__mlx_array__");
-}
+using BinaryFn = array (*)(const array&, const array&, const StreamOrDevice&);
 
-py::object binop(py::handle a, py::handle b, array (*fn)(const array&, const array&, const StreamOrDevice&)) {
-  if (!operand_ok(b)) {
-    if (py::isinstance<py::list>(b) || py::isinstance<py::tuple>(b)) {
+// self OP other (reflected: other OP self). The other operand is any array-like;
+// a list or tuple on the right is a ValueError (as in MLX), on the left (the
+// reflected operators) it converts; anything else is NotImplemented.
+py::object binop(const array& self, py::handle other, BinaryFn fn, bool reflected = false) {
+  bool sequence = py::isinstance<py::list>(other) || py::isinstance<py::tuple>(other);
+  if (!is_operand(other) && !(reflected && sequence)) {
+    if (sequence) {
       throw std::invalid_argument("Operators take arrays or scalars, not a list or tuple; wrap it with mx.array().");
     }
     return py::reinterpret_borrow<py::object>(Py_NotImplemented);
   }
-  auto [x, y] = to_arrays(a, b);
+  ArrayLike a(self), b = ArrayLike::from(other);
+  auto [x, y] = reflected ? promote(b, a) : promote(a, b);
   return py::cast(fn(x, y, {}));
 }
 
 // In-place operators rebind the Python object to the result (other handles to
 // the old value keep it), like MLX.
-py::object ibinop(py::object self, py::handle b, array (*fn)(const array&, const array&, const StreamOrDevice&)) {
+py::object ibinop(py::object self, py::handle b, BinaryFn fn) {
   array& a = self.cast<array&>();
   if (fn == &divide && !is_inexact(a.dtype())) {
     throw std::invalid_argument("[divide] In-place true division of a " + std::string(dtype_name(a.dtype())) +
                                 " array would change its dtype; use a / b.");
   }
-  auto [x, y] = to_arrays(self, b);
-  a.overwrite_descriptor(fn(x, y, {}));
+  py::object r = binop(a, b, fn);
+  if (r.ptr() == Py_NotImplemented) return r;
+  a.overwrite_descriptor(r.cast<array>());
   return self;
 }
 
@@ -221,7 +224,7 @@ void init_array(py::module_& m) {
         return index_get(it.a, py::int_(it.i++));
       });
 
-  cls.def(py::init([](py::handle val, py::handle dtype) { return to_array(val, to_dtype(dtype)); }), "val"_a,
+  cls.def(py::init([](py::handle val, std::optional<Dtype> dtype) { return to_array(val, dtype); }), "val"_a,
           "dtype"_a = py::none())
       .def_property_readonly("shape", [](const array& a) { return py::tuple(py::cast(a.shape())); })
       .def_property_readonly("ndim", &array::ndim)
@@ -238,10 +241,10 @@ void init_array(py::module_& m) {
       .def_property_readonly("imag", [](const array& a) { return imag(a); })
       .def("item", &to_scalar)
       .def("tolist", &to_list)
-      .def("astype", [](const array& a, Dtype t, py::handle s) { return astype(a, t, to_stream_arg(s)); }, "dtype"_a,
-           "stream"_a = py::none())
-      .def("view", [](const array& a, Dtype t, py::handle s) { return view(a, t, to_stream_arg(s)); }, "dtype"_a,
-           "stream"_a = py::none())
+      .def("astype", [](const array& a, Dtype t, StreamOrDevice s) { return astype(a, t, s); }, "dtype"_a,
+           kStream)
+      .def("view", [](const array& a, Dtype t, StreamOrDevice s) { return view(a, t, s); }, "dtype"_a,
+           kStream)
       .def("__repr__", &array_repr)
       .def("__str__", &array_repr)
       .def("__len__", [](const array& a) {
@@ -310,9 +313,9 @@ void init_array(py::module_& m) {
 
   // operators
 #define EMBER_BINOP(py_name, fn) \
-  cls.def(py_name, [](py::object a, py::handle b) { return binop(a, b, &fn); });
+  cls.def(py_name, [](const array& a, py::handle b) { return binop(a, b, &fn); });
 #define EMBER_RBINOP(py_name, fn) \
-  cls.def(py_name, [](py::object a, py::handle b) { return binop(b, a, &fn); });
+  cls.def(py_name, [](const array& a, py::handle b) { return binop(a, b, &fn, true); });
 #define EMBER_IBINOP(py_name, fn) \
   cls.def(py_name, [](py::object a, py::handle b) { return ibinop(a, b, &fn); });
 #define EMBER_ALL_BINOPS(name, fn)             \
@@ -334,12 +337,12 @@ void init_array(py::module_& m) {
   EMBER_ALL_BINOPS("matmul", matmul)
 #undef EMBER_ALL_BINOPS
   // == and != with anything that is not an array or scalar compare unequal (as MLX)
-  cls.def("__eq__", [](py::object a, py::handle b) -> py::object {
-    if (!operand_ok(b)) return py::bool_(false);
+  cls.def("__eq__", [](const array& a, py::handle b) -> py::object {
+    if (!is_operand(b)) return py::bool_(false);
     return binop(a, b, &equal);
   });
-  cls.def("__ne__", [](py::object a, py::handle b) -> py::object {
-    if (!operand_ok(b)) return py::bool_(true);
+  cls.def("__ne__", [](const array& a, py::handle b) -> py::object {
+    if (!is_operand(b)) return py::bool_(true);
     return binop(a, b, &not_equal);
   });
   EMBER_BINOP("__lt__", less)
@@ -349,13 +352,13 @@ void init_array(py::module_& m) {
 #undef EMBER_BINOP
 #undef EMBER_RBINOP
 #undef EMBER_IBINOP
-  cls.def("__divmod__", [](py::object a, py::handle b) {
-    auto [x, y] = to_arrays(a, b);
+  cls.def("__divmod__", [](const ArrayLike& a, const ArrayLike& b) {
+    auto [x, y] = promote(a, b);
     auto r = divmod(x, y);
     return py::make_tuple(r[0], r[1]);
   });
-  cls.def("__rdivmod__", [](py::object a, py::handle b) {
-    auto [x, y] = to_arrays(b, a);
+  cls.def("__rdivmod__", [](const ArrayLike& a, const ArrayLike& b) {
+    auto [x, y] = promote(b, a);
     auto r = divmod(x, y);
     return py::make_tuple(r[0], r[1]);
   });
@@ -369,7 +372,7 @@ void init_array(py::module_& m) {
 
   // method forms of ops
 #define EMBER_UNARY_METHOD(name, fn) \
-  cls.def(name, [](const array& a, py::handle s) { return fn(a, to_stream_arg(s)); }, py::kw_only(), "stream"_a = py::none());
+  cls.def(name, [](const array& a, StreamOrDevice s) { return fn(a, s); }, py::kw_only(), kStream);
   EMBER_UNARY_METHOD("abs", abs)
   EMBER_UNARY_METHOD("conj", conjugate)
   EMBER_UNARY_METHOD("cos", cos)
@@ -384,65 +387,37 @@ void init_array(py::module_& m) {
   EMBER_UNARY_METHOD("sqrt", sqrt)
   EMBER_UNARY_METHOD("square", square)
 #undef EMBER_UNARY_METHOD
-#define EMBER_REDUCE_METHOD(name, fn)                                                                   \
-  cls.def(                                                                                             \
-      name,                                                                                            \
-      [](const array& a, py::handle axis, bool keepdims, py::handle s) {                               \
-        return fn(a, to_axes(axis), keepdims, to_stream_arg(s));                                       \
-      },                                                                                               \
-      "axis"_a = py::none(), "keepdims"_a = false, py::kw_only(), "stream"_a = py::none());
-  EMBER_REDUCE_METHOD("all", all)
-  EMBER_REDUCE_METHOD("any", any)
-  EMBER_REDUCE_METHOD("max", max)
-  EMBER_REDUCE_METHOD("min", min)
-  EMBER_REDUCE_METHOD("mean", mean)
-  EMBER_REDUCE_METHOD("prod", prod)
-  EMBER_REDUCE_METHOD("sum", sum)
-  EMBER_REDUCE_METHOD("logsumexp", logsumexp)
-#undef EMBER_REDUCE_METHOD
-  cls.def("var", [](const array& a, py::handle axis, bool keepdims, int ddof, py::handle s) {
-        return var(a, to_axes(axis), keepdims, ddof, to_stream_arg(s));
-      }, "axis"_a = py::none(), "keepdims"_a = false, "ddof"_a = 0, py::kw_only(), "stream"_a = py::none());
-  cls.def("std", [](const array& a, py::handle axis, bool keepdims, int ddof, py::handle s) {
-        return ember::std(a, to_axes(axis), keepdims, ddof, to_stream_arg(s));
-      }, "axis"_a = py::none(), "keepdims"_a = false, "ddof"_a = 0, py::kw_only(), "stream"_a = py::none());
-  cls.def("argmax", [](const array& a, std::optional<int> axis, bool keepdims, py::handle s) {
-        return argmax(a, axis, keepdims, to_stream_arg(s));
-      }, "axis"_a = py::none(), "keepdims"_a = false, py::kw_only(), "stream"_a = py::none());
-  cls.def("argmin", [](const array& a, std::optional<int> axis, bool keepdims, py::handle s) {
-        return argmin(a, axis, keepdims, to_stream_arg(s));
-      }, "axis"_a = py::none(), "keepdims"_a = false, py::kw_only(), "stream"_a = py::none());
-  cls.def("reshape", [](const array& a, py::args shape, py::handle s) {
+  cls.def("reshape", [](const array& a, py::args shape, StreamOrDevice s) {
         Shape sh = shape.size() == 1 && !py::isinstance<py::int_>(shape[0]) ? to_shape(shape[0], "reshape")
                                                                             : shape.cast<Shape>();
-        return reshape(a, sh, to_stream_arg(s));
-      }, py::kw_only(), "stream"_a = py::none());
-  cls.def("transpose", [](const array& a, py::args axes, py::handle s) {
+        return reshape(a, sh, s);
+      }, py::kw_only(), kStream);
+  cls.def("transpose", [](const array& a, py::args axes, StreamOrDevice s) {
         std::optional<Axes> ax;
-        if (axes.size() == 1 && !py::isinstance<py::int_>(axes[0])) ax = to_axes(axes[0]);
+        if (axes.size() == 1 && !py::isinstance<py::int_>(axes[0])) ax = to_axes(axes[0], "transpose");
         else if (axes.size() > 0) ax = axes.cast<Axes>();
-        return transpose(a, ax, to_stream_arg(s));
-      }, py::kw_only(), "stream"_a = py::none());
-  cls.def("flatten", [](const array& a, int start, int end, py::handle s) {
-        return flatten(a, start, end, to_stream_arg(s));
-      }, "start_axis"_a = 0, "end_axis"_a = -1, py::kw_only(), "stream"_a = py::none());
-  cls.def("squeeze", [](const array& a, py::handle axis, py::handle s) {
-        return squeeze(a, to_axes(axis), to_stream_arg(s));
-      }, "axis"_a = py::none(), py::kw_only(), "stream"_a = py::none());
-  cls.def("swapaxes", [](const array& a, int x, int y, py::handle s) { return swapaxes(a, x, y, to_stream_arg(s)); },
-          "axis1"_a, "axis2"_a, py::kw_only(), "stream"_a = py::none());
-  cls.def("moveaxis", [](const array& a, int x, int y, py::handle s) { return moveaxis(a, x, y, to_stream_arg(s)); },
-          "source"_a, "destination"_a, py::kw_only(), "stream"_a = py::none());
-  cls.def("round", [](const array& a, int d, py::handle s) { return round(a, d, to_stream_arg(s)); },
-          "decimals"_a = 0, py::kw_only(), "stream"_a = py::none());
-  cls.def("split", [](const array& a, py::handle ios, int axis, py::handle s) {
-        auto parts = py::isinstance<py::int_>(ios) ? split(a, ios.cast<int64_t>(), axis, to_stream_arg(s))
-                                                   : split(a, ios.cast<Shape>(), axis, to_stream_arg(s));
+        return transpose(a, ax, s);
+      }, py::kw_only(), kStream);
+  cls.def("flatten", [](const array& a, int start, int end, StreamOrDevice s) {
+        return flatten(a, start, end, s);
+      }, "start_axis"_a = 0, "end_axis"_a = -1, py::kw_only(), kStream);
+  cls.def("squeeze", [](const array& a, const AxesArg& axis, StreamOrDevice s) {
+        return squeeze(a, axis, s);
+      }, "axis"_a = py::none(), py::kw_only(), kStream);
+  cls.def("swapaxes", [](const array& a, int x, int y, StreamOrDevice s) { return swapaxes(a, x, y, s); },
+          "axis1"_a, "axis2"_a, py::kw_only(), kStream);
+  cls.def("moveaxis", [](const array& a, int x, int y, StreamOrDevice s) { return moveaxis(a, x, y, s); },
+          "source"_a, "destination"_a, py::kw_only(), kStream);
+  cls.def("round", [](const array& a, int d, StreamOrDevice s) { return round(a, d, s); },
+          "decimals"_a = 0, py::kw_only(), kStream);
+  cls.def("split", [](const array& a, py::handle ios, int axis, StreamOrDevice s) {
+        auto parts = py::isinstance<py::int_>(ios) ? split(a, ios.cast<int64_t>(), axis, s)
+                                                   : split(a, ios.cast<Shape>(), axis, s);
         return parts;
-      }, "indices_or_sections"_a, "axis"_a = 0, py::kw_only(), "stream"_a = py::none());
+      }, "indices_or_sections"_a, "axis"_a = 0, py::kw_only(), kStream);
 
-  m.def("asarray", [](py::handle a, py::handle dtype, std::optional<bool> copy) {
-        return asarray(a, to_dtype(dtype), copy);
+  m.def("asarray", [](py::handle a, std::optional<Dtype> dtype, std::optional<bool> copy) {
+        return asarray(a, dtype, copy);
       }, "a"_a, "dtype"_a = py::none(), py::kw_only(), "copy"_a = py::none(),
         "Converts the input to an array. copy=None or True copies NumPy, buffer-protocol and DLPack inputs (as "
         "MLX on the CPU); copy=False shares their memory (the array keeps its owner alive) or raises ValueError "
@@ -452,9 +427,6 @@ void init_array(py::module_& m) {
         "Imports a DLPack tensor: copied unless copy=False, which shares its memory (with its strides) or "
         "raises ValueError where that needs a copy (float64 is narrowed to float32, as MLX).");
 
-  py::implicitly_convertible<py::int_, array>();
-  py::implicitly_convertible<py::float_, array>();
-  py::implicitly_convertible<py::bool_, array>();
 }
 
 }  // namespace ember::py_bind

@@ -1,5 +1,6 @@
 // Shared by the binding files: Python value -> array conversion (with MLX's
-// weak typing of Python scalars), stream/axis argument parsing.
+// weak typing of Python scalars), stream/axis argument parsing, pytrees; the
+// argument types with their type casters are in casters.h (included below).
 #pragma once
 
 #include <pybind11/numpy.h>
@@ -24,12 +25,14 @@ bool is_py_scalar(py::handle v);
 // A Python scalar converted for an op with an array of dtype `other`
 // (weakly typed: int keeps the array's dtype, float keeps inexact dtypes).
 array scalar_to_array(py::handle v, Dtype other);
-// Both operands of a binary op, with the scalar rules applied.
-std::pair<array, array> to_arrays(py::handle a, py::handle b);
-StreamOrDevice to_stream_arg(py::handle s);
-std::optional<Axes> to_axes(py::handle axis);
-Shape to_shape(py::handle shape, const char* op);
-std::optional<Dtype> to_dtype(py::handle d);
+// The argument parsers behind the casters of casters.h (defined in casters.cpp).
+StreamOrDevice to_stream_arg(py::handle s);  // a wrong kind: TypeError
+// None, an int or a sequence of ints; false for anything else.
+bool load_axes(py::handle axis, std::optional<Axes>& out);
+std::optional<Axes> to_axes(py::handle axis, const char* op);  // TypeError naming op
+// An int or a sequence of ints; false for anything else.
+bool load_shape(py::handle shape, Shape& out);
+Shape to_shape(py::handle shape, const char* op);  // TypeError naming op
 py::object to_scalar(const array& a);  // item()
 py::object to_list(const array& a);    // tolist()
 std::string array_repr(const array& a);
@@ -38,7 +41,8 @@ int get_print_precision();
 void set_print_precision(int p);
 // Evaluates with the GIL released.
 void eval_nogil(const std::vector<array>& arrays);
-// Arrays found in a pytree (lists, tuples, dicts, arrays; other leaves ignored).
+// The array leaves of a pytree (trees.cpp: the one walker; lists, tuples,
+// dicts, registered nodes; other leaves ignored).
 void collect_arrays(py::handle tree, std::vector<array>& out);
 
 void init_array(py::module_& m);
@@ -52,5 +56,8 @@ void init_transforms(py::module_& m);
 void init_random(py::module_& m);
 void init_fft(py::module_& m);
 void init_linalg(py::module_& m);
+void init_trees(py::module_& m);
 
 }  // namespace ember::py_bind
+
+#include "casters.h"  // IWYU pragma: export

@@ -1,4 +1,4 @@
-// Python <-> array conversion, printing and pytree helpers.
+// Python <-> array conversion and printing.
 #include <climits>
 #include <cmath>
 #include <cstring>
@@ -286,61 +286,9 @@ array scalar_to_array(py::handle v, Dtype other) {
   return to_array(v);
 }
 
-std::pair<array, array> to_arrays(py::handle a, py::handle b) {
-  bool sa = is_py_scalar(a), sb = is_py_scalar(b);
-  if (sa && !sb) {
-    array y = to_array(b);
-    return {scalar_to_array(a, y.dtype()), y};
-  }
-  if (sb && !sa) {
-    array x = to_array(a);
-    return {x, scalar_to_array(b, x.dtype())};
-  }
-  return {to_array(a), to_array(b)};
-}
-
-StreamOrDevice to_stream_arg(py::handle s) {
-  if (s.is_none()) return std::monostate{};
-  if (py::isinstance<Stream>(s)) return s.cast<Stream>();
-  if (py::isinstance<ThreadLocalStream>(s)) return resolve(s.cast<ThreadLocalStream>());
-  if (py::isinstance<Device>(s)) return s.cast<Device>();
-  if (py::isinstance<Device::Type>(s)) return Device{s.cast<Device::Type>(), 0};
-  throw type_error("[stream] Expected a Stream, ThreadLocalStream, Device, DeviceType or None.");
-}
-
-std::optional<Axes> to_axes(py::handle axis) {
-  if (axis.is_none()) return std::nullopt;
-  if (py::isinstance<py::int_>(axis)) return Axes{axis.cast<int>()};
-  return axis.cast<Axes>();
-}
-
-Shape to_shape(py::handle shape, const char* op) {
-  if (py::isinstance<py::int_>(shape)) return Shape{shape.cast<int64_t>()};
-  try {
-    return shape.cast<Shape>();
-  } catch (const py::cast_error&) {
-    throw type_error(std::string("[") + op + "] Expected an int or a sequence of ints for the shape.");
-  }
-}
-
-std::optional<Dtype> to_dtype(py::handle d) {
-  if (d.is_none()) return std::nullopt;
-  return d.cast<Dtype>();
-}
-
 void eval_nogil(const std::vector<array>& arrays) {
   py::gil_scoped_release release;
   eval(arrays);
-}
-
-void collect_arrays(py::handle tree, std::vector<array>& out) {
-  if (is_array(tree)) {
-    out.push_back(tree.cast<array>());
-  } else if (py::isinstance<py::list>(tree) || py::isinstance<py::tuple>(tree)) {
-    for (auto x : tree) collect_arrays(x, out);
-  } else if (py::isinstance<py::dict>(tree)) {
-    for (auto kv : py::reinterpret_borrow<py::dict>(tree)) collect_arrays(kv.second, out);
-  }
 }
 
 namespace {

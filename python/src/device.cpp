@@ -19,16 +19,9 @@ struct StreamContext {
   Stream prev;
 };
 
-Stream stream_of(py::handle h) {
-  StreamOrDevice sd = to_stream_arg(h);
+Stream stream_of(const StreamOrDevice& sd) {
   if (std::holds_alternative<std::monostate>(sd)) throw type_error("[stream] Expected a Stream or Device.");
   return to_stream(sd);
-}
-
-Device device_of(py::handle h) {
-  if (py::isinstance<Device>(h)) return h.cast<Device>();
-  if (py::isinstance<Device::Type>(h)) return Device{h.cast<Device::Type>(), 0};
-  throw type_error("Expected a Device or DeviceType.");
 }
 
 thread_local std::vector<Stream> t_stream_stack;
@@ -91,23 +84,24 @@ void init_device(py::module_& m) {
       });
 
   m.def("default_device", []() { return default_device(); });
-  m.def("set_default_device", [](py::handle d) { set_default_device(device_of(d)); }, "device"_a);
-  m.def("default_stream", [](py::handle d) { return default_stream(device_of(d)); }, "device"_a);
-  m.def("set_default_stream", [](const Stream& s) { set_default_stream(s); }, "stream"_a);
-  m.def("new_stream", [](py::handle d) { return new_stream(device_of(d)); }, "device"_a);
-  m.def("new_thread_local_stream", [](py::handle d) { return new_thread_local_stream(device_of(d)); }, "device"_a,
+  m.def("set_default_device", &set_default_device, "device"_a);
+  m.def("default_stream", &default_stream, "device"_a);
+  m.def("set_default_stream", &set_default_stream, "stream"_a);
+  m.def("new_stream", &new_stream, "device"_a);
+  m.def("new_thread_local_stream", &new_thread_local_stream, "device"_a,
         "Make a stream that is a separate Stream in each thread that uses it.");
-  m.def("new_thread_unsafe_stream", [](py::handle d) { return new_thread_unsafe_stream(device_of(d)); }, "device"_a,
+  m.def("new_thread_unsafe_stream", &new_thread_unsafe_stream, "device"_a,
         "Make a stream usable from any thread.");
-  m.def("stream", [](py::handle s) { return StreamContext{stream_of(s), false, Stream{}}; }, "s"_a,
+  m.def("stream", [](StreamOrDevice s) { return StreamContext{stream_of(s), false, Stream{}}; }, "s"_a,
         "A context in which ops run on the given stream (or the device's default stream).");
-  m.def("synchronize", [](py::handle s) { synchronize(s.is_none() ? current_stream() : stream_of(s)); },
-        "stream"_a = py::none());
+  m.def("synchronize", [](StreamOrDevice s) {
+        synchronize(std::holds_alternative<std::monostate>(s) ? current_stream() : to_stream(s));
+      }, kStream);
   m.def("clear_streams", &clear_streams);
-  m.def("is_available", [](py::handle d) { return is_available(device_of(d)); }, "device"_a);
+  m.def("is_available", &is_available, "device"_a);
   m.def("device_count", [](Device::Type t) { return device_count(t); }, "device_type"_a);
-  m.def("device_info", [](py::handle d) {
-        Device dev = d.is_none() ? default_device() : device_of(d);
+  m.def("device_info", [](const std::optional<Device>& d) {
+        Device dev = d.value_or(default_device());
         py::dict info;
         if (!is_available(dev)) {
           info["device_name"] = "unavailable";
@@ -175,18 +169,8 @@ void init_device(py::module_& m) {
         return total;
       });
 
-  // ---- evaluation ----
-  m.def("eval", [](py::args args) {
-        std::vector<array> arrays;
-        collect_arrays(args, arrays);
-        eval_nogil(arrays);
-      });
-  m.def("async_eval", [](py::args args) {
-        std::vector<array> arrays;
-        collect_arrays(args, arrays);
-        py::gil_scoped_release release;
-        async_eval(arrays);
-      });
+  // ---- evaluation (eval, async_eval) and the pytree walker ----
+  init_trees(m);
 
   // ---- dtype info ----
   py::class_<FInfo>(m, "finfo")

@@ -7,31 +7,20 @@ namespace ember::py_bind {
 
 namespace {
 
-std::optional<Shape> to_opt_shape(py::handle s, const char* op) {
-  if (s.is_none()) return std::nullopt;
-  return to_shape(s, op);
-}
-
-std::optional<std::vector<int>> to_opt_axes(py::handle a) {
-  auto ax = to_axes(a);
-  if (!ax) return std::nullopt;
-  return std::vector<int>(ax->begin(), ax->end());
-}
-
 using OneFn = array (*)(const array&, std::optional<int64_t>, int, const std::string&, const StreamOrDevice&);
 using NdFn = array (*)(const array&, const std::optional<Shape>&, const std::optional<std::vector<int>>&,
                        const std::string&, const StreamOrDevice&);
 
 void def_one(py::module_& m, const char* name, OneFn f, const char* doc) {
-  m.def(name, [f](py::handle a, std::optional<int64_t> n, int axis, const std::string& norm, py::handle s) {
-        return f(to_array(a), n, axis, norm, to_stream_arg(s));
-      }, "a"_a, "n"_a = py::none(), "axis"_a = -1, "norm"_a = "backward", "stream"_a = py::none(), doc);
+  m.def(name, [f](const ArrayLike& a, std::optional<int64_t> n, int axis, const std::string& norm, StreamOrDevice s) {
+        return f(a, n, axis, norm, s);
+      }, "a"_a, "n"_a = py::none(), "axis"_a = -1, "norm"_a = "backward", kStream, doc);
 }
 
 void def_nd(py::module_& m, const char* name, NdFn f, py::object default_axes, const char* doc) {
-  m.def(name, [f, name](py::handle a, py::handle sz, py::handle axes, const std::string& norm, py::handle s) {
-        return f(to_array(a), to_opt_shape(sz, name), to_opt_axes(axes), norm, to_stream_arg(s));
-      }, "a"_a, "s"_a = py::none(), "axes"_a = default_axes, "norm"_a = "backward", "stream"_a = py::none(), doc);
+  m.def(name, [f](const ArrayLike& a, const std::optional<ShapeArg>& sz, const AxesArg& axes, const std::string& norm, StreamOrDevice s) {
+        return f(a, opt(sz), axes, norm, s);
+      }, "a"_a, "s"_a = py::none(), "axes"_a = default_axes, "norm"_a = "backward", kStream, doc);
 }
 
 }  // namespace
@@ -70,46 +59,42 @@ void init_fft(py::module_& m) {
   def_nd(f, "irfftn", fft::irfftn, py::none(),
          "Inverse of ``rfftn`` (float32): ifft over all but the last of ``axes``, irfft over the last\n"
          "(default length 2 * (m - 1)).");
-  f.def("fftfreq", [](int64_t n, double d, py::handle s) { return fft::fftfreq(n, d, to_stream_arg(s)); },
-        "n"_a, "d"_a = 1.0, "stream"_a = py::none(),
+  f.def("fftfreq", [](int64_t n, double d, StreamOrDevice s) { return fft::fftfreq(n, d, s); },
+        "n"_a, "d"_a = 1.0, kStream,
         "Sample frequencies of an n-point fft with sample spacing ``d``: [0, 1, ..., -1] / (d n) (float32).");
-  f.def("rfftfreq", [](int64_t n, double d, py::handle s) { return fft::rfftfreq(n, d, to_stream_arg(s)); },
-        "n"_a, "d"_a = 1.0, "stream"_a = py::none(),
+  f.def("rfftfreq", [](int64_t n, double d, StreamOrDevice s) { return fft::rfftfreq(n, d, s); },
+        "n"_a, "d"_a = 1.0, kStream,
         "Sample frequencies of an n-point rfft: [0, 1, ..., n//2] / (d n) (float32).");
-  f.def("stft", [](py::handle x, int64_t n_fft, std::optional<int64_t> hop, std::optional<int64_t> wl,
-                   py::handle window, bool center, const std::string& pad_mode, const std::string& norm,
-                   std::optional<bool> onesided, py::handle s) {
-        std::optional<array> w;
-        if (!window.is_none()) w = to_array(window);
-        return fft::stft(to_array(x), n_fft, hop, wl, w, center, pad_mode, norm, onesided, to_stream_arg(s));
+  f.def("stft", [](const ArrayLike& x, int64_t n_fft, std::optional<int64_t> hop, std::optional<int64_t> wl,
+                   const std::optional<ArrayLike>& window, bool center, const std::string& pad_mode, const std::string& norm,
+                   std::optional<bool> onesided, StreamOrDevice s) {
+        return fft::stft(x, n_fft, hop, wl, opt(window), center, pad_mode, norm, onesided, s);
       }, "x"_a, "n_fft"_a = 2048, "hop_length"_a = py::none(), "win_length"_a = py::none(), "window"_a = py::none(),
       "center"_a = true, "pad_mode"_a = "reflect", "norm"_a = "backward", "onesided"_a = py::none(),
-      "stream"_a = py::none(),
+      kStream,
       "Short-time Fourier transform of the last axis: frames of ``n_fft`` samples every ``hop_length``\n"
       "(default n_fft // 4), each multiplied by ``window`` (default ones of ``win_length``, default n_fft;\n"
       "centered and zero-padded to n_fft). ``center`` pads n_fft // 2 on both sides first (``pad_mode``\n"
       "'reflect', 'constant' or 'edge'). ``onesided`` (default: real input) keeps n_fft // 2 + 1\n"
       "frequencies. Returns complex64 of shape (..., n_freq, n_frames).");
-  f.def("istft", [](py::handle m, std::optional<int64_t> n_fft, std::optional<int64_t> hop, std::optional<int64_t> wl,
-                    py::handle window, bool center, const std::string& norm, std::optional<bool> onesided,
-                    std::optional<int64_t> length, py::handle s) {
-        std::optional<array> w;
-        if (!window.is_none()) w = to_array(window);
-        return fft::istft(to_array(m), n_fft, hop, wl, w, center, norm, onesided, length, to_stream_arg(s));
+  f.def("istft", [](const ArrayLike& m, std::optional<int64_t> n_fft, std::optional<int64_t> hop, std::optional<int64_t> wl,
+                    const std::optional<ArrayLike>& window, bool center, const std::string& norm, std::optional<bool> onesided,
+                    std::optional<int64_t> length, StreamOrDevice s) {
+        return fft::istft(m, n_fft, hop, wl, opt(window), center, norm, onesided, length, s);
       }, "stft_matrix"_a, "n_fft"_a = py::none(), "hop_length"_a = py::none(), "win_length"_a = py::none(),
       "window"_a = py::none(), "center"_a = true, "norm"_a = "backward", "onesided"_a = py::none(),
-      "length"_a = py::none(), "stream"_a = py::none(),
+      "length"_a = py::none(), kStream,
       "Inverse of ``stft``: overlap-add of each frame's inverse transform times ``window``, divided by\n"
       "the overlap-added squared window. ``n_fft`` defaults to 2 * (n_freq - 1) when ``onesided``\n"
       "(default True), else n_freq; ``center`` drops the n_fft // 2 padding; ``length`` crops or\n"
       "zero-pads the result. Input (..., n_freq, n_frames); returns float32 (..., length).");
-  f.def("fftshift", [](py::handle a, py::handle axes, py::handle s) {
-        return fft::fftshift(to_array(a), to_opt_axes(axes), to_stream_arg(s));
-      }, "a"_a, "axes"_a = py::none(), "stream"_a = py::none(),
+  f.def("fftshift", [](const ArrayLike& a, const AxesArg& axes, StreamOrDevice s) {
+        return fft::fftshift(a, axes, s);
+      }, "a"_a, "axes"_a = py::none(), kStream,
       "Move the zero-frequency bin to the center: roll each of ``axes`` (default all) by n//2.");
-  f.def("ifftshift", [](py::handle a, py::handle axes, py::handle s) {
-        return fft::ifftshift(to_array(a), to_opt_axes(axes), to_stream_arg(s));
-      }, "a"_a, "axes"_a = py::none(), "stream"_a = py::none(),
+  f.def("ifftshift", [](const ArrayLike& a, const AxesArg& axes, StreamOrDevice s) {
+        return fft::ifftshift(a, axes, s);
+      }, "a"_a, "axes"_a = py::none(), kStream,
       "Inverse of ``fftshift``: roll each of ``axes`` (default all) by -(n//2).");
 }
 

@@ -325,12 +325,6 @@ Shape broadcast_index_shape(const std::vector<array>& arrays) {
   return s;
 }
 
-array update_array(py::handle v, const array& a) {
-  if (is_array(v)) return v.cast<array>();
-  if (is_py_scalar(v)) return scalar_to_array(v, a.dtype());
-  return to_array(v);
-}
-
 // Updates `v` arranged for scatter on the window: broadcast to the shape
 // a[idx] has, then reordered to (index dims, remaining window dims) with
 // size-1 dims for the Int items.
@@ -454,8 +448,8 @@ void init_indexing(py::module_& m) {
   for (AtOp op : {AtOp{"add", ScatterKind::Add, nullptr}, AtOp{"subtract", ScatterKind::Add, &negative},
                   AtOp{"multiply", ScatterKind::Prod, nullptr}, AtOp{"divide", ScatterKind::Prod, &reciprocal},
                   AtOp{"maximum", ScatterKind::Max, nullptr}, AtOp{"minimum", ScatterKind::Min, nullptr}}) {
-    at.def(op.name, [op](const ArrayAt& x, py::handle v) {
-      array u = update_array(v, x.a);
+    at.def(op.name, [op](const ArrayAt& x, const ArrayLike& v) {
+      array u = v.next_to(x.a.dtype());
       return do_scatter(x.a, x.idx, op.prepare ? op.prepare(u, {}) : u, op.kind);
     }, "value"_a);
   }
@@ -465,8 +459,8 @@ void init_indexing(py::module_& m) {
   auto cls = py::reinterpret_borrow<py::object>(py::type::of<array>());
   cls.attr("__getitem__") = py::cpp_function(&do_getitem, py::name("__getitem__"), py::is_method(cls));
   cls.attr("__setitem__") = py::cpp_function(
-      [](array& a, py::handle idx, py::handle v) {
-        array val = update_array(v, a);
+      [](array& a, py::handle idx, const ArrayLike& v) {
+        array val = v.next_to(a.dtype());
         if (try_mask_where(a, idx, val)) return;
         a.overwrite_descriptor(do_scatter(a, idx, val, ScatterKind::Assign));
       },
@@ -475,54 +469,54 @@ void init_indexing(py::module_& m) {
   cls.attr("at") = py::module_::import("builtins").attr("property")(cls.attr("at"), py::none(), py::none(),
       "Indexed updates that accumulate: a.at[idx].add(v), .subtract, .multiply, .divide, .maximum, .minimum.");
   cls.attr("diag") = py::cpp_function(
-      [](const array& a, int64_t k, py::handle s) { return diag(a, k, to_stream_arg(s)); }, py::name("diag"),
-      py::is_method(cls), "k"_a = 0, py::kw_only(), "stream"_a = py::none());
+      [](const array& a, int64_t k, StreamOrDevice s) { return diag(a, k, s); }, py::name("diag"),
+      py::is_method(cls), "k"_a = 0, py::kw_only(), kStream);
   cls.attr("diagonal") = py::cpp_function(
-      [](const array& a, int64_t offset, int axis1, int axis2, py::handle s) {
-        return diagonal(a, offset, axis1, axis2, to_stream_arg(s));
+      [](const array& a, int64_t offset, int axis1, int axis2, StreamOrDevice s) {
+        return diagonal(a, offset, axis1, axis2, s);
       },
       py::name("diagonal"), py::is_method(cls), "offset"_a = 0, "axis1"_a = 0, "axis2"_a = 1,
-      "stream"_a = py::none());
+      kStream);
 
-  m.def("take", [](py::handle a, py::handle indices, std::optional<int> axis, py::handle s) {
-        array x = to_array(a);
-        array idx = is_array(indices) ? indices.cast<array>() : to_array(indices);
-        return take(x, idx, axis, to_stream_arg(s));
-      }, "a"_a, py::pos_only(), "indices"_a, "axis"_a = py::none(), py::kw_only(), "stream"_a = py::none(),
+  m.def("take", [](const ArrayLike& a, const ArrayLike& indices, std::optional<int> axis, StreamOrDevice s) {
+        return take(a, indices, axis, s);
+      }, "a"_a, py::pos_only(), "indices"_a, "axis"_a = py::none(), py::kw_only(), kStream,
         "Elements of a at indices along axis (the flattened array when axis is None); the index dims take the "
         "axis' place. Out-of-range indices raise IndexError on evaluation.");
-  m.def("take_along_axis", [](py::handle a, py::handle indices, std::optional<int> axis, py::handle s) {
-        return take_along_axis(to_array(a), to_array(indices), axis, to_stream_arg(s));
-      }, "a"_a, py::pos_only(), "indices"_a, "axis"_a = -1, py::kw_only(), "stream"_a = py::none(),
+  m.def("take_along_axis", [](const ArrayLike& a, const ArrayLike& indices, std::optional<int> axis,
+                              StreamOrDevice s) {
+        return take_along_axis(a, indices, axis, s);
+      }, "a"_a, py::pos_only(), "indices"_a, "axis"_a = -1, py::kw_only(), kStream,
         "Values of a at indices along axis; indices has a's rank and broadcasts with it on the other axes.");
-  m.def("put_along_axis", [](py::handle a, py::handle indices, py::handle values, std::optional<int> axis,
-                             py::handle s) {
-        array x = to_array(a);
-        return put_along_axis(x, to_array(indices), update_array(values, x), axis, to_stream_arg(s));
+  m.def("put_along_axis", [](const ArrayLike& a, const ArrayLike& indices, const ArrayLike& values,
+                             std::optional<int> axis, StreamOrDevice s) {
+        const array& x = a;
+        return put_along_axis(x, indices, values.next_to(x.dtype()), axis, s);
       }, "a"_a, py::pos_only(), "indices"_a, "values"_a, "axis"_a = py::none(), py::kw_only(),
-        "stream"_a = py::none(), "A copy of a with values written at indices along axis.");
-  m.def("slice", [](py::handle a, py::handle start, std::vector<int> axes, Shape sizes, py::handle s) {
-        return slice(to_array(a), to_array(start), axes, sizes, to_stream_arg(s));
-      }, "a"_a, "start_indices"_a, "axes"_a, "slice_size"_a, py::kw_only(), "stream"_a = py::none(),
+        kStream, "A copy of a with values written at indices along axis.");
+  m.def("slice", [](const ArrayLike& a, const ArrayLike& start, std::vector<int> axes, Shape sizes,
+                    StreamOrDevice s) {
+        return slice(a, start, axes, sizes, s);
+      }, "a"_a, "start_indices"_a, "axes"_a, "slice_size"_a, py::kw_only(), kStream,
         "A slice of shape slice_size (one size per dim) whose start along each of axes is given by the array "
         "start_indices (negative counts from the end; a window past the end raises IndexError on evaluation).");
-  m.def("slice_update", [](py::handle a, py::handle update, py::handle start, std::vector<int> axes,
-                           py::handle s) {
-        array x = to_array(a);
-        return slice_update(x, update_array(update, x), to_array(start), axes, to_stream_arg(s));
-      }, "a"_a, "update"_a, "start_indices"_a, "axes"_a, py::kw_only(), "stream"_a = py::none(),
+  m.def("slice_update", [](const ArrayLike& a, const ArrayLike& update, const ArrayLike& start,
+                           std::vector<int> axes, StreamOrDevice s) {
+        const array& x = a;
+        return slice_update(x, update.next_to(x.dtype()), start, axes, s);
+      }, "a"_a, "update"_a, "start_indices"_a, "axes"_a, py::kw_only(), kStream,
         "A copy of a with update written at the window starting at start_indices along axes.");
-  m.def("diag", [](py::handle a, int64_t k, py::handle s) { return diag(to_array(a), k, to_stream_arg(s)); },
-        "a"_a, py::pos_only(), "k"_a = 0, py::kw_only(), "stream"_a = py::none(),
+  m.def("diag", [](const ArrayLike& a, int64_t k, StreamOrDevice s) { return diag(a, k, s); },
+        "a"_a, py::pos_only(), "k"_a = 0, py::kw_only(), kStream,
         "The k-th diagonal of a 2-d array, or a 2-d array with a 1-d array on its k-th diagonal.");
-  m.def("diagonal", [](py::handle a, int64_t offset, int axis1, int axis2, py::handle s) {
-        return diagonal(to_array(a), offset, axis1, axis2, to_stream_arg(s));
-      }, "a"_a, "offset"_a = 0, "axis1"_a = 0, "axis2"_a = 1, "stream"_a = py::none(),
+  m.def("diagonal", [](const ArrayLike& a, int64_t offset, int axis1, int axis2, StreamOrDevice s) {
+        return diagonal(a, offset, axis1, axis2, s);
+      }, "a"_a, "offset"_a = 0, "axis1"_a = 0, "axis2"_a = 1, kStream,
         "The diagonal of the (axis1, axis2) planes, as the last dim of the result.");
-  m.def("trace", [](py::handle a, int64_t offset, int axis1, int axis2, py::handle dtype, py::handle s) {
-        return trace(to_array(a), offset, axis1, axis2, to_dtype(dtype), to_stream_arg(s));
+  m.def("trace", [](const ArrayLike& a, int64_t offset, int axis1, int axis2, std::optional<Dtype> dtype, StreamOrDevice s) {
+        return trace(a, offset, axis1, axis2, dtype, s);
       }, "a"_a, py::pos_only(), "offset"_a = 0, "axis1"_a = 0, "axis2"_a = 1, "dtype"_a = py::none(),
-        py::kw_only(), "stream"_a = py::none(), "Sum along the diagonal of the (axis1, axis2) planes.");
+        py::kw_only(), kStream, "Sum along the diagonal of the (axis1, axis2) planes.");
 }
 
 }  // namespace ember::py_bind

@@ -7,13 +7,6 @@
 namespace ember::py_bind {
 
 namespace {
-const auto kStream = "stream"_a = py::none();
-
-py::tuple as_tuple(const std::vector<array>& v) {
-  py::tuple t(v.size());
-  for (size_t i = 0; i < v.size(); ++i) t[i] = py::cast(v[i]);
-  return t;
-}
 
 linalg::NormOrd to_ord(py::handle ord) {
   if (ord.is_none()) return std::nullopt;
@@ -27,85 +20,80 @@ linalg::NormOrd to_ord(py::handle ord) {
 void init_linalg(py::module_& parent) {
   auto m = parent.def_submodule("linalg", "Linear algebra: norms, inverses, solves and factorizations (LAPACK).");
 
-  m.def("norm", [](py::handle a, py::handle ord, py::handle axis, bool keepdims, py::handle s) {
-        return linalg::norm(to_array(a), to_ord(ord), to_axes(axis), keepdims, to_stream_arg(s));
+  m.def("norm", [](const ArrayLike& a, py::handle ord, const AxesArg& axis, bool keepdims, StreamOrDevice s) {
+        return linalg::norm(a, to_ord(ord), axis, keepdims, s);
       }, "a"_a, py::pos_only(), "ord"_a = py::none(), "axis"_a = py::none(), "keepdims"_a = false, py::kw_only(),
       kStream,
       "Matrix or vector norm. With axis=None and ord=None: the 2-norm of the flattened array; otherwise a 1-D "
       "input (or one axis) gives vector norms (ord: None/2, inf, -inf, 0, 1, -1, any p) and a 2-D input (or two "
       "axes) matrix norms (ord: None/'fro', 'nuc', inf, -inf, 1, -1, 2, -2).");
-  m.def("inv", [](py::handle a, py::handle s) { return linalg::inv(to_array(a), to_stream_arg(s)); }, "a"_a,
+  m.def("inv", [](const ArrayLike& a, StreamOrDevice s) { return linalg::inv(a, s); }, "a"_a,
         py::kw_only(), kStream, "Inverse of each square matrix (last two axes); raises if one is singular.");
-  m.def("tri_inv", [](py::handle a, bool upper, py::handle s) {
-        return linalg::tri_inv(to_array(a), upper, to_stream_arg(s));
+  m.def("tri_inv", [](const ArrayLike& a, bool upper, StreamOrDevice s) {
+        return linalg::tri_inv(a, upper, s);
       }, "a"_a, "upper"_a = false, py::kw_only(), kStream,
       "Inverse of the lower (or upper) triangle of each square matrix; the other triangle of the result is zero.");
-  m.def("pinv", [](py::handle a, py::handle s) { return linalg::pinv(to_array(a), to_stream_arg(s)); }, "a"_a,
+  m.def("pinv", [](const ArrayLike& a, StreamOrDevice s) { return linalg::pinv(a, s); }, "a"_a,
         py::kw_only(), kStream,
         "Moore-Penrose pseudo-inverse through the SVD (singular values below max(M, N) * eps * s_max dropped).");
-  m.def("solve", [](py::handle a, py::handle b, py::handle s) {
-        return linalg::solve(to_array(a), to_array(b), to_stream_arg(s));
+  m.def("solve", [](const ArrayLike& a, const ArrayLike& b, StreamOrDevice s) {
+        return linalg::solve(a, b, s);
       }, "a"_a, "b"_a, py::kw_only(), kStream,
       "Solves a @ x = b for square a; b is a vector (n,) or matrices (..., n, k), batch axes broadcast.");
-  m.def("solve_triangular", [](py::handle a, py::handle b, bool upper, py::handle s) {
-        return linalg::solve_triangular(to_array(a), to_array(b), upper, to_stream_arg(s));
+  m.def("solve_triangular", [](const ArrayLike& a, const ArrayLike& b, bool upper, StreamOrDevice s) {
+        return linalg::solve_triangular(a, b, upper, s);
       }, "a"_a, "b"_a, py::kw_only(), "upper"_a = false, kStream,
       "Solves tri(a) @ x = b with the lower (or upper) triangle of a.");
-  m.def("cholesky", [](py::handle a, bool upper, py::handle s) {
-        return linalg::cholesky(to_array(a), upper, to_stream_arg(s));
+  m.def("cholesky", [](const ArrayLike& a, bool upper, StreamOrDevice s) {
+        return linalg::cholesky(a, upper, s);
       }, "a"_a, "upper"_a = false, py::kw_only(), kStream,
       "Cholesky factor L (A = L L^T) or U (A = U^T U) of symmetric positive-definite matrices, read from that "
       "triangle; raises if a matrix is not positive definite.");
-  m.def("cholesky_inv", [](py::handle a, bool upper, py::handle s) {
-        return linalg::cholesky_inv(to_array(a), upper, to_stream_arg(s));
+  m.def("cholesky_inv", [](const ArrayLike& a, bool upper, StreamOrDevice s) {
+        return linalg::cholesky_inv(a, upper, s);
       }, "a"_a, "upper"_a = false, py::kw_only(), kStream,
       "Inverse of A given its Cholesky factor (lower L, or upper U when upper=True).");
-  m.def("qr", [](py::handle a, py::handle s) {
-        auto [q, r] = linalg::qr(to_array(a), to_stream_arg(s));
-        return py::make_tuple(q, r);
+  m.def("qr", [](const ArrayLike& a, StreamOrDevice s) {
+        return linalg::qr(a, s);
       }, "a"_a, py::kw_only(), kStream, "Reduced QR factorization: Q (M, K) orthonormal, R (K, N) upper, K = min(M, N).");
-  m.def("svd", [](py::handle a, bool compute_uv, py::handle s) -> py::object {
-        auto r = linalg::svd(to_array(a), compute_uv, to_stream_arg(s));
+  m.def("svd", [](const ArrayLike& a, bool compute_uv, StreamOrDevice s) -> py::object {
+        auto r = linalg::svd(a, compute_uv, s);
         if (!compute_uv) return py::cast(r[0]);
         return as_tuple(r);
       }, "a"_a, "compute_uv"_a = true, py::kw_only(), kStream,
       "Singular value decomposition A = U diag(S) Vt with full U (M, M) and Vt (N, N), S descending; only S when "
       "compute_uv=False.");
-  m.def("eig", [](py::handle a, py::handle s) {
-        auto [w, v] = linalg::eig(to_array(a), to_stream_arg(s));
-        return py::make_tuple(w, v);
+  m.def("eig", [](const ArrayLike& a, StreamOrDevice s) {
+        return linalg::eig(a, s);
       }, "a"_a, py::kw_only(), kStream,
       "Eigenvalues and right eigenvectors (columns) of general square matrices, as complex64.");
-  m.def("eigvals", [](py::handle a, py::handle s) { return linalg::eigvals(to_array(a), to_stream_arg(s)); },
+  m.def("eigvals", [](const ArrayLike& a, StreamOrDevice s) { return linalg::eigvals(a, s); },
         "a"_a, py::kw_only(), kStream, "Eigenvalues of general square matrices, as complex64.");
-  m.def("eigh", [](py::handle a, const std::string& uplo, py::handle s) {
-        auto [w, v] = linalg::eigh(to_array(a), uplo, to_stream_arg(s));
-        return py::make_tuple(w, v);
+  m.def("eigh", [](const ArrayLike& a, const std::string& uplo, StreamOrDevice s) {
+        return linalg::eigh(a, uplo, s);
       }, "a"_a, "UPLO"_a = "L", py::kw_only(), kStream,
       "Eigenvalues (ascending) and orthonormal eigenvectors (columns) of symmetric matrices, read from the "
       "lower ('L') or upper ('U') triangle.");
-  m.def("eigvalsh", [](py::handle a, const std::string& uplo, py::handle s) {
-        return linalg::eigvalsh(to_array(a), uplo, to_stream_arg(s));
+  m.def("eigvalsh", [](const ArrayLike& a, const std::string& uplo, StreamOrDevice s) {
+        return linalg::eigvalsh(a, uplo, s);
       }, "a"_a, "UPLO"_a = "L", py::kw_only(), kStream, "Eigenvalues (ascending) of symmetric matrices.");
-  m.def("lu", [](py::handle a, py::handle s) { return as_tuple(linalg::lu(to_array(a), to_stream_arg(s))); },
+  m.def("lu", [](const ArrayLike& a, StreamOrDevice s) { return as_tuple(linalg::lu(a, s)); },
         "a"_a, py::kw_only(), kStream,
         "LU factorization with partial pivoting: P (uint32 row indices), L (M, K) unit lower, U (K, N) upper, "
         "with A = L[P] @ U.");
-  m.def("lu_factor", [](py::handle a, py::handle s) {
-        auto [lu, piv] = linalg::lu_factor(to_array(a), to_stream_arg(s));
-        return py::make_tuple(lu, piv);
+  m.def("lu_factor", [](const ArrayLike& a, StreamOrDevice s) {
+        return linalg::lu_factor(a, s);
       }, "a"_a, py::kw_only(), kStream,
       "LAPACK's packed LU factors (L below the diagonal, U on and above) and the 0-based row swaps (uint32).");
-  m.def("det", [](py::handle a, py::handle s) { return linalg::det(to_array(a), to_stream_arg(s)); }, "a"_a,
+  m.def("det", [](const ArrayLike& a, StreamOrDevice s) { return linalg::det(a, s); }, "a"_a,
         py::kw_only(), kStream, "Determinant of each square matrix (integer inputs give float32).");
-  m.def("slogdet", [](py::handle a, py::handle s) {
-        auto [sign, logabs] = linalg::slogdet(to_array(a), to_stream_arg(s));
-        return py::make_tuple(sign, logabs);
+  m.def("slogdet", [](const ArrayLike& a, StreamOrDevice s) {
+        return linalg::slogdet(a, s);
       }, "a"_a, py::kw_only(), kStream,
       "Sign and log of the absolute determinant (sign 0 and -inf for singular matrices).");
-  m.def("cross", [](py::handle a, py::handle b, int axis, py::handle s) {
-        auto [x, y] = to_arrays(a, b);
-        return linalg::cross(x, y, axis, to_stream_arg(s));
+  m.def("cross", [](const ArrayLike& a, const ArrayLike& b, int axis, StreamOrDevice s) {
+        auto [x, y] = promote(a, b);
+        return linalg::cross(x, y, axis, s);
       }, "a"_a, "b"_a, "axis"_a = -1, py::kw_only(), kStream,
       "Cross product of 3-vectors (2-vectors get a zero third component) along an axis, broadcasting.");
 }

@@ -1,5 +1,6 @@
 // ember.core: the extension module.
 #include "bindings.h"
+#include "docstrings.h"
 
 PYBIND11_MODULE(core, m) {
   m.doc() = "Ember core: lazily evaluated arrays, ops, devices and memory.";
@@ -29,4 +30,6 @@ PYBIND11_MODULE(core, m) {
       py::dict("__doc__"_a = "Objects with an __mlx_array__() method returning an array are accepted wherever an "
                              "array is.",
                "__module__"_a = "ember.core"));
+  // Last: the docstrings of everything bound above (docstrings.cpp).
+  ember::py_bind::install_docstrings(m);
 }

@@ -8,9 +8,13 @@ namespace ember::py_bind {
 
 namespace {
 using SoD = const StreamOrDevice&;
-const auto kStream = "stream"_a = py::none();
 
-Shape shape_arg(py::handle shape, const char* op) { return to_shape(shape, op); }
+// The dtype of an array or a Dtype argument (result_type, can_cast).
+Dtype dtype_of(py::handle v, const char* what) {
+  if (py::isinstance<Dtype>(v)) return v.cast<Dtype>();
+  if (is_array(v)) return v.cast<const array&>().dtype();
+  throw std::invalid_argument(what);
+}
 
 py::object one_or_list(std::vector<array> v) {
   if (v.size() == 1) return py::cast(v[0]);
@@ -20,9 +24,8 @@ py::object one_or_list(std::vector<array> v) {
 
 void init_ops(py::module_& m) {
   // ---- unary ----
-#define EMBER_UNARY(name, fn)                                                                \
-  m.def(name, [](py::handle a, py::handle s) { return fn(to_array(a), to_stream_arg(s)); }, "a"_a, \
-        py::pos_only(), py::kw_only(), kStream);
+#define EMBER_UNARY(name, fn) \
+  m.def(name, [](const ArrayLike& a, StreamOrDevice s) { return fn(a, s); }, "a"_a, py::pos_only(), py::kw_only(), kStream);
   EMBER_UNARY("abs", abs)
   EMBER_UNARY("negative", negative)
   EMBER_UNARY("sign", sign)
@@ -67,8 +70,8 @@ void init_ops(py::module_& m) {
   EMBER_UNARY("degrees", degrees)
   EMBER_UNARY("radians", radians)
 #undef EMBER_UNARY
-#define EMBER_UNARY_KW(name, fn)                                                                        \
-  m.def(name, [](py::handle a, py::handle s) { return fn(to_array(a), to_stream_arg(s)); }, "a"_a, kStream);
+#define EMBER_UNARY_KW(name, fn) \
+  m.def(name, [](const ArrayLike& a, StreamOrDevice s) { return fn(a, s); }, "a"_a, kStream);
   EMBER_UNARY_KW("isnan", isnan)
   EMBER_UNARY_KW("isinf", isinf)
   EMBER_UNARY_KW("isposinf", isposinf)
@@ -76,24 +79,23 @@ void init_ops(py::module_& m) {
   EMBER_UNARY_KW("isfinite", isfinite)
   EMBER_UNARY_KW("bitwise_invert", bitwise_invert)
 #undef EMBER_UNARY_KW
-  m.def("conj", [](py::handle a, py::handle s) { return conjugate(to_array(a), to_stream_arg(s)); }, "a"_a,
+  m.def("conj", [](const ArrayLike& a, StreamOrDevice s) { return conjugate(a, s); }, "a"_a,
         py::kw_only(), kStream);
-  m.def("conjugate", [](py::handle a, py::handle s) { return conjugate(to_array(a), to_stream_arg(s)); }, "a"_a,
+  m.def("conjugate", [](const ArrayLike& a, StreamOrDevice s) { return conjugate(a, s); }, "a"_a,
         py::kw_only(), kStream);
-  m.def("round", [](py::handle a, int decimals, py::handle s) { return round(to_array(a), decimals, to_stream_arg(s)); },
+  m.def("round", [](const ArrayLike& a, int decimals, StreamOrDevice s) { return round(a, decimals, s); },
         "a"_a, py::pos_only(), "decimals"_a = 0, kStream);
 
   // ---- binary ----
-#define EMBER_BINARY(name, fn)                                                                           \
-  m.def(name, [](py::handle a, py::handle b, py::handle s) {                                          \
-        auto [x, y] = to_arrays(a, b);                                                                 \
-        return fn(x, y, to_stream_arg(s));                                                             \
-      }, "a"_a, "b"_a, kStream);
-#define EMBER_BINARY_POS(name, fn)                                                                       \
-  m.def(name, [](py::handle a, py::handle b, py::handle s) {                                          \
-        auto [x, y] = to_arrays(a, b);                                                                 \
-        return fn(x, y, to_stream_arg(s));                                                             \
-      }, "a"_a, "b"_a, py::pos_only(), py::kw_only(), kStream);
+  // the operands go through promote(): a scalar takes the other operand's dtype
+#define EMBER_BINARY_FN(fn) \
+  [](const ArrayLike& a, const ArrayLike& b, StreamOrDevice s) { \
+    auto [x, y] = promote(a, b); \
+    return fn(x, y, s); \
+  }
+#define EMBER_BINARY(name, fn) m.def(name, EMBER_BINARY_FN(fn), "a"_a, "b"_a, kStream);
+#define EMBER_BINARY_POS(name, fn) \
+  m.def(name, EMBER_BINARY_FN(fn), "a"_a, "b"_a, py::pos_only(), py::kw_only(), kStream);
   EMBER_BINARY("add", add)
   EMBER_BINARY("subtract", subtract)
   EMBER_BINARY("multiply", multiply)
@@ -125,13 +127,13 @@ void init_ops(py::module_& m) {
   EMBER_BINARY_POS("logaddexp", logaddexp)
 #undef EMBER_BINARY
 #undef EMBER_BINARY_POS
-  m.def("matmul", [](py::handle a, py::handle b, py::handle s) {
-        return matmul(to_array(a), to_array(b), to_stream_arg(s));
+  m.def("matmul", [](const ArrayLike& a, const ArrayLike& b, StreamOrDevice s) {
+        return matmul(a, b, s);
       }, "a"_a, "b"_a, py::pos_only(), py::kw_only(), kStream);
   m.def(
       "addmm",
-      [](py::handle c, py::handle a, py::handle b, float alpha, float beta, py::handle s) {
-        return addmm(to_array(c), to_array(a), to_array(b), alpha, beta, to_stream_arg(s));
+      [](const ArrayLike& c, const ArrayLike& a, const ArrayLike& b, float alpha, float beta, StreamOrDevice s) {
+        return addmm(c, a, b, alpha, beta, s);
       },
       "c"_a, "a"_a, "b"_a, py::pos_only(), "alpha"_a = 1.0f, "beta"_a = 1.0f, py::kw_only(), kStream,
       "addmm(c: array, a: array, b: array, /, alpha: float = 1.0, beta: float = 1.0, *, stream: StreamOrDevice = "
@@ -140,11 +142,9 @@ void init_ops(py::module_& m) {
       "not read.");
   m.def(
       "gather_mm",
-      [](py::handle a, py::handle b, py::handle lhs, py::handle rhs, bool sorted_indices, py::handle s) {
-        std::optional<array> li, ri;
-        if (!lhs.is_none()) li = to_array(lhs);
-        if (!rhs.is_none()) ri = to_array(rhs);
-        return gather_mm(to_array(a), to_array(b), li, ri, sorted_indices, to_stream_arg(s));
+      [](const ArrayLike& a, const ArrayLike& b, const std::optional<ArrayLike>& lhs,
+         const std::optional<ArrayLike>& rhs, bool sorted_indices, StreamOrDevice s) {
+        return gather_mm(a, b, opt(lhs), opt(rhs), sorted_indices, s);
       },
       "a"_a, "b"_a, py::pos_only(), "lhs_indices"_a = py::none(), "rhs_indices"_a = py::none(), py::kw_only(),
       "sorted_indices"_a = false, kStream,
@@ -156,8 +156,8 @@ void init_ops(py::module_& m) {
       "evaluated.");
   m.def(
       "segmented_mm",
-      [](py::handle a, py::handle b, py::handle segments, py::handle s) {
-        return segmented_mm(to_array(a), to_array(b), to_array(segments), to_stream_arg(s));
+      [](const ArrayLike& a, const ArrayLike& b, const ArrayLike& segments, StreamOrDevice s) {
+        return segmented_mm(a, b, segments, s);
       },
       "a"_a, "b"_a, py::pos_only(), "segments"_a, py::kw_only(), kStream,
       "segmented_mm(a: array, b: array, /, segments: array, *, stream: StreamOrDevice = None) -> array\n\n"
@@ -165,9 +165,9 @@ void init_ops(py::module_& m) {
       "the result has shape segments.shape[:-1] + (M, N).");
   m.def(
       "block_masked_mm",
-      [](py::handle a, py::handle b, int block_size, py::handle mo, py::handle ml, py::handle mr, py::handle s) {
-        auto opt = [](py::handle h) { return h.is_none() ? std::optional<array>() : std::optional<array>(to_array(h)); };
-        return block_masked_mm(to_array(a), to_array(b), block_size, opt(mo), opt(ml), opt(mr), to_stream_arg(s));
+      [](const ArrayLike& a, const ArrayLike& b, int block_size, const std::optional<ArrayLike>& mo,
+         const std::optional<ArrayLike>& ml, const std::optional<ArrayLike>& mr, StreamOrDevice s) {
+        return block_masked_mm(a, b, block_size, opt(mo), opt(ml), opt(mr), s);
       },
       "a"_a, "b"_a, py::pos_only(), "block_size"_a = 64, "mask_out"_a = py::none(), "mask_lhs"_a = py::none(),
       "mask_rhs"_a = py::none(), py::kw_only(), kStream,
@@ -178,108 +178,111 @@ void init_ops(py::module_& m) {
       "scales it.");
   m.def(
       "hadamard_transform",
-      [](py::handle a, std::optional<float> scale, py::handle s) {
-        return hadamard_transform(to_array(a), scale, to_stream_arg(s));
+      [](const ArrayLike& a, std::optional<float> scale, StreamOrDevice s) {
+        return hadamard_transform(a, scale, s);
       },
-      "a"_a, "scale"_a = py::none(), "stream"_a = py::none(),
+      "a"_a, "scale"_a = py::none(), kStream,
       "hadamard_transform(a: array, scale: float | None = None, stream: StreamOrDevice = None) -> array\n\n"
       "The Hadamard transform along the last axis, multiplied by scale (default 1/sqrt(n)). The length n must "
       "be m * 2^k with m in (1, 12, 20, 28): the transform is kron(H_m, H_2^k) with Sylvester's H_2^k and the "
       "same H_m as MLX. Integer and boolean inputs compute in float32.");
-  m.def("divmod", [](py::handle a, py::handle b, py::handle s) {
-        auto [x, y] = to_arrays(a, b);
-        return divmod(x, y, to_stream_arg(s));
-      }, "a"_a, "b"_a, kStream);
-  m.def("where", [](py::handle c, py::handle x, py::handle y, py::handle s) {
-        auto [a, b] = to_arrays(x, y);
-        return where(to_array(c), a, b, to_stream_arg(s));
+  m.def("divmod", EMBER_BINARY_FN(divmod), "a"_a, "b"_a, kStream);
+  m.def("where", [](const ArrayLike& c, const ArrayLike& x, const ArrayLike& y, StreamOrDevice s) {
+        auto [a, b] = promote(x, y);
+        return where(c, a, b, s);
       }, "condition"_a, "x"_a, "y"_a, py::pos_only(), py::kw_only(), kStream);
-  m.def("clip", [](py::handle a, py::handle lo, py::handle hi, py::handle s) {
-        array x = to_array(a);
-        std::optional<array> l, h;
-        if (!lo.is_none()) l = is_py_scalar(lo) ? scalar_to_array(lo, x.dtype()) : to_array(lo);
-        if (!hi.is_none()) h = is_py_scalar(hi) ? scalar_to_array(hi, x.dtype()) : to_array(hi);
-        return clip(x, l, h, to_stream_arg(s));
+  m.def("clip", [](const ArrayLike& a, const std::optional<ArrayLike>& lo, const std::optional<ArrayLike>& hi,
+                   StreamOrDevice s) {
+        const array& x = a;
+        return clip(x, opt_next_to(lo, x), opt_next_to(hi, x), s);
       }, "a"_a, py::pos_only(), "a_min"_a, "a_max"_a, py::kw_only(), kStream);
-  m.def("isclose", [](py::handle a, py::handle b, double rtol, double atol, bool equal_nan, py::handle s) {
-        auto [x, y] = to_arrays(a, b);
-        return isclose(x, y, rtol, atol, equal_nan, to_stream_arg(s));
+  m.def("isclose", [](const ArrayLike& a, const ArrayLike& b, double rtol, double atol, bool equal_nan,
+                      StreamOrDevice s) {
+        auto [x, y] = promote(a, b);
+        return isclose(x, y, rtol, atol, equal_nan, s);
       }, "a"_a, "b"_a, py::pos_only(), "rtol"_a = 1e-5, "atol"_a = 1e-8, py::kw_only(), "equal_nan"_a = false, kStream);
-  m.def("allclose", [](py::handle a, py::handle b, double rtol, double atol, bool equal_nan, py::handle s) {
-        auto [x, y] = to_arrays(a, b);
-        return allclose(x, y, rtol, atol, equal_nan, to_stream_arg(s));
+  m.def("allclose", [](const ArrayLike& a, const ArrayLike& b, double rtol, double atol, bool equal_nan,
+                       StreamOrDevice s) {
+        auto [x, y] = promote(a, b);
+        return allclose(x, y, rtol, atol, equal_nan, s);
       }, "a"_a, "b"_a, py::pos_only(), "rtol"_a = 1e-5, "atol"_a = 1e-8, py::kw_only(), "equal_nan"_a = false, kStream);
-  m.def("array_equal", [](py::handle a, py::handle b, bool equal_nan, py::handle s) {
-        auto [x, y] = to_arrays(a, b);
-        return array_equal(x, y, equal_nan, to_stream_arg(s));
+  m.def("array_equal", [](const ArrayLike& a, const ArrayLike& b, bool equal_nan, StreamOrDevice s) {
+        auto [x, y] = promote(a, b);
+        return array_equal(x, y, equal_nan, s);
       }, "a"_a, "b"_a, "equal_nan"_a = false, kStream);
-  m.def("nan_to_num", [](py::handle a, double nan, std::optional<double> posinf, std::optional<double> neginf,
-                         py::handle s) { return nan_to_num(to_array(a), nan, posinf, neginf, to_stream_arg(s)); },
+#undef EMBER_BINARY_FN
+  m.def("nan_to_num", [](const ArrayLike& a, double nan, std::optional<double> posinf, std::optional<double> neginf,
+                         StreamOrDevice s) { return nan_to_num(a, nan, posinf, neginf, s); },
         "a"_a, "nan"_a = 0.0, "posinf"_a = py::none(), "neginf"_a = py::none(), py::kw_only(), kStream);
-  m.def("astype", [](py::handle a, Dtype t, py::handle s) { return astype(to_array(a), t, to_stream_arg(s)); }, "a"_a,
+  m.def("astype", [](const ArrayLike& a, Dtype t, StreamOrDevice s) { return astype(a, t, s); }, "a"_a,
         "dtype"_a, py::pos_only(), py::kw_only(), kStream);
-  m.def("view", [](py::handle a, Dtype t, py::handle s) { return view(to_array(a), t, to_stream_arg(s)); }, "a"_a,
+  m.def("view", [](const ArrayLike& a, Dtype t, StreamOrDevice s) { return view(a, t, s); }, "a"_a,
         "dtype"_a, kStream);
 
-  // ---- reductions ----
-#define EMBER_REDUCE(name, fn)                                                                       \
-  m.def(name, [](py::handle a, py::handle axis, bool keepdims, py::handle s) {                     \
-        return fn(to_array(a), to_axes(axis), keepdims, to_stream_arg(s));                         \
-      }, "a"_a, py::pos_only(), "axis"_a = py::none(), "keepdims"_a = false, py::kw_only(), kStream);
-  EMBER_REDUCE("sum", sum)
-  EMBER_REDUCE("prod", prod)
-  EMBER_REDUCE("max", max)
-  EMBER_REDUCE("min", min)
-  EMBER_REDUCE("all", all)
-  EMBER_REDUCE("any", any)
-  EMBER_REDUCE("mean", mean)
-  EMBER_REDUCE("logsumexp", logsumexp)
+  // ---- reductions: the module functions and the array methods from one list ----
+  auto cls = py::reinterpret_borrow<py::class_<array>>(py::type::of<array>());
+#define EMBER_REDUCE(name, fn, AxisT)                                                                  \
+  m.def(name, [](const ArrayLike& a, AxisT axis, bool keepdims, StreamOrDevice s) {                     \
+        return fn(a, axis, keepdims, s);                                                               \
+      }, "a"_a, py::pos_only(), "axis"_a = py::none(), "keepdims"_a = false, py::kw_only(), kStream);  \
+  cls.def(name, [](const array& a, AxisT axis, bool keepdims, StreamOrDevice s) {                       \
+        return fn(a, axis, keepdims, s);                                                               \
+      }, "axis"_a = py::none(), "keepdims"_a = false, py::kw_only(), kStream);
+#define EMBER_REDUCE_DDOF(name, fn)                                                                    \
+  m.def(name, [](const ArrayLike& a, const AxesArg& axis, bool keepdims, int ddof, StreamOrDevice s) {  \
+        return fn(a, axis, keepdims, ddof, s);                                                         \
+      }, "a"_a, py::pos_only(), "axis"_a = py::none(), "keepdims"_a = false, "ddof"_a = 0,             \
+      py::kw_only(), kStream);                                                                        \
+  cls.def(name, [](const array& a, const AxesArg& axis, bool keepdims, int ddof, StreamOrDevice s) {    \
+        return fn(a, axis, keepdims, ddof, s);                                                         \
+      }, "axis"_a = py::none(), "keepdims"_a = false, "ddof"_a = 0, py::kw_only(), kStream);
+  EMBER_REDUCE("sum", sum, const AxesArg&)
+  EMBER_REDUCE("prod", prod, const AxesArg&)
+  EMBER_REDUCE("max", max, const AxesArg&)
+  EMBER_REDUCE("min", min, const AxesArg&)
+  EMBER_REDUCE("all", all, const AxesArg&)
+  EMBER_REDUCE("any", any, const AxesArg&)
+  EMBER_REDUCE("mean", mean, const AxesArg&)
+  EMBER_REDUCE("logsumexp", logsumexp, const AxesArg&)
+  EMBER_REDUCE("argmax", argmax, std::optional<int>)
+  EMBER_REDUCE("argmin", argmin, std::optional<int>)
+  EMBER_REDUCE_DDOF("var", var)
+  EMBER_REDUCE_DDOF("std", ember::std)
 #undef EMBER_REDUCE
-  m.def("var", [](py::handle a, py::handle axis, bool keepdims, int ddof, py::handle s) {
-        return var(to_array(a), to_axes(axis), keepdims, ddof, to_stream_arg(s));
-      }, "a"_a, py::pos_only(), "axis"_a = py::none(), "keepdims"_a = false, "ddof"_a = 0, py::kw_only(), kStream);
-  m.def("std", [](py::handle a, py::handle axis, bool keepdims, int ddof, py::handle s) {
-        return ember::std(to_array(a), to_axes(axis), keepdims, ddof, to_stream_arg(s));
-      }, "a"_a, py::pos_only(), "axis"_a = py::none(), "keepdims"_a = false, "ddof"_a = 0, py::kw_only(), kStream);
-  m.def("argmax", [](py::handle a, std::optional<int> axis, bool keepdims, py::handle s) {
-        return argmax(to_array(a), axis, keepdims, to_stream_arg(s));
-      }, "a"_a, py::pos_only(), "axis"_a = py::none(), "keepdims"_a = false, py::kw_only(), kStream);
-  m.def("argmin", [](py::handle a, std::optional<int> axis, bool keepdims, py::handle s) {
-        return argmin(to_array(a), axis, keepdims, to_stream_arg(s));
-      }, "a"_a, py::pos_only(), "axis"_a = py::none(), "keepdims"_a = false, py::kw_only(), kStream);
-  m.def("softmax", [](py::handle a, py::handle axis, bool precise, py::handle s) {
-        return softmax(to_array(a), to_axes(axis), precise, to_stream_arg(s));
+#undef EMBER_REDUCE_DDOF
+  m.def("softmax", [](const ArrayLike& a, const AxesArg& axis, bool precise, StreamOrDevice s) {
+        return softmax(a, axis, precise, s);
       }, "a"_a, py::pos_only(), "axis"_a = py::none(), py::kw_only(), "precise"_a = false, kStream);
 
   // ---- creation ----
-  m.def("zeros", [](py::handle shape, py::handle dtype, py::handle s) {
-        return zeros(shape_arg(shape, "zeros"), to_dtype(dtype).value_or(Dtype::float32), to_stream_arg(s));
+  m.def("zeros", [](const ShapeArg& shape, std::optional<Dtype> dtype, StreamOrDevice s) {
+        return zeros(shape, dtype.value_or(Dtype::float32), s);
       }, "shape"_a, "dtype"_a = Dtype::float32, py::kw_only(), kStream);
-  m.def("ones", [](py::handle shape, py::handle dtype, py::handle s) {
-        return ones(shape_arg(shape, "ones"), to_dtype(dtype).value_or(Dtype::float32), to_stream_arg(s));
+  m.def("ones", [](const ShapeArg& shape, std::optional<Dtype> dtype, StreamOrDevice s) {
+        return ones(shape, dtype.value_or(Dtype::float32), s);
       }, "shape"_a, "dtype"_a = Dtype::float32, py::kw_only(), kStream);
-  m.def("empty", [](py::handle shape, py::handle dtype, py::handle s) {
-        return zeros(shape_arg(shape, "empty"), to_dtype(dtype).value_or(Dtype::float32), to_stream_arg(s));
+  m.def("empty", [](const ShapeArg& shape, std::optional<Dtype> dtype, StreamOrDevice s) {
+        return zeros(shape, dtype.value_or(Dtype::float32), s);
       }, "shape"_a, "dtype"_a = Dtype::float32, py::kw_only(), kStream,
       "An array of the given shape (Ember initializes it with zeros).");
-  m.def("full", [](py::handle shape, py::handle vals, py::handle dtype, py::handle s) {
-        auto t = to_dtype(dtype);
-        return full(shape_arg(shape, "full"), to_array(vals, t), t, to_stream_arg(s));
+  m.def("full", [](const ShapeArg& shape, py::handle vals, std::optional<Dtype> dtype, StreamOrDevice s) {
+        return full(shape, to_array(vals, dtype), dtype, s);
       }, "shape"_a, "vals"_a, "dtype"_a = py::none(), py::kw_only(), kStream);
-  m.def("zeros_like", [](const array& a, py::handle dtype, py::handle s) {
-        return zeros_like(a, to_dtype(dtype), to_stream_arg(s));
+  m.def("zeros_like", [](const ArrayLike& a, std::optional<Dtype> dtype, StreamOrDevice s) {
+        return zeros_like(a, dtype, s);
       }, "a"_a, py::pos_only(), "dtype"_a = py::none(), py::kw_only(), kStream);
-  m.def("ones_like", [](const array& a, py::handle dtype, py::handle s) {
-        return ones_like(a, to_dtype(dtype), to_stream_arg(s));
+  m.def("ones_like", [](const ArrayLike& a, std::optional<Dtype> dtype, StreamOrDevice s) {
+        return ones_like(a, dtype, s);
       }, "a"_a, py::pos_only(), "dtype"_a = py::none(), py::kw_only(), kStream);
-  m.def("empty_like", [](const array& a, py::handle dtype, py::handle s) {
-        return zeros_like(a, to_dtype(dtype), to_stream_arg(s));
+  m.def("empty_like", [](const ArrayLike& a, std::optional<Dtype> dtype, StreamOrDevice s) {
+        return zeros_like(a, dtype, s);
       }, "a"_a, py::pos_only(), "dtype"_a = py::none(), py::kw_only(), kStream);
-  m.def("full_like", [](const array& a, py::handle vals, py::handle dtype, py::handle s) {
-        Dtype t = to_dtype(dtype).value_or(a.dtype());
-        return full(a.shape(), to_array(vals, t), t, to_stream_arg(s));
+  m.def("full_like", [](const ArrayLike& like, py::handle vals, std::optional<Dtype> dtype, StreamOrDevice s) {
+        const array& a = like;
+        Dtype t = dtype.value_or(a.dtype());
+        return full(a.shape(), to_array(vals, t), t, s);
       }, "a"_a, "vals"_a, "dtype"_a = py::none(), py::kw_only(), kStream);
-  m.def("arange", [](py::handle start, py::handle stop, py::handle step, py::handle dtype, py::handle s) {
+  m.def("arange", [](py::handle start, py::handle stop, py::handle step, std::optional<Dtype> dtype, StreamOrDevice s) {
         // arange(stop) / arange(start, stop[, step]); ints give int32 unless a float is involved
         py::handle st = start, sp = stop;
         if (st.is_none() && sp.is_none()) throw type_error("[arange] A stop value is required.");
@@ -302,63 +305,61 @@ void init_ops(py::module_& m) {
         }
         double a = st.cast<double>(), b = sp.cast<double>(), c = step.is_none() ? 1.0 : step.cast<double>();
         // ints give int32, or int64 when a bound does not fit int32
-        Dtype t = to_dtype(dtype).value_or(is_float ? Dtype::float32 : big ? Dtype::int64 : Dtype::int32);
-        return arange(a, b, c, t, to_stream_arg(s));
+        Dtype t = dtype.value_or(is_float ? Dtype::float32 : big ? Dtype::int64 : Dtype::int32);
+        return arange(a, b, c, t, s);
       }, "start"_a = py::none(), "stop"_a = py::none(), "step"_a = py::none(), "dtype"_a = py::none(), py::kw_only(),
       kStream);
-  m.def("linspace", [](double start, double stop, int64_t num, bool endpoint, py::handle dtype, py::handle s) {
-        return linspace(start, stop, num, endpoint, to_dtype(dtype).value_or(Dtype::float32), to_stream_arg(s));
+  m.def("linspace", [](double start, double stop, int64_t num, bool endpoint, std::optional<Dtype> dtype, StreamOrDevice s) {
+        return linspace(start, stop, num, endpoint, dtype.value_or(Dtype::float32), s);
       }, "start"_a, "stop"_a, "num"_a = 50, "endpoint"_a = true, "dtype"_a = Dtype::float32, kStream);
-  m.def("eye", [](int64_t n, std::optional<int64_t> mm, int64_t k, py::handle dtype, py::handle s) {
-        return eye(n, mm.value_or(n), k, to_dtype(dtype).value_or(Dtype::float32), to_stream_arg(s));
+  m.def("eye", [](int64_t n, std::optional<int64_t> mm, int64_t k, std::optional<Dtype> dtype, StreamOrDevice s) {
+        return eye(n, mm.value_or(n), k, dtype.value_or(Dtype::float32), s);
       }, "n"_a, "m"_a = py::none(), "k"_a = 0, "dtype"_a = Dtype::float32, py::kw_only(), kStream);
-  m.def("identity", [](int64_t n, py::handle dtype, py::handle s) {
-        return eye(n, n, 0, to_dtype(dtype).value_or(Dtype::float32), to_stream_arg(s));
+  m.def("identity", [](int64_t n, std::optional<Dtype> dtype, StreamOrDevice s) {
+        return eye(n, n, 0, dtype.value_or(Dtype::float32), s);
       }, "n"_a, "dtype"_a = Dtype::float32, py::kw_only(), kStream);
-  m.def("tri", [](int64_t n, std::optional<int64_t> mm, int64_t k, py::handle dtype, py::handle s) {
-        return tri(n, mm.value_or(n), k, to_dtype(dtype).value_or(Dtype::float32), to_stream_arg(s));
+  m.def("tri", [](int64_t n, std::optional<int64_t> mm, int64_t k, std::optional<Dtype> dtype, StreamOrDevice s) {
+        return tri(n, mm.value_or(n), k, dtype.value_or(Dtype::float32), s);
       }, "n"_a, "m"_a = py::none(), "k"_a = 0, "dtype"_a = Dtype::float32, py::kw_only(), kStream);
-  m.def("tril", [](const array& x, int64_t k, py::handle s) { return tril(x, k, to_stream_arg(s)); }, "x"_a,
+  m.def("tril", [](const ArrayLike& x, int64_t k, StreamOrDevice s) { return tril(x, k, s); }, "x"_a,
         "k"_a = 0, py::kw_only(), kStream);
-  m.def("triu", [](const array& x, int64_t k, py::handle s) { return triu(x, k, to_stream_arg(s)); }, "x"_a,
+  m.def("triu", [](const ArrayLike& x, int64_t k, StreamOrDevice s) { return triu(x, k, s); }, "x"_a,
         "k"_a = 0, py::kw_only(), kStream);
 
   // ---- shape ----
-  m.def("reshape", [](py::handle a, py::handle shape, py::handle s) {
-        return reshape(to_array(a), shape_arg(shape, "reshape"), to_stream_arg(s));
+  m.def("reshape", [](const ArrayLike& a, const ShapeArg& shape, StreamOrDevice s) {
+        return reshape(a, shape, s);
       }, "a"_a, py::pos_only(), "shape"_a, py::kw_only(), kStream);
-  m.def("flatten", [](py::handle a, int st, int en, py::handle s) {
-        return flatten(to_array(a), st, en, to_stream_arg(s));
+  m.def("flatten", [](const ArrayLike& a, int st, int en, StreamOrDevice s) {
+        return flatten(a, st, en, s);
       }, "a"_a, py::pos_only(), "start_axis"_a = 0, "end_axis"_a = -1, py::kw_only(), kStream);
-  m.def("unflatten", [](py::handle a, int axis, py::handle shape, py::handle s) {
-        return unflatten(to_array(a), axis, shape_arg(shape, "unflatten"), to_stream_arg(s));
+  m.def("unflatten", [](const ArrayLike& a, int axis, const ShapeArg& shape, StreamOrDevice s) {
+        return unflatten(a, axis, shape, s);
       }, "a"_a, py::pos_only(), "axis"_a, "shape"_a, py::kw_only(), kStream);
-  m.def("squeeze", [](py::handle a, py::handle axis, py::handle s) {
-        return squeeze(to_array(a), to_axes(axis), to_stream_arg(s));
+  m.def("squeeze", [](const ArrayLike& a, const AxesArg& axis, StreamOrDevice s) {
+        return squeeze(a, axis, s);
       }, "a"_a, py::pos_only(), "axis"_a = py::none(), py::kw_only(), kStream);
-  m.def("expand_dims", [](py::handle a, py::handle axis, py::handle s) {
-        return expand_dims(to_array(a), *to_axes(axis), to_stream_arg(s));
+  m.def("expand_dims", [](const ArrayLike& a, const AxesArg& axis, StreamOrDevice s) {
+        return expand_dims(a, axis.required("expand_dims"), s);
       }, "a"_a, py::pos_only(), "axis"_a, py::kw_only(), kStream);
-  m.def("transpose", [](py::handle a, py::handle axes, py::handle s) {
-        return transpose(to_array(a), to_axes(axes), to_stream_arg(s));
+  m.def("transpose", [](const ArrayLike& a, const AxesArg& axes, StreamOrDevice s) {
+        return transpose(a, axes, s);
       }, "a"_a, py::pos_only(), "axes"_a = py::none(), py::kw_only(), kStream);
-  m.def("permute_dims", [](py::handle a, py::handle axes, py::handle s) {
-        return transpose(to_array(a), to_axes(axes), to_stream_arg(s));
+  m.def("permute_dims", [](const ArrayLike& a, const AxesArg& axes, StreamOrDevice s) {
+        return transpose(a, axes, s);
       }, "a"_a, py::pos_only(), "axes"_a = py::none(), py::kw_only(), kStream);
-  m.def("swapaxes", [](py::handle a, int x, int y, py::handle s) { return swapaxes(to_array(a), x, y, to_stream_arg(s)); },
+  m.def("swapaxes", [](const ArrayLike& a, int x, int y, StreamOrDevice s) { return swapaxes(a, x, y, s); },
         "a"_a, py::pos_only(), "axis1"_a, "axis2"_a, py::kw_only(), kStream);
-  m.def("moveaxis", [](py::handle a, int x, int y, py::handle s) { return moveaxis(to_array(a), x, y, to_stream_arg(s)); },
+  m.def("moveaxis", [](const ArrayLike& a, int x, int y, StreamOrDevice s) { return moveaxis(a, x, y, s); },
         "a"_a, py::pos_only(), "source"_a, "destination"_a, py::kw_only(), kStream);
-  m.def("broadcast_to", [](py::handle a, py::handle shape, py::handle s) {
-        return broadcast_to(to_array(a), shape_arg(shape, "broadcast_to"), to_stream_arg(s));
+  m.def("broadcast_to", [](const ArrayLike& a, const ShapeArg& shape, StreamOrDevice s) {
+        return broadcast_to(a, shape, s);
       }, "a"_a, py::pos_only(), "shape"_a, py::kw_only(), kStream);
   {  // *args: the docstring carries MLX's signature
     py::options o;
     o.disable_function_signatures();
-  m.def("broadcast_arrays", [](py::args arrays, py::handle s) {
-        std::vector<array> v;
-        for (auto a : arrays) v.push_back(to_array(a));
-        return broadcast_arrays(v, to_stream_arg(s));
+  m.def("broadcast_arrays", [](py::args arrays, StreamOrDevice s) {
+        return broadcast_arrays(array_list(arrays), s);
       }, kStream, "broadcast_arrays(*arrays: array, stream: StreamOrDevice = None) -> list[array]\n\n"
                   "Broadcasts the arrays against each other.");
   }
@@ -368,35 +369,34 @@ void init_ops(py::module_& m) {
   m.def("broadcast_shapes", [](py::args shapes) {
         if (shapes.size() == 0) throw std::invalid_argument("[broadcast_shapes] No shapes provided.");
         Shape out = to_shape(shapes[0], "broadcast_shapes");
-        for (size_t i = 1; i < shapes.size(); ++i) out = broadcast_shapes(out, to_shape(shapes[i], "broadcast_shapes"));
+        for (size_t i = 1; i < shapes.size(); ++i) {
+          out = broadcast_shapes(out, to_shape(shapes[i], "broadcast_shapes"));
+        }
         return py::tuple(py::cast(out));
       }, "broadcast_shapes(*shapes: Sequence[int]) -> tuple[int]\n\nThe shape the given shapes broadcast to.");
   }
-  auto concat = [](py::handle arrays, std::optional<int> axis, py::handle s) {
-    std::vector<array> v;
-    for (auto a : arrays) v.push_back(to_array(a));
-    return concatenate(v, axis, to_stream_arg(s));
+  auto concat = [](const std::vector<ArrayLike>& arrays, std::optional<int> axis, StreamOrDevice s) {
+    return concatenate(array_list(arrays), axis, s);
   };
   m.def("concatenate", concat, "arrays"_a, "axis"_a = 0, py::kw_only(), kStream);
   m.def("concat", concat, "arrays"_a, "axis"_a = 0, py::kw_only(), kStream);
-  m.def("stack", [](py::handle arrays, int axis, py::handle s) {
-        std::vector<array> v;
-        for (auto a : arrays) v.push_back(to_array(a));
-        return stack(v, axis, to_stream_arg(s));
+  m.def("stack", [](const std::vector<ArrayLike>& arrays, int axis, StreamOrDevice s) {
+        return stack(array_list(arrays), axis, s);
       }, "arrays"_a, "axis"_a = 0, py::kw_only(), kStream);
-  m.def("split", [](py::handle a, py::handle ios, int axis, py::handle s) {
-        array x = to_array(a);
-        if (py::isinstance<py::int_>(ios)) return split(x, ios.cast<int64_t>(), axis, to_stream_arg(s));
-        return split(x, ios.cast<Shape>(), axis, to_stream_arg(s));
+  m.def("split", [](const ArrayLike& a, py::handle ios, int axis, StreamOrDevice s) {
+        const array& x = a;
+        if (py::isinstance<py::int_>(ios)) return split(x, ios.cast<int64_t>(), axis, s);
+        return split(x, ios.cast<Shape>(), axis, s);
       }, "a"_a, py::pos_only(), "indices_or_sections"_a, "axis"_a = 0, py::kw_only(), kStream);
-  m.def("repeat", [](py::handle a, int64_t repeats, std::optional<int> axis, py::handle s) {
-        return repeat(to_array(a), repeats, axis, to_stream_arg(s));
+  m.def("repeat", [](const ArrayLike& a, int64_t repeats, std::optional<int> axis, StreamOrDevice s) {
+        return repeat(a, repeats, axis, s);
       }, "array"_a, "repeats"_a, "axis"_a = py::none(), py::kw_only(), kStream);
-  m.def("tile", [](py::handle a, py::handle reps, py::handle s) {
-        return tile(to_array(a), shape_arg(reps, "tile"), to_stream_arg(s));
+  m.def("tile", [](const ArrayLike& a, const ShapeArg& reps, StreamOrDevice s) {
+        return tile(a, reps, s);
       }, "a"_a, "reps"_a, py::pos_only(), py::kw_only(), kStream);
-  m.def("pad", [](py::handle a, py::handle pw, const std::string& mode, py::handle cv, py::handle s) {
-        array x = to_array(a);
+  m.def("pad", [](const ArrayLike& a, py::handle pw, const std::string& mode, const ArrayLike& cv,
+                  StreamOrDevice s) {
+        const array& x = a;
         std::vector<std::pair<int64_t, int64_t>> widths;
         auto pair_of = [](py::handle p) -> std::pair<int64_t, int64_t> {
           if (py::isinstance<py::int_>(p)) return {p.cast<int64_t>(), p.cast<int64_t>()};
@@ -413,27 +413,23 @@ void init_ops(py::module_& m) {
         } else {
           widths.assign(x.ndim(), pair_of(pw));
         }
-        array v = is_py_scalar(cv) ? scalar_to_array(cv, x.dtype()) : to_array(cv);
-        return pad(x, widths, mode, v, to_stream_arg(s));
+        return pad(x, widths, mode, cv.next_to(x.dtype()), s);
       }, "a"_a, "pad_width"_a, "mode"_a = "constant", "constant_values"_a = 0, py::kw_only(), kStream);
-  m.def("as_strided", [](py::handle a, py::handle shape, py::handle strides, int64_t offset, py::handle s) {
-        std::optional<Shape> sh;
-        std::optional<Strides> st;
-        if (!shape.is_none()) sh = shape.cast<Shape>();
-        if (!strides.is_none()) st = strides.cast<Strides>();
-        return as_strided(to_array(a), sh, st, offset, to_stream_arg(s));
+  m.def("as_strided", [](const ArrayLike& a, const std::optional<Shape>& shape, const std::optional<Strides>& strides,
+                         int64_t offset, StreamOrDevice s) {
+        return as_strided(a, shape, strides, offset, s);
       }, "a"_a, py::pos_only(), "shape"_a = py::none(), "strides"_a = py::none(), "offset"_a = 0, py::kw_only(), kStream);
-  m.def("contiguous", [](py::handle a, bool allow_col, py::handle s) {
-        return contiguous(to_array(a), allow_col, to_stream_arg(s));
+  m.def("contiguous", [](const ArrayLike& a, bool allow_col, StreamOrDevice s) {
+        return contiguous(a, allow_col, s);
       }, "a"_a, py::pos_only(), "allow_col_major"_a = false, py::kw_only(), kStream);
   {  // *args: the docstring carries MLX's signature
     py::options o;
     o.disable_function_signatures();
   for (int n = 1; n <= 3; ++n) {
     std::string name = "atleast_" + std::to_string(n) + "d";
-    m.def(name.c_str(), [n](py::args arys, py::handle s) -> py::object {
+    m.def(name.c_str(), [n](py::args arys, StreamOrDevice s) -> py::object {
           std::vector<array> out;
-          for (auto a : arys) out.push_back(atleast_nd(to_array(a), n, to_stream_arg(s)));
+          for (const array& a : array_list(arys)) out.push_back(atleast_nd(a, n, s));
           return one_or_list(out);
         }, kStream, (name + "(*arys: array, stream: StreamOrDevice = None) -> array | list[array]\n\n"
                      "Views the inputs with at least " + std::to_string(n) + " dimensions.").c_str());
@@ -442,15 +438,12 @@ void init_ops(py::module_& m) {
   {  // *args: the docstring carries MLX's signature
     py::options o;
     o.disable_function_signatures();
-  m.def("meshgrid", [](py::args arrays, bool sparse, const std::string& indexing, py::handle s) {
+  m.def("meshgrid", [](py::args arrays, bool sparse, const std::string& indexing, StreamOrDevice s) {
         if (indexing != "xy" && indexing != "ij") {
           throw std::invalid_argument("[meshgrid] indexing must be 'xy' or 'ij'; got '" + indexing + "'.");
         }
         std::vector<array> v;
-        for (auto a : arrays) {
-          array x = to_array(a);
-          v.push_back(reshape(x, {x.size()}));
-        }
+        for (const array& x : array_list(arrays)) v.push_back(reshape(x, {x.size()}));
         int n = static_cast<int>(v.size());
         std::vector<array> out;
         for (int i = 0; i < n; ++i) {
@@ -458,10 +451,10 @@ void init_ops(py::module_& m) {
           int pos = i;
           if (indexing == "xy" && n >= 2 && i < 2) pos = 1 - i;
           sh[pos] = v[i].size();
-          out.push_back(reshape(v[i], sh, to_stream_arg(s)));
+          out.push_back(reshape(v[i], sh, s));
         }
-        if (!sparse) out = broadcast_arrays(out, to_stream_arg(s));
-        return py::tuple(py::cast(out));
+        if (!sparse) out = broadcast_arrays(out, s);
+        return as_tuple(out);
       }, "sparse"_a = false, "indexing"_a = "xy", kStream,
       "meshgrid(*arrays: array, sparse: bool = False, indexing: str = 'xy', stream: StreamOrDevice = None) -> "
       "tuple[array, ...]\n\nCoordinate grids from 1-D coordinate arrays ('xy' or 'ij' indexing).");
@@ -474,10 +467,7 @@ void init_ops(py::module_& m) {
   m.def("result_type", [](py::args args) {
         std::optional<Dtype> t;
         for (auto a : args) {
-          if (!py::isinstance<Dtype>(a) && !is_array(a)) {
-            throw std::invalid_argument("[result_type] Arguments must be arrays or dtypes.");
-          }
-          Dtype d = py::isinstance<Dtype>(a) ? a.cast<Dtype>() : a.cast<const array&>().dtype();
+          Dtype d = dtype_of(a, "[result_type] Arguments must be arrays or dtypes.");
           t = t ? promote_types(*t, d) : d;
         }
         if (!t) throw std::invalid_argument("[result_type] At least one array or dtype is required.");
@@ -485,10 +475,7 @@ void init_ops(py::module_& m) {
       }, "result_type(*arrays_and_dtypes: array | Dtype) -> Dtype\n\nThe dtype the inputs promote to.");
   }
   m.def("can_cast", [](py::handle from, Dtype to) {
-        if (!py::isinstance<Dtype>(from) && !is_array(from)) {
-          throw std::invalid_argument("[can_cast] from_ must be an array or a dtype.");
-        }
-        Dtype f = py::isinstance<Dtype>(from) ? from.cast<Dtype>() : from.cast<const array&>().dtype();
+        Dtype f = dtype_of(from, "[can_cast] from_ must be an array or a dtype.");
         return promote_types(f, to) == to;  // MLX: a cast is allowed when promotion keeps `to`
       }, "from_"_a, "to"_a);
   m.def("isdtype", [](Dtype t, py::handle kind) {

@@ -5,14 +5,7 @@
 namespace ember::py_bind {
 
 namespace {
-const auto kStream = "stream"_a = py::none();
 
-py::object tuple_or_single(const std::vector<array>& v) {
-  if (v.size() == 1) return py::cast(v[0]);
-  py::tuple t(v.size());
-  for (size_t i = 0; i < v.size(); ++i) t[i] = py::cast(v[i]);
-  return std::move(t);
-}
 
 using ScanFn = array (*)(const array&, std::optional<int>, bool, bool, const StreamOrDevice&);
 array cummax_fn(const array& a, std::optional<int> axis, bool rev, bool inc, const StreamOrDevice& s) {
@@ -34,86 +27,82 @@ array cumprod_fn(const array& a, std::optional<int> axis, bool rev, bool inc, co
 
 void init_ops_sort(py::module_& m) {
   // ---- sorting and selection ----
-  m.def("sort", [](py::handle a, std::optional<int> axis, py::handle s) {
-        return sort(to_array(a), axis, to_stream_arg(s));
+  m.def("sort", [](const ArrayLike& a, std::optional<int> axis, StreamOrDevice s) {
+        return sort(a, axis, s);
       }, "a"_a, py::pos_only(), "axis"_a = -1, py::kw_only(), kStream,
       "Sorted copy of the array along an axis (None: the flattened array); NaN sorts last.");
-  m.def("argsort", [](py::handle a, std::optional<int> axis, py::handle s) {
-        return argsort(to_array(a), axis, to_stream_arg(s));
+  m.def("argsort", [](const ArrayLike& a, std::optional<int> axis, StreamOrDevice s) {
+        return argsort(a, axis, s);
       }, "a"_a, py::pos_only(), "axis"_a = -1, py::kw_only(), kStream,
       "Indices (uint32) that sort the array along an axis; ties keep their order (stable).");
-  m.def("partition", [](py::handle a, int kth, std::optional<int> axis, py::handle s) {
-        return partition(to_array(a), kth, axis, to_stream_arg(s));
+  m.def("partition", [](const ArrayLike& a, int kth, std::optional<int> axis, StreamOrDevice s) {
+        return partition(a, kth, axis, s);
       }, "a"_a, py::pos_only(), "kth"_a, "axis"_a = -1, py::kw_only(), kStream,
       "Copy with the kth element in its sorted place, smaller ones before it and larger ones after.");
-  m.def("argpartition", [](py::handle a, int kth, std::optional<int> axis, py::handle s) {
-        return argpartition(to_array(a), kth, axis, to_stream_arg(s));
+  m.def("argpartition", [](const ArrayLike& a, int kth, std::optional<int> axis, StreamOrDevice s) {
+        return argpartition(a, kth, axis, s);
       }, "a"_a, py::pos_only(), "kth"_a, "axis"_a = -1, py::kw_only(), kStream,
       "Indices (uint32) that partition the array around its kth element.");
-  m.def("topk", [](py::handle a, int k, std::optional<int> axis, py::handle s) {
-        return topk(to_array(a), k, axis, to_stream_arg(s));
+  m.def("topk", [](const ArrayLike& a, int k, std::optional<int> axis, StreamOrDevice s) {
+        return topk(a, k, axis, s);
       }, "a"_a, py::pos_only(), "k"_a, "axis"_a = -1, py::kw_only(), kStream,
       "The k largest elements along an axis (None: the flattened array), in ascending order.");
-  m.def("searchsorted", [](py::handle sorted, py::handle values, const std::string& side, py::handle s) {
-        auto [a, v] = to_arrays(sorted, values);
-        return searchsorted(a, v, side, to_stream_arg(s));
+  m.def("searchsorted", [](const ArrayLike& sorted, const ArrayLike& values, const std::string& side,
+                           StreamOrDevice s) {
+        auto [a, v] = promote(sorted, values);
+        return searchsorted(a, v, side, s);
       }, "sorted_sequence"_a, "values"_a, py::pos_only(), "side"_a = "left", py::kw_only(), kStream,
       "Indices (uint32) where `values` would be inserted to keep the 1-D `sorted_sequence` sorted.");
-  m.def("unique", [](py::handle a, int64_t size, bool return_index, bool return_inverse, bool return_counts,
-                     py::handle fill_value, py::handle s) {
-        array x = to_array(a);
-        std::optional<array> fill;
-        if (!fill_value.is_none()) {
-          fill = is_py_scalar(fill_value) ? scalar_to_array(fill_value, x.dtype()) : to_array(fill_value);
-        }
-        return tuple_or_single(
-            unique(x, size, return_index, return_inverse, return_counts, fill, to_stream_arg(s)));
+  m.def("unique", [](const ArrayLike& a, int64_t size, bool return_index, bool return_inverse, bool return_counts,
+                     const std::optional<ArrayLike>& fill_value, StreamOrDevice s) {
+        const array& x = a;
+        return as_tuple(unique(x, size, return_index, return_inverse, return_counts, opt_next_to(fill_value, x), s),
+                        /*single=*/true);
       }, "a"_a, py::pos_only(), "size"_a, "return_index"_a = false, "return_inverse"_a = false,
       "return_counts"_a = false, "fill_value"_a = py::none(), py::kw_only(), kStream,
       "Sorted unique elements of the flattened array, padded with fill_value or truncated to `size`; "
       "optionally with the first-occurrence index, the inverse and the counts.");
 
   // ---- order statistics and counting reductions ----
-  m.def("median", [](py::handle a, py::handle axis, bool keepdims, py::handle s) {
-        return median(to_array(a), to_axes(axis), keepdims, to_stream_arg(s));
+  m.def("median", [](const ArrayLike& a, const AxesArg& axis, bool keepdims, StreamOrDevice s) {
+        return median(a, axis, keepdims, s);
       }, "a"_a, py::pos_only(), "axis"_a = py::none(), "keepdims"_a = false, py::kw_only(), kStream,
       "Median over the given axes (None: all); NaN if the reduced values hold one.");
-  m.def("minmax", [](py::handle a, py::handle axis, bool keepdims, py::handle s) {
-        auto [lo, hi] = minmax(to_array(a), to_axes(axis), keepdims, to_stream_arg(s));
-        return py::make_tuple(lo, hi);
+  m.def("minmax", [](const ArrayLike& a, const AxesArg& axis, bool keepdims, StreamOrDevice s) {
+        return minmax(a, axis, keepdims, s);
       }, "a"_a, py::pos_only(), "axis"_a = py::none(), "keepdims"_a = false, py::kw_only(), kStream,
       "(min, max) over the given axes.");
   // MLX documents axis as keyword-only but accepts it positionally.
-  m.def("count_nonzero", [](py::handle a, py::handle axis, bool keepdims, py::handle s) {
-        return count_nonzero(to_array(a), to_axes(axis), keepdims, to_stream_arg(s));
+  m.def("count_nonzero", [](const ArrayLike& a, const AxesArg& axis, bool keepdims, StreamOrDevice s) {
+        return count_nonzero(a, axis, keepdims, s);
       }, "a"_a, py::pos_only(), "axis"_a = py::none(), py::kw_only(), "keepdims"_a = false, kStream,
       "Number of non-zero elements (int32) over the given axes.");
 
   // ---- scans ----
-  m.def("cumsum", [](py::handle a, std::optional<int> axis, bool reverse, bool inclusive, std::optional<Dtype> dtype,
-                     py::handle s) {
-        return cumsum(to_array(a), axis, reverse, inclusive, dtype, to_stream_arg(s));
+  m.def("cumsum", [](const ArrayLike& a, std::optional<int> axis, bool reverse, bool inclusive, std::optional<Dtype> dtype,
+                     StreamOrDevice s) {
+        return cumsum(a, axis, reverse, inclusive, dtype, s);
       }, "a"_a, py::pos_only(), "axis"_a = py::none(), py::kw_only(), "reverse"_a = false, "inclusive"_a = true,
       "dtype"_a = py::none(), kStream,
       "Cumulative sum along an axis (None: the flattened array); bool counts in int32.");
-  m.def("cumprod", [](py::handle a, std::optional<int> axis, bool reverse, bool inclusive, std::optional<Dtype> dtype,
-                      py::handle s) {
-        return cumprod(to_array(a), axis, reverse, inclusive, dtype, to_stream_arg(s));
+  m.def("cumprod", [](const ArrayLike& a, std::optional<int> axis, bool reverse, bool inclusive, std::optional<Dtype> dtype,
+                      StreamOrDevice s) {
+        return cumprod(a, axis, reverse, inclusive, dtype, s);
       }, "a"_a, py::pos_only(), "axis"_a = py::none(), py::kw_only(), "reverse"_a = false, "inclusive"_a = true,
       "dtype"_a = py::none(), kStream, "Cumulative product along an axis (None: the flattened array).");
   // MLX's cumulative_sum / cumulative_prod are the same functions.
   m.attr("cumulative_sum") = m.attr("cumsum");
   m.attr("cumulative_prod") = m.attr("cumprod");
-  m.def("cummax", [](py::handle a, std::optional<int> axis, bool reverse, bool inclusive, py::handle s) {
-        return cummax(to_array(a), axis, reverse, inclusive, to_stream_arg(s));
+  m.def("cummax", [](const ArrayLike& a, std::optional<int> axis, bool reverse, bool inclusive, StreamOrDevice s) {
+        return cummax(a, axis, reverse, inclusive, s);
       }, "a"_a, py::pos_only(), "axis"_a = py::none(), py::kw_only(), "reverse"_a = false, "inclusive"_a = true,
       kStream, "Cumulative maximum along an axis (None: the flattened array); NaN propagates.");
-  m.def("cummin", [](py::handle a, std::optional<int> axis, bool reverse, bool inclusive, py::handle s) {
-        return cummin(to_array(a), axis, reverse, inclusive, to_stream_arg(s));
+  m.def("cummin", [](const ArrayLike& a, std::optional<int> axis, bool reverse, bool inclusive, StreamOrDevice s) {
+        return cummin(a, axis, reverse, inclusive, s);
       }, "a"_a, py::pos_only(), "axis"_a = py::none(), py::kw_only(), "reverse"_a = false, "inclusive"_a = true,
       kStream, "Cumulative minimum along an axis (None: the flattened array); NaN propagates.");
-  m.def("logcumsumexp", [](py::handle a, std::optional<int> axis, bool reverse, bool inclusive, py::handle s) {
-        return logcumsumexp(to_array(a), axis, reverse, inclusive, to_stream_arg(s));
+  m.def("logcumsumexp", [](const ArrayLike& a, std::optional<int> axis, bool reverse, bool inclusive, StreamOrDevice s) {
+        return logcumsumexp(a, axis, reverse, inclusive, s);
       }, "a"_a, py::pos_only(), "axis"_a = py::none(), py::kw_only(), "reverse"_a = false, "inclusive"_a = true,
       kStream, "Cumulative log(sum(exp)) along an axis (None: the flattened array).");
 
@@ -121,8 +110,8 @@ void init_ops_sort(py::module_& m) {
   py::object cls = py::type::of<array>();
   auto method = [&](const char* name, ScanFn fn, const char* doc) {
     cls.attr(name) = py::cpp_function(
-        [fn](const array& self, std::optional<int> axis, bool reverse, bool inclusive, py::handle s) {
-          return fn(self, axis, reverse, inclusive, to_stream_arg(s));
+        [fn](const array& self, std::optional<int> axis, bool reverse, bool inclusive, StreamOrDevice s) {
+          return fn(self, axis, reverse, inclusive, s);
         },
         py::name(name), py::is_method(cls), py::sibling(py::getattr(cls, name, py::none())), "axis"_a = py::none(),
         py::kw_only(), "reverse"_a = false, "inclusive"_a = true, kStream, doc);

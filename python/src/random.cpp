@@ -6,27 +6,11 @@
 namespace ember::py_bind {
 
 namespace {
-const auto kStream = "stream"_a = py::none();
 const auto kKey = "key"_a = py::none();
+using OptArray = std::optional<ArrayLike>;
 
-std::optional<array> key_arg(py::handle k) {
-  if (k.is_none()) return std::nullopt;
-  return to_array(k);
-}
-std::optional<array> opt_array(py::handle v) {
-  if (v.is_none()) return std::nullopt;
-  return to_array(v);
-}
-std::optional<Shape> opt_shape(py::handle v, const char* op) {
-  if (v.is_none()) return std::nullopt;
-  return to_shape(v, op);
-}
-Dtype dtype_arg(py::handle d, Dtype dflt) {
-  auto t = to_dtype(d);
-  return t ? *t : dflt;
-}
 // A bound of a sampler: Python scalars stay weakly typed (float32).
-array bound(py::handle v) { return is_py_scalar(v) ? scalar_to_array(v, Dtype::float32) : to_array(v); }
+array bound(const ArrayLike& v) { return v.next_to(Dtype::float32); }
 }  // namespace
 
 void init_random(py::module_& parent) {
@@ -35,74 +19,73 @@ void init_random(py::module_& parent) {
         "A PRNG key (uint32 array of shape (2,)) from an integer seed: (seed >> 32, seed & 0xffffffff).");
   m.def("seed", [](uint64_t seed) { random::seed(seed); }, "seed"_a,
         "Seed the global key that samplers split when called without a key.");
-  m.def("split", [](py::handle key, int num, py::handle s) {
-        return random::split(to_array(key), num, to_stream_arg(s));
+  m.def("split", [](const ArrayLike& key, int num, StreamOrDevice s) {
+        return random::split(key, num, s);
       }, "key"_a, "num"_a = 2, kStream,
       "Split a key into `num` new keys (uint32 array of shape (num, 2)).");
-  m.def("bits", [](py::handle shape, int width, py::handle key, py::handle s) {
-        return random::bits(to_shape(shape, "bits"), width, key_arg(key), to_stream_arg(s));
+  m.def("bits", [](const ShapeArg& shape, int width, const OptArray& key, StreamOrDevice s) {
+        return random::bits(shape, width, opt(key), s);
       }, "shape"_a = py::list(), "width"_a = 4, kKey, kStream,
       "Random unsigned integers of `width` bytes (1, 2 or 4: uint8/uint16/uint32) from Threefry-2x32.");
-  m.def("uniform", [](py::handle low, py::handle high, py::handle shape, py::handle dtype, py::handle key,
-                      py::handle s) {
-        return random::uniform(bound(low), bound(high), to_shape(shape, "uniform"), dtype_arg(dtype, Dtype::float32),
-                               key_arg(key), to_stream_arg(s));
+  m.def("uniform", [](const ArrayLike& low, const ArrayLike& high, const ShapeArg& shape, std::optional<Dtype> dtype, const OptArray& key,
+                      StreamOrDevice s) {
+        return random::uniform(bound(low), bound(high), shape, dtype.value_or(Dtype::float32),
+                               opt(key), s);
       }, "low"_a = 0, "high"_a = 1, "shape"_a = py::list(), "dtype"_a = Dtype::float32, kKey, kStream,
       "Uniform samples in [low, high) (low and high broadcast against `shape`); never equal to `high`, "
       "also after rounding to `dtype`.");
-  m.def("normal", [](py::handle shape, py::handle dtype, py::handle loc, py::handle scale, py::handle key,
-                     py::handle s) {
-        return random::normal(to_shape(shape, "normal"), dtype_arg(dtype, Dtype::float32), opt_array(loc),
-                              opt_array(scale), key_arg(key), to_stream_arg(s));
+  m.def("normal", [](const ShapeArg& shape, std::optional<Dtype> dtype, const OptArray& loc, const OptArray& scale, const OptArray& key,
+                     StreamOrDevice s) {
+        return random::normal(shape, dtype.value_or(Dtype::float32), opt(loc),
+                              opt(scale), opt(key), s);
       }, "shape"_a = py::list(), "dtype"_a = Dtype::float32, "loc"_a = py::none(), "scale"_a = py::none(), kKey,
       kStream, "Normal samples with mean `loc` (default 0) and standard deviation `scale` (default 1).");
-  m.def("truncated_normal", [](py::handle lower, py::handle upper, py::handle shape, py::handle dtype,
-                               py::handle key, py::handle s) {
-        return random::truncated_normal(bound(lower), bound(upper), opt_shape(shape, "truncated_normal"),
-                                        dtype_arg(dtype, Dtype::float32), key_arg(key), to_stream_arg(s));
+  m.def("truncated_normal", [](const ArrayLike& lower, const ArrayLike& upper, const std::optional<ShapeArg>& shape, std::optional<Dtype> dtype,
+                               const OptArray& key, StreamOrDevice s) {
+        return random::truncated_normal(bound(lower), bound(upper), opt(shape),
+                                        dtype.value_or(Dtype::float32), opt(key), s);
       }, "lower"_a, "upper"_a, "shape"_a = py::none(), "dtype"_a = Dtype::float32, kKey, kStream,
       "Standard normal samples truncated to [lower, upper] (shape: the bounds' broadcast shape by default).");
-  m.def("randint", [](py::handle low, py::handle high, py::handle shape, py::handle dtype, py::handle key,
-                      py::handle s) {
-        return random::randint(to_array(low), to_array(high), to_shape(shape, "randint"),
-                               dtype_arg(dtype, Dtype::int32), key_arg(key), to_stream_arg(s));
+  m.def("randint", [](const ArrayLike& low, const ArrayLike& high, const ShapeArg& shape, std::optional<Dtype> dtype, const OptArray& key,
+                      StreamOrDevice s) {
+        return random::randint(low, high, shape,
+                               dtype.value_or(Dtype::int32), opt(key), s);
       }, "low"_a, "high"_a, "shape"_a = py::list(), "dtype"_a = Dtype::int32, kKey, kStream,
       "Random integers in [low, high).");
-  m.def("bernoulli", [](py::handle p, py::handle shape, py::handle key, py::handle s) {
-        return random::bernoulli(bound(p), opt_shape(shape, "bernoulli"), key_arg(key), to_stream_arg(s));
+  m.def("bernoulli", [](const ArrayLike& p, const std::optional<ShapeArg>& shape, const OptArray& key, StreamOrDevice s) {
+        return random::bernoulli(bound(p), opt(shape), opt(key), s);
       }, "p"_a = 0.5, "shape"_a = py::none(), kKey, kStream,
       "Boolean samples that are True with probability p (shape: p's by default).");
-  m.def("categorical", [](py::handle logits, int axis, py::handle shape, std::optional<int64_t> num_samples,
-                          py::handle key, py::handle s) {
-        return random::categorical(to_array(logits), axis, opt_shape(shape, "categorical"), num_samples,
-                                   key_arg(key), to_stream_arg(s));
+  m.def("categorical", [](const ArrayLike& logits, int axis, const std::optional<ShapeArg>& shape, std::optional<int64_t> num_samples,
+                          const OptArray& key, StreamOrDevice s) {
+        return random::categorical(logits, axis, opt(shape), num_samples,
+                                   opt(key), s);
       }, "logits"_a, "axis"_a = -1, "shape"_a = py::none(), "num_samples"_a = py::none(), kKey, kStream,
       "Indices (uint32) sampled from the categorical distributions given by unnormalized log-probabilities "
       "along `axis`; `shape` or `num_samples` (not both) sets the number of samples.");
-  m.def("gumbel", [](py::handle shape, py::handle dtype, py::handle key, py::handle s) {
-        return random::gumbel(to_shape(shape, "gumbel"), dtype_arg(dtype, Dtype::float32), key_arg(key),
-                              to_stream_arg(s));
+  m.def("gumbel", [](const ShapeArg& shape, std::optional<Dtype> dtype, const OptArray& key, StreamOrDevice s) {
+        return random::gumbel(shape, dtype.value_or(Dtype::float32), opt(key),
+                              s);
       }, "shape"_a = py::list(), "dtype"_a = Dtype::float32, kKey, kStream,
       "Samples from the standard Gumbel distribution (always finite).");
-  m.def("laplace", [](py::handle shape, py::handle dtype, double loc, double scale, py::handle key,
-                      py::handle s) {
-        return random::laplace(to_shape(shape, "laplace"), dtype_arg(dtype, Dtype::float32), loc, scale,
-                               key_arg(key), to_stream_arg(s));
+  m.def("laplace", [](const ShapeArg& shape, std::optional<Dtype> dtype, double loc, double scale, const OptArray& key,
+                      StreamOrDevice s) {
+        return random::laplace(shape, dtype.value_or(Dtype::float32), loc, scale,
+                               opt(key), s);
       }, "shape"_a = py::list(), "dtype"_a = Dtype::float32, "loc"_a = 0.0, "scale"_a = 1.0, kKey, kStream,
       "Samples from the Laplace distribution with location `loc` and scale `scale`.");
-  m.def("multivariate_normal", [](py::handle mean, py::handle cov, py::handle shape, py::handle dtype,
-                                  py::handle key, py::handle s) {
-        return random::multivariate_normal(to_array(mean), to_array(cov), to_shape(shape, "multivariate_normal"),
-                                           dtype_arg(dtype, Dtype::float32), key_arg(key), to_stream_arg(s));
+  m.def("multivariate_normal", [](const ArrayLike& mean, const ArrayLike& cov, const ShapeArg& shape, std::optional<Dtype> dtype,
+                                  const OptArray& key, StreamOrDevice s) {
+        return random::multivariate_normal(mean, cov, shape,
+                                           dtype.value_or(Dtype::float32), opt(key), s);
       }, "mean"_a, "cov"_a, "shape"_a = py::list(), "dtype"_a = Dtype::float32, kKey, kStream,
       "Multivariate normal samples of shape shape + (n,), through the Cholesky factor of `cov` "
       "(float32 or float64; a covariance that is not symmetric positive semi-definite raises ValueError "
       "on evaluation).");
-  m.def("permutation", [](py::handle x, int axis, py::handle key, py::handle s) {
-        if (py::isinstance<py::int_>(x)) {
-          return random::permutation(x.cast<int64_t>(), key_arg(key), to_stream_arg(s));
-        }
-        return random::permutation(to_array(x), axis, key_arg(key), to_stream_arg(s));
+  m.def("permutation", [](py::handle x, int axis, const OptArray& key, StreamOrDevice s) {
+        // an int is a length, anything else an array to permute
+        if (py::isinstance<py::int_>(x)) return random::permutation(x.cast<int64_t>(), opt(key), s);
+        return random::permutation(ArrayLike::from(x), axis, opt(key), s);
       }, "x"_a, "axis"_a = 0, kKey, kStream,
       "A random permutation of arange(x) (uint32) for an int, or of the array x along `axis`.");
 }

@@ -62,7 +62,6 @@ void init_transforms(py::module_& m) {
     return vmap_trace(wrap_fun(std::move(fun), "vmap"), inputs, in_axes);
   });
   m.def("_vmap_replace", &vmap_replace);
-  m.def("_batch_size", &batch_size);
   m.def("_custom_function", [](py::object fun, py::object vjp_fun, py::object jvp_fun, py::object vmap_fun) {
     std::optional<VjpFun> v;
     std::optional<JvpFun> j;
@@ -100,8 +99,8 @@ void init_transforms(py::module_& m) {
   });
   m.def(
       "stop_gradient",
-      [](const array& a, py::handle stream) { return stop_gradient(a); }, "a"_a, py::pos_only(), py::kw_only(),
-      "stream"_a = py::none(),
+      [](const ArrayLike& a, StreamOrDevice) { return stop_gradient(a); }, "a"_a, py::pos_only(), py::kw_only(),
+      kStream,
       "stop_gradient(a: array, /, *, stream: StreamOrDevice = None) -> array\n\n"
       "The identity, with a zero derivative: transforms treat the result as a constant.");
   m.def(
