@@ -23,110 +23,47 @@ py::object one_or_list(std::vector<array> v) {
 }  // namespace
 
 void init_ops(py::module_& m) {
-  // ---- unary ----
-#define EMBER_UNARY(name, fn) \
-  m.def(name, [](const ArrayLike& a, StreamOrDevice s) { return fn(a, s); }, "a"_a, py::pos_only(), py::kw_only(), kStream);
-  EMBER_UNARY("abs", abs)
-  EMBER_UNARY("negative", negative)
-  EMBER_UNARY("sign", sign)
-  EMBER_UNARY("sqrt", sqrt)
-  EMBER_UNARY("rsqrt", rsqrt)
-  EMBER_UNARY("square", square)
-  EMBER_UNARY("reciprocal", reciprocal)
-  EMBER_UNARY("exp", exp)
-  EMBER_UNARY("expm1", expm1)
-  EMBER_UNARY("log", log)
-  EMBER_UNARY("log2", log2)
-  EMBER_UNARY("log10", log10)
-  EMBER_UNARY("log1p", log1p)
-  EMBER_UNARY("sin", sin)
-  EMBER_UNARY("cos", cos)
-  EMBER_UNARY("tan", tan)
-  EMBER_UNARY("sinh", sinh)
-  EMBER_UNARY("cosh", cosh)
-  EMBER_UNARY("tanh", tanh)
-  EMBER_UNARY("arcsin", arcsin)
-  EMBER_UNARY("arccos", arccos)
-  EMBER_UNARY("arctan", arctan)
-  EMBER_UNARY("arcsinh", arcsinh)
-  EMBER_UNARY("arccosh", arccosh)
-  EMBER_UNARY("arctanh", arctanh)
-  EMBER_UNARY("asin", arcsin)
-  EMBER_UNARY("acos", arccos)
-  EMBER_UNARY("atan", arctan)
-  EMBER_UNARY("asinh", arcsinh)
-  EMBER_UNARY("acosh", arccosh)
-  EMBER_UNARY("atanh", arctanh)
-  EMBER_UNARY("sigmoid", sigmoid)
-  EMBER_UNARY("erf", erf)
-  EMBER_UNARY("erfinv", erfinv)
-  EMBER_UNARY("floor", floor)
-  EMBER_UNARY("ceil", ceil)
-  EMBER_UNARY("trunc", trunc)
-  EMBER_UNARY("logical_not", logical_not)
-  EMBER_UNARY("real", real)
-  EMBER_UNARY("imag", imag)
-  EMBER_UNARY("positive", [](const array& a, SoD) { return a; })
-  EMBER_UNARY("degrees", degrees)
-  EMBER_UNARY("radians", radians)
-#undef EMBER_UNARY
-#define EMBER_UNARY_KW(name, fn) \
-  m.def(name, [](const ArrayLike& a, StreamOrDevice s) { return fn(a, s); }, "a"_a, kStream);
-  EMBER_UNARY_KW("isnan", isnan)
-  EMBER_UNARY_KW("isinf", isinf)
-  EMBER_UNARY_KW("isposinf", isposinf)
-  EMBER_UNARY_KW("isneginf", isneginf)
-  EMBER_UNARY_KW("isfinite", isfinite)
-  EMBER_UNARY_KW("bitwise_invert", bitwise_invert)
-#undef EMBER_UNARY_KW
-  m.def("conj", [](const ArrayLike& a, StreamOrDevice s) { return conjugate(a, s); }, "a"_a,
-        py::kw_only(), kStream);
-  m.def("conjugate", [](const ArrayLike& a, StreamOrDevice s) { return conjugate(a, s); }, "a"_a,
-        py::kw_only(), kStream);
+  // ---- unary and binary: one binding per row of ops/elementwise_table.h ----
+#define EMBER_SIG1_PosOnly "a"_a, py::pos_only(), py::kw_only(), kStream
+#define EMBER_SIG1_Plain "a"_a, kStream
+#define EMBER_SIG1_KwOnly "a"_a, py::kw_only(), kStream
+#define EMBER_UNARY_FN(fn) [](const ArrayLike& a, StreamOrDevice s) { return fn(a, s); }
+#define EMBER_BIND_UNARY(fn, Prim, In, Sig) m.def(#fn, EMBER_UNARY_FN(fn), EMBER_SIG1_##Sig);
+  EMBER_UNARY_FUNCTIONS(EMBER_BIND_UNARY)
+  // NumPy's other names, and positive (which has no node)
+  m.def("asin", EMBER_UNARY_FN(arcsin), EMBER_SIG1_PosOnly);
+  m.def("acos", EMBER_UNARY_FN(arccos), EMBER_SIG1_PosOnly);
+  m.def("atan", EMBER_UNARY_FN(arctan), EMBER_SIG1_PosOnly);
+  m.def("asinh", EMBER_UNARY_FN(arcsinh), EMBER_SIG1_PosOnly);
+  m.def("acosh", EMBER_UNARY_FN(arccosh), EMBER_SIG1_PosOnly);
+  m.def("atanh", EMBER_UNARY_FN(arctanh), EMBER_SIG1_PosOnly);
+  m.def("conj", EMBER_UNARY_FN(conjugate), EMBER_SIG1_KwOnly);
+  m.def("positive", [](const ArrayLike& a, StreamOrDevice) -> array { return a; }, EMBER_SIG1_PosOnly);
+#undef EMBER_BIND_UNARY
+#undef EMBER_UNARY_FN
+#undef EMBER_SIG1_PosOnly
+#undef EMBER_SIG1_Plain
+#undef EMBER_SIG1_KwOnly
   m.def("round", [](const ArrayLike& a, int decimals, StreamOrDevice s) { return round(a, decimals, s); },
         "a"_a, py::pos_only(), "decimals"_a = 0, kStream);
 
-  // ---- binary ----
   // the operands go through promote(): a scalar takes the other operand's dtype
 #define EMBER_BINARY_FN(fn) \
   [](const ArrayLike& a, const ArrayLike& b, StreamOrDevice s) { \
     auto [x, y] = promote(a, b); \
     return fn(x, y, s); \
   }
-#define EMBER_BINARY(name, fn) m.def(name, EMBER_BINARY_FN(fn), "a"_a, "b"_a, kStream);
-#define EMBER_BINARY_POS(name, fn) \
-  m.def(name, EMBER_BINARY_FN(fn), "a"_a, "b"_a, py::pos_only(), py::kw_only(), kStream);
-  EMBER_BINARY("add", add)
-  EMBER_BINARY("subtract", subtract)
-  EMBER_BINARY("multiply", multiply)
-  EMBER_BINARY("divide", divide)
-  EMBER_BINARY("remainder", remainder)
-  EMBER_BINARY("floor_divide", floor_divide)
-  EMBER_BINARY("equal", equal)
-  EMBER_BINARY("not_equal", not_equal)
-  EMBER_BINARY("less", less)
-  EMBER_BINARY("less_equal", less_equal)
-  EMBER_BINARY("greater", greater)
-  EMBER_BINARY("greater_equal", greater_equal)
-  EMBER_BINARY("bitwise_and", bitwise_and)
-  EMBER_BINARY("bitwise_or", bitwise_or)
-  EMBER_BINARY("bitwise_xor", bitwise_xor)
-  EMBER_BINARY("left_shift", left_shift)
-  EMBER_BINARY("right_shift", right_shift)
-  EMBER_BINARY("bitwise_left_shift", left_shift)
-  EMBER_BINARY("bitwise_right_shift", right_shift)
-  EMBER_BINARY_POS("power", power)
-  EMBER_BINARY_POS("pow", power)
-  EMBER_BINARY_POS("maximum", maximum)
-  EMBER_BINARY_POS("minimum", minimum)
-  EMBER_BINARY_POS("logical_and", logical_and)
-  EMBER_BINARY_POS("logical_or", logical_or)
-  EMBER_BINARY_POS("logical_xor", logical_xor)
-  EMBER_BINARY_POS("arctan2", arctan2)
-  EMBER_BINARY_POS("atan2", arctan2)
-  EMBER_BINARY_POS("logaddexp", logaddexp)
-#undef EMBER_BINARY
-#undef EMBER_BINARY_POS
+#define EMBER_SIG2_PosOnly "a"_a, "b"_a, py::pos_only(), py::kw_only(), kStream
+#define EMBER_SIG2_Plain "a"_a, "b"_a, kStream
+#define EMBER_BIND_BINARY(fn, Prim, In, Sig) m.def(#fn, EMBER_BINARY_FN(fn), EMBER_SIG2_##Sig);
+  EMBER_BINARY_FUNCTIONS(EMBER_BIND_BINARY)
+  m.def("pow", EMBER_BINARY_FN(power), EMBER_SIG2_PosOnly);
+  m.def("atan2", EMBER_BINARY_FN(arctan2), EMBER_SIG2_PosOnly);
+  m.def("bitwise_left_shift", EMBER_BINARY_FN(left_shift), EMBER_SIG2_Plain);
+  m.def("bitwise_right_shift", EMBER_BINARY_FN(right_shift), EMBER_SIG2_Plain);
+#undef EMBER_BIND_BINARY
+#undef EMBER_SIG2_PosOnly
+#undef EMBER_SIG2_Plain
   m.def("matmul", [](const ArrayLike& a, const ArrayLike& b, StreamOrDevice s) {
         return matmul(a, b, s);
       }, "a"_a, "b"_a, py::pos_only(), py::kw_only(), kStream);
