@@ -173,6 +173,15 @@ def round_to(x, name):
 # conversions
 # --------------------------------------------------------------------------
 
+def is_evaluated(a):
+    """Whether an array holds data (an unevaluated one has no buffer to size)."""
+    try:
+        mx.get_array_buffer_size(a)
+        return True
+    except ValueError:
+        return False
+
+
 def to_numpy(a):
     """Evaluate an mx array into numpy (bfloat16 comes back as float32)."""
     if dtype_name(a.dtype) == "bfloat16":

@@ -11,20 +11,12 @@ import time
 import numpy as np
 import pytest
 
-from conftest import IS_MLX, ember_only, mx
+from conftest import IS_MLX, ember_only, is_evaluated, mx
 
 if not IS_MLX:
     import ember.utils as tree_utils
 else:  # pragma: no cover
     import mlx.utils as tree_utils
-
-
-def is_evaluated(a):
-    try:
-        mx.get_array_buffer_size(a)
-        return True
-    except ValueError:
-        return False
 
 
 def lazy():

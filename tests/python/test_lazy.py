@@ -14,18 +14,11 @@ import numpy as np
 import pytest
 
 from conftest import (BACKEND, IS_MLX, assert_close, assert_equal,
-                      dtype_name, ember_only, mx, raises, run_python, to_numpy)
+                      dtype_name, ember_only, is_evaluated, mx, raises, run_python,
+                      to_numpy)
 
 MODULE = "mlx.core" if IS_MLX else "ember.core"
 MiB = 1 << 20
-
-
-def is_evaluated(a):
-    try:
-        mx.get_array_buffer_size(a)
-        return True
-    except ValueError:
-        return False
 
 
 def fresh():
