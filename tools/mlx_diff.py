@@ -1,0 +1,874 @@
+#!/usr/bin/env python3
+"""Differential test of Ember against MLX over the op, error and transform
+tables of the test suite.
+
+Optional: nothing in ``.ci/run`` or the test suite runs this or needs MLX.
+
+    # both backends, the whole table; the report goes to stdout
+    PYTHONPATH=python python tools/mlx_diff.py --mlx-python /path/to/mlx/python
+
+    # a few ops (names or family:NAME, comma-separated), some kinds only
+    PYTHONPATH=python python tools/mlx_diff.py --ops take,softmax,family:unary \\
+        --kinds forward,error --json /tmp/diff.json
+
+    # compare two existing result files again (no backend is run)
+    python tools/mlx_diff.py --compare /tmp/mlx-diff/ember.pkl /tmp/mlx-diff/mlx.pkl
+
+``--mlx-python`` is an interpreter with ``mlx`` (0.32) and NumPy installed
+(default: ``$MLX_PYTHON``, else ``/work/peers/bin/python``); ``--ember-python``
+one that imports ``ember`` (default: this interpreter, with ``python/`` put
+on PYTHONPATH).  pytest and hypothesis, which the suite's table modules
+import, are taken from this interpreter's site-packages when the MLX one
+lacks them.
+
+What runs
+---------
+Each backend runs in a process of its own (``--worker``), with
+``EMBER_TEST_BACKEND`` set, importing ``tests/python/op_table.py`` (and its
+family modules) exactly as the suite does.  Both build the samples the
+Ember suite builds (the table's few ``IS_MLX`` sample exclusions are turned
+off while it is imported, so both sides see the same inputs; an MLX crash on
+one of them is reported as a crash):
+
+* ``forward``: every row (``forward=False`` rows too) x every dtype of the
+  row x every sample, contiguous inputs; the result's structure, dtypes,
+  shapes and values, or the exception.  The Ember worker also evaluates the
+  row's NumPy reference, so a value difference says which side agrees with
+  NumPy.
+* ``error``: every ``ErrorInput`` of every row: the exception type and
+  message, or the value returned when nothing is raised.
+* ``vjp`` / ``jvp``: up to three float64 samples of each differentiable row
+  (``test_transforms_table.SKIP_GRAD`` left out) with seeded cotangents /
+  tangents: the outputs and the derivatives.
+* ``vmap``: the samples and ``(in_axes, out_axes)`` configurations of
+  ``test_transforms_table.test_vmap`` (float32, one integer dtype, bool).
+
+Results go, one pickled record per (kind, op, dtype, sample), to
+``OUT/ember.pkl`` and ``OUT/mlx.pkl`` (default ``OUT=/tmp/mlx-diff``).  A
+worker that crashes (MLX dies of SIGSEGV/SIGFPE on some inputs) or hangs
+(``--case-timeout``) gets the case recorded as a crash / hang and is
+restarted after it.  MLX's empty-input reductions, which can spin for minutes,
+are skipped on MLX (as the forward suite does) and reported as not compared.
+
+Comparison
+----------
+Cases are matched by (kind, op, dtype, sample description, occurrence).
+Differences, by class: ``exception type`` (both raise, different types),
+``only Ember raises``, ``only MLX raises``, ``crash`` / ``hang`` (on one side
+only), ``structure`` (a list where the other returns an array, another
+length), ``dtype``, ``shape``, ``value`` (beyond the dtype's tolerance of
+``conftest.TOLERANCES`` -- ``TRANSCENDENTAL_TOLERANCES`` for transcendental
+rows -- doubled, since both sides carry their own error; 100x for the
+transforms in float64, whose rules may round differently), and
+``input mismatch`` (the two workers drew different inputs: a harness
+problem).  Messages of exceptions of the same type are not compared.
+
+A difference is *deliberate* when ``docs/mlx-differences.md`` lists it, one
+entry per line in the form::
+
+    - `op`: reason                      (every case of the op)
+    - `op` `case fragment`: reason      (cases whose id contains the fragment)
+
+The case id is what the report prints, e.g. ``forward take[int32] 'shape=(3,)'``
+or ``error softmax #2 '0-d with axis'``.  Differences the table itself marks
+Ember-only (``ErrorInput.ember_only``, ``OpInfo.mlx_wrong_dtypes``,
+``mlx_f64_is_f32`` in float64) are counted as *table-marked*.  The summary
+table gives, per kind: ops compared, cases compared, differences, deliberate,
+table-marked, left.
+"""
+
+import argparse
+import json
+import os
+import pickle
+import re
+import signal
+import subprocess
+import sys
+import time
+import zlib
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TESTS = os.path.join(ROOT, "tests", "python")
+DEFAULT_OUT = "/tmp/mlx-diff"
+DEFAULT_MLX_PYTHON = os.environ.get("MLX_PYTHON", "/work/peers/bin/python")
+DIFFERENCES_MD = os.path.join(ROOT, "docs", "mlx-differences.md")
+KINDS = ("forward", "error", "vjp", "jvp", "vmap")
+
+# per-dtype tolerances (conftest.TOLERANCES / TRANSCENDENTAL_TOLERANCES);
+# repeated here so the comparison needs neither conftest nor a backend
+TOLERANCES = {
+    "float64": (1e-12, 1e-12), "float32": (1e-6, 1e-6),
+    "complex64": (1e-6, 1e-6), "float16": (1e-3, 1e-3),
+    "bfloat16": (1e-2, 1e-2),
+}
+TRANSCENDENTAL = dict(TOLERANCES, float32=(2e-6, 1e-6),
+                      complex64=(2e-6, 1e-6))
+
+
+# ==========================================================================
+# records
+# ==========================================================================
+# A record is a dict:
+#   key     (kind, op, dtype, desc, occurrence)  -- dtype "" for errors
+#   status  "ok" | "raise" | "crash" | "hang" | "skip"
+#   value   for "ok": (structure string, [leaf, ...]); a leaf is
+#           ("array", dtype name, shape, numpy array) or ("py", repr)
+#   exc     for "raise": (exception type name, message)
+#   info    free text for crash / hang / skip
+#   digest  crc32 of the inputs (both sides must agree)
+#   meta    {"transcendental", "mlx_f64_is_f32", "table_ember_only", "family",
+#            "expected" (error rows: the table's exception names)}
+#   ref     (Ember worker, forward rows with a reference): the reference's
+#           leaves, as in "value"
+
+
+def case_id(key):
+    kind, op, dtype, desc, occ = key
+    where = f"{op}[{dtype}]" if dtype else op
+    extra = f" ({occ + 1})" if occ else ""
+    return f"{kind} {where} {desc!r}{extra}"
+
+
+def read_records(path):
+    out = {}
+    if not os.path.exists(path):
+        return out
+    with open(path, "rb") as f:
+        while True:
+            try:
+                rec = pickle.load(f)
+            except EOFError:
+                break
+            except (pickle.UnpicklingError, ValueError):  # truncated by a crash
+                break
+            out[tuple(rec["key"])] = rec
+    return out
+
+
+# ==========================================================================
+# comparison (NumPy only: no backend needed)
+# ==========================================================================
+
+def parse_deliberate(path=DIFFERENCES_MD):
+    """[(op, fragment or None, reason)] from the marker lines of
+    docs/mlx-differences.md (``- `op`: reason`` or
+    ``- `op` `fragment`: reason``)."""
+    if not path or not os.path.exists(path):
+        return []
+    pat = re.compile(r"^\s*[-*]\s+`([^`]+)`(?:\s+`([^`]+)`)?\s*:\s*(.+?)\s*$")
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            m = pat.match(line)
+            if m:
+                out.append((m.group(1), m.group(2), m.group(3)))
+    return out
+
+
+def deliberate_reason(key, entries):
+    cid = case_id(key)
+    for op, frag, reason in entries:
+        if op == key[1] and (frag is None or frag in cid):
+            return reason
+    return None
+
+
+def _tol(name, meta, kind):
+    table = TRANSCENDENTAL if meta.get("transcendental") else TOLERANCES
+    rtol, atol = table.get(name, (0.0, 0.0))
+    if kind in ("vjp", "jvp") and name == "float64":
+        rtol, atol = 100 * rtol, 100 * atol
+    elif kind == "vmap":
+        rtol, atol = 4 * rtol, 4 * atol
+    return 2 * rtol, 2 * atol
+
+
+def _close(a, b, rtol, atol):
+    """(all close, max abs error, where) with NaNs equal and infs exact."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype.kind in "biu" and b.dtype.kind in "biu" and rtol == 0 and atol == 0:
+        eq = a.astype(object) == b.astype(object) if a.dtype != b.dtype else a == b
+        eq = np.asarray(eq, dtype=bool)
+        bad = np.argwhere(~eq)
+        return bool(eq.all()), None, (tuple(bad[0]) if len(bad) else None)
+    cplx = a.dtype.kind == "c" or b.dtype.kind == "c"
+    with np.errstate(all="ignore"):
+        x = a.astype(np.complex128 if cplx else np.float64)
+        y = b.astype(np.complex128 if cplx else np.float64)
+        diff = np.abs(x - y)
+        ok = (x == y) | (diff <= atol + rtol * np.abs(y))
+        if cplx:
+            nan = (np.isnan(x.real) | np.isnan(x.imag)) & (np.isnan(y.real) | np.isnan(y.imag))
+        else:
+            nan = np.isnan(x) & np.isnan(y)
+        ok |= nan
+        bad = np.argwhere(~ok)
+        err = float(np.max(np.where(ok, 0, np.nan_to_num(diff, nan=np.inf)))) if diff.size else 0.0
+    return bool(ok.all()), err, (tuple(int(i) for i in bad[0]) if len(bad) else None)
+
+
+def _show(a, at):
+    a = np.asarray(a)
+    if a.ndim == 0:
+        return repr(a.item())
+    if at is not None and a.size:
+        return f"{a[at]!r} at {at}"
+    return np.array2string(a.reshape(-1)[:6], threshold=6)
+
+
+def _vs_ref(rec_e, rec_m, i, name, meta, kind):
+    """Which side agrees with the NumPy reference (text), or ''."""
+    ref = rec_e.get("ref")
+    if not ref or i >= len(ref) or ref[i][0] != "array":
+        return ""
+    r = ref[i][3]
+    rtol, atol = _tol(name, meta, kind)
+    out = []
+    for side, rec in (("Ember", rec_e), ("MLX", rec_m)):
+        leaf = rec["value"][1][i]
+        try:
+            ok = np.shape(leaf[3]) == np.shape(r) and _close(leaf[3], r, rtol, atol)[0]
+        except (TypeError, ValueError):
+            ok = False
+        out.append(f"{side} {'matches' if ok else 'differs from'} NumPy")
+    return "; " + ", ".join(out)
+
+
+def compare_values(rec_e, rec_m, kind):
+    """[(class, detail)] between two "ok" records."""
+    (se, le), (sm, lm) = rec_e["value"], rec_m["value"]
+    meta = rec_e.get("meta") or {}
+    if se != sm or len(le) != len(lm):
+        return [("structure", f"Ember {se}, MLX {sm}")]
+    out = []
+    for i, (a, b) in enumerate(zip(le, lm)):
+        where = f"output {i}: " if len(le) > 1 else ""
+        if a[0] != b[0]:
+            out.append(("structure", f"{where}Ember {a[0]}, MLX {b[0]}"))
+            continue
+        if a[0] == "py":
+            if a[1] != b[1]:
+                out.append(("value", f"{where}Ember {a[1]}, MLX {b[1]}"))
+            continue
+        _, de, she, ve = a
+        _, dm, shm, vm = b
+        if de != dm:
+            out.append(("dtype", f"{where}Ember {de}, MLX {dm}"))
+        if tuple(she) != tuple(shm):
+            out.append(("shape", f"{where}Ember {tuple(she)}, MLX {tuple(shm)}"))
+            continue
+        if de != dm and (de in ("float64",) or dm in ("float64",)):
+            name = de if de != "float64" else dm   # the coarser one
+        else:
+            name = de
+        rtol, atol = _tol(name, meta, kind)
+        if meta.get("mlx_f64_is_f32") and name == "float64":
+            rtol, atol = _tol("float32", {"transcendental": True}, kind)
+        try:
+            ok, err, at = _close(ve, vm, rtol, atol)
+        except (TypeError, ValueError) as e:
+            out.append(("value", f"{where}not comparable: {e}"))
+            continue
+        if not ok:
+            em = f" (max abs err {err:.3g})" if err is not None else ""
+            out.append(("value", f"{where}Ember {_show(ve, at)}, MLX {_show(vm, at)}{em}"
+                        + _vs_ref(rec_e, rec_m, i, name, meta, kind)))
+    return out
+
+
+def compare_pair(rec_e, rec_m):
+    """[(class, detail)] for one case present on both sides; [] when they
+    agree; None when the case is not compared (skipped on a side)."""
+    kind = rec_e["key"][0]
+    se, sm = rec_e["status"], rec_m["status"]
+    if "skip" in (se, sm):
+        return None
+    if rec_e.get("digest") != rec_m.get("digest"):
+        return [("input mismatch", "the workers drew different inputs")]
+    if se == sm == "ok":
+        return compare_values(rec_e, rec_m, kind)
+    if se == sm == "raise":
+        te, tm = rec_e["exc"][0], rec_m["exc"][0]
+        if te != tm:
+            return [("exception type", f"Ember {te}: {rec_e['exc'][1][:120]!r}; "
+                     f"MLX {tm}: {rec_m['exc'][1][:120]!r}")]
+        return []
+    if se == sm:  # both crash / both hang
+        return []
+    desc = {"ok": lambda r: "returns " + _brief(r),
+            "raise": lambda r: f"raises {r['exc'][0]}: {r['exc'][1][:120]!r}",
+            "crash": lambda r: f"crashes ({r.get('info', '')})",
+            "hang": lambda r: f"hangs ({r.get('info', '')})"}
+    text = f"Ember {desc[se](rec_e)}; MLX {desc[sm](rec_m)}"
+    if "crash" in (se, sm):
+        return [("crash", text)]
+    if "hang" in (se, sm):
+        return [("hang", text)]
+    return [("only Ember raises" if se == "raise" else "only MLX raises", text)]
+
+
+def _brief(rec):
+    s, leaves = rec["value"]
+    parts = []
+    for leaf in leaves[:3]:
+        if leaf[0] == "array":
+            parts.append(f"{leaf[1]}{list(leaf[2])}")
+        else:
+            parts.append(leaf[1][:40])
+    return s if not parts else f"{s} " + ", ".join(parts)
+
+
+def table_marked(rec_e, key, classes):
+    """Whether the op table itself marks this case Ember-only."""
+    meta = rec_e.get("meta") or {}
+    if meta.get("table_ember_only"):
+        return True
+    if meta.get("mlx_f64_is_f32") and key[2] == "float64" and set(classes) <= {"value"}:
+        return True
+    return False
+
+
+def compare(ember, mlx, deliberate=()):
+    """Compare two {key: record} maps.  Returns (diffs, stats): diffs a
+    list of dicts (key, id, classes [(class, detail)], status: "left" |
+    "deliberate" | "table-marked", reason); stats per kind: ops, cases,
+    not compared, only on one side."""
+    diffs = []
+    stats = {}
+    for key in sorted(set(ember) | set(mlx), key=lambda k: tuple(map(str, k))):
+        kind = key[0]
+        st = stats.setdefault(kind, {"ops": set(), "cases": 0, "not compared": 0,
+                                     "differences": 0, "deliberate": 0,
+                                     "table-marked": 0, "left": 0})
+        if key not in ember or key not in mlx:
+            side = "Ember" if key in ember else "MLX"
+            classes = [("missing", f"case only run on {side}")]
+        else:
+            classes = compare_pair(ember[key], mlx[key])
+            if classes is None:
+                st["not compared"] += 1
+                continue
+            st["ops"].add(key[1])
+            st["cases"] += 1
+        if not classes:
+            continue
+        rec_e = ember.get(key) or mlx[key]
+        reason = deliberate_reason(key, deliberate)
+        if reason is not None:
+            status = "deliberate"
+        elif table_marked(rec_e, key, [c for c, _ in classes]):
+            status, reason = "table-marked", "the op table marks it Ember-only"
+        else:
+            status = "left"
+        st["differences"] += 1
+        st[status] += 1
+        diffs.append({"key": list(key), "id": case_id(key), "classes": classes,
+                      "status": status, "reason": reason})
+    for st in stats.values():
+        st["ops"] = len(st["ops"])
+    return diffs, stats
+
+
+def summary_table(stats):
+    cols = ["ops", "cases", "differences", "deliberate", "table-marked", "left",
+            "not compared"]
+    rows = [[k] + [str(stats[k][c]) for c in cols] for k in KINDS if k in stats]
+    tot = ["total"]
+    for c in cols:
+        tot.append(str(sum(stats[k][c] for k in stats)))
+    rows.append(tot)
+    head = ["kind"] + cols
+    w = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
+    line = lambda r: "| " + " | ".join(x.ljust(w[i]) for i, x in enumerate(r)) + " |"
+    out = [line(head), "|" + "|".join("-" * (n + 2) for n in w) + "|"]
+    out += [line(r) for r in rows]
+    return "\n".join(out)
+
+
+def report(diffs, stats):
+    lines = ["# Ember vs MLX: differential run", "", summary_table(stats), "",
+             "(ops: distinct ops per kind; the total's ops column adds the kinds up)", ""]
+    by_class = {}
+    for d in diffs:
+        by_class.setdefault(d["classes"][0][0], []).append(d)
+    for cls in sorted(by_class, key=lambda c: -len(by_class[c])):
+        items = by_class[cls]
+        lines.append(f"## {cls} ({len(items)})")
+        for d in items:
+            mark = "" if d["status"] == "left" else f"  [{d['status']}: {d['reason']}]"
+            detail = "; ".join(f"{c}: {t}" if c != cls else t for c, t in d["classes"])
+            lines.append(f"- {d['id']}: {detail}{mark}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+# ==========================================================================
+# the worker: runs one backend (imports the suite's table)
+# ==========================================================================
+
+class _Missing:
+    def __init__(self, name):
+        self.name = name
+
+    def __call__(self, *args, **kwargs):
+        raise AttributeError(f"the backend has no {self.name}")
+
+    def __getattr__(self, attr):
+        return _Missing(f"{self.name}.{attr}")
+
+
+class _Tolerant:
+    """A backend module whose missing attributes are _Missing callables
+    (submodules wrapped alike)."""
+
+    def __init__(self, mod, name=None):
+        object.__setattr__(self, "_mod", mod)
+        object.__setattr__(self, "_name", name or mod.__name__)
+
+    def __getattr__(self, attr):
+        try:
+            v = getattr(self._mod, attr)
+        except AttributeError:
+            return _Missing(f"{self._name}.{attr}")
+        if type(v).__name__ == "module":
+            return _Tolerant(v, f"{self._name}.{attr}")
+        return v
+
+
+def _worker(backend, out_path, progress_path, ops_filter, kinds):
+    os.environ["EMBER_TEST_BACKEND"] = backend
+    sys.path.insert(0, TESTS)
+    for p in filter(None, os.environ.get("EMBER_DIFF_EXTRA_PATH", "").split(os.pathsep)):
+        if p not in sys.path:
+            sys.path.append(p)
+    import conftest
+    # a name the backend lacks becomes a function raising AttributeError,
+    # so the table imports and the missing name shows up as a difference
+    conftest.mx = _Tolerant(conftest.mx)
+    is_mlx = conftest.IS_MLX
+    conftest.IS_MLX = False        # the table builds Ember's sample set ...
+    try:
+        import op_table
+    finally:
+        conftest.IS_MLX = is_mlx   # ... conversions keep MLX's safe paths
+    import transform_samples as ts
+    import test_transforms_table as ttt
+    from test_ops_forward import _compute, _convert, _has_empty
+    mx = conftest.mx
+
+    done = set(read_records(out_path))
+    out = open(out_path, "ab")
+    prog = open(progress_path, "w")
+
+    def emit(rec):
+        pickle.dump(rec, out, protocol=4)
+        out.flush()
+
+    def leaves_of(obj):
+        if isinstance(obj, mx.array):
+            return "a", [("array", conftest.dtype_name(obj.dtype), tuple(obj.shape),
+                          conftest.to_numpy(obj))]
+        if isinstance(obj, (list, tuple)):
+            structs, leaves = [], []
+            for o in obj:
+                s, l = leaves_of(o)
+                structs.append(s)
+                leaves += l
+            return f"{type(obj).__name__}({','.join(structs)})", leaves
+        if isinstance(obj, np.ndarray):  # a reference's result
+            return "a", [("array", str(obj.dtype), obj.shape, obj)]
+        if isinstance(obj, np.generic):
+            return "a", [("array", str(obj.dtype), (), np.asarray(obj))]
+        if isinstance(obj, (bool, int, float, complex)):
+            return "py", [("py", repr(obj))]
+        return "py", [("py", f"{type(obj).__name__}: {obj!r}"[:200])]
+
+    def digest(obj):
+        h = 0
+        stack = [obj]
+        while stack:
+            o = stack.pop()
+            if isinstance(o, op_table.Fixed):
+                stack.append(np.asarray(o.value))
+                h = zlib.crc32(o.dtype.encode(), h)
+            elif isinstance(o, np.ndarray):
+                h = zlib.crc32(np.ascontiguousarray(o).tobytes(), h)
+                h = zlib.crc32(repr((o.shape, o.dtype.str)).encode(), h)
+            elif isinstance(o, (list, tuple)):
+                stack.extend(reversed(o))
+            elif isinstance(o, dict):
+                for k in sorted(o):
+                    h = zlib.crc32(str(k).encode(), h)
+                    stack.append(o[k])
+            elif isinstance(o, (bool, int, float, complex, str)) or o is None:
+                h = zlib.crc32(repr(o).encode(), h)
+        return h
+
+    def run(key, thunk, dig, meta, ref=None, skip=None):
+        if key in done:
+            return
+        prog.seek(0)
+        prog.write(repr(key) + "\n")
+        prog.truncate()
+        prog.flush()
+        rec = {"key": key, "digest": dig, "meta": meta}
+        if skip:
+            rec.update(status="skip", info=skip)
+        else:
+            try:
+                res = thunk()
+                rec.update(status="ok", value=leaves_of(res))
+            except Exception as e:  # noqa: BLE001 - recorded
+                rec.update(status="raise", exc=(type(e).__name__, str(e)))
+            if ref is not None and rec["status"] == "ok":
+                try:
+                    rec["ref"] = leaves_of(ref())[1]
+                except Exception:  # noqa: BLE001 - no reference then
+                    pass
+        emit(rec)
+        done.add(key)
+
+    counter = {}
+
+    def mkkey(kind, op, dtype, desc):
+        base = (kind, op, dtype, str(desc))
+        n = counter.get(base, 0)
+        counter[base] = n + 1
+        return base + (n,)
+
+    def evaled(f):
+        def g():
+            r = f()
+            mx.eval(r)
+            return r
+        return g
+
+    def selected(op):
+        if not ops_filter:
+            return True
+        for f in ops_filter:
+            if f.startswith("family:") and op.family == f[7:]:
+                return True
+            if f == op.name:
+                return True
+        return False
+
+    def meta_of(op, **more):
+        m = {"transcendental": op.transcendental, "mlx_f64_is_f32": op.mlx_f64_is_f32,
+             "family": op.family, "table_ember_only": False}
+        m.update(more)
+        return m
+
+    for op in op_table.OPS:
+        if not selected(op):
+            continue
+        counter.clear()
+        # ---- forward ----
+        if "forward" in kinds:
+            for dtype in op.dtypes:
+                rng = np.random.default_rng(zlib.crc32(f"{op.name}/{dtype}".encode()))
+                meta = meta_of(op, table_ember_only=dtype in op.mlx_wrong_dtypes)
+                try:
+                    samples = op.sample_inputs(dtype, rng)
+                except Exception as e:  # noqa: BLE001
+                    run(mkkey("forward", op.name, dtype, "<sample_inputs>"),
+                        lambda e=e: (_ for _ in ()).throw(e), 0, meta)
+                    continue
+                for s in samples:
+                    key = mkkey("forward", op.name, dtype, s.desc)
+                    skip = None
+                    if is_mlx and op.family == "reduction" and _has_empty(s):
+                        skip = "MLX's reduce can hang on empty inputs"
+
+                    def thunk(s=s, dtype=dtype):
+                        margs, _ = _convert(tuple(s.args), dtype, "contiguous")
+                        mkw = {k: _convert(v, dtype, "contiguous")[0]
+                               for k, v in s.kwargs.items()}
+                        r = op.op(*margs, **mkw)
+                        mx.eval(r)
+                        return r
+
+                    def ref(s=s, dtype=dtype):
+                        _, vargs = _convert(tuple(s.args), dtype, "contiguous")
+                        vkw = {k: _convert(v, dtype, "contiguous")[1]
+                               for k, v in s.kwargs.items()}
+                        if op.ref_gets_dtype:
+                            vkw["_name"] = dtype
+                        with np.errstate(all="ignore"):
+                            return op.ref(*_compute(vargs, op),
+                                          **{k: _compute(v, op) for k, v in vkw.items()})
+
+                    want_ref = not is_mlx and op.ref is not None and op.forward
+                    run(key, thunk, digest((s.args, s.kwargs)), meta,
+                        ref=ref if want_ref else None, skip=skip)
+        # ---- error table ----
+        if "error" in kinds:
+            try:
+                errs = op.error_inputs()
+            except Exception as e:  # noqa: BLE001
+                errs = []
+                run(mkkey("error", op.name, "", "<error_inputs>"),
+                    lambda e=e: (_ for _ in ()).throw(e), 0, meta_of(op))
+            for i, e in enumerate(errs):
+                exp = e.exc if isinstance(e.exc, tuple) else (e.exc,)
+                meta = meta_of(op, table_ember_only=e.ember_only,
+                               expected=[x.__name__ for x in exp])
+
+                def thunk(e=e):
+                    args, kwargs = e.build()
+                    r = op.op(*args, **kwargs)
+                    mx.eval(r)
+                    return r
+                run(mkkey("error", op.name, "", f"#{i} {e.desc}"), thunk, 0, meta)
+        # ---- vjp / jvp ----
+        if ("vjp" in kinds or "jvp" in kinds) and op.name not in ttt.SKIP_GRAD \
+                and "float64" in op.dtypes:
+            srng = np.random.default_rng(ts.seed(op.name, "separate", 0))
+            cases = []
+            for c in ts.draw(op, "float64", 0):
+                if not c.float_argnums or not ts.finite(c.leaves):
+                    continue
+                if op.name in ttt.KINKED:
+                    c.leaves = [a if p else ts.separate(a, srng)
+                                for a, p in zip(c.leaves, c.pinned)]
+                cases.append(c)
+            for c in ts.pick(cases, 3):
+                argnums = c.float_argnums
+                dig = digest(c.leaves)
+                meta = meta_of(op)
+
+                def f_of(c=c, argnums=argnums):
+                    fixed = c.mx_leaves()
+
+                    def f(*xs):
+                        full = list(fixed)
+                        for i, x in zip(argnums, xs):
+                            full[i] = x
+                        return ts.as_list(c.fun(*full))
+                    return f, [fixed[i] for i in argnums]
+
+                def vjp(c=c, f_of=f_of):
+                    f, xs = f_of()
+                    outs = f(*xs)
+                    mx.eval(outs)
+                    r = np.random.default_rng(ts.seed(op.name, c.desc, "cot"))
+                    cots = [mx.array(r.standard_normal(o.shape).astype(
+                        conftest.NP_CARRIER.get(conftest.dtype_name(o.dtype), np.float64)),
+                        dtype=o.dtype) for o in outs]
+                    o2, g = mx.vjp(f, xs, cots)
+                    mx.eval(o2, g)
+                    return list(o2), list(g)
+
+                def jvp(c=c, f_of=f_of):
+                    f, xs = f_of()
+                    r = np.random.default_rng(ts.seed(op.name, c.desc, "tan"))
+                    tans = [ts.as_mx(r.standard_normal(x.shape)) for x in xs]
+                    o2, t = mx.jvp(f, xs, tans)
+                    mx.eval(o2, t)
+                    return list(o2), list(t)
+
+                if "vjp" in kinds:
+                    run(mkkey("vjp", op.name, "float64", c.desc), vjp, dig, meta)
+                if "jvp" in kinds:
+                    run(mkkey("jvp", op.name, "float64", c.desc), jvp, dig, meta)
+        # ---- vmap ----
+        if "vmap" in kinds and op.name not in ttt.SKIP_VMAP:
+            for name in ttt._vmap_dtypes(op):
+                full = name == "float32"
+                try:
+                    groups = ttt._groups(op, name, regular=3 if full else 1)
+                except Exception:  # noqa: BLE001
+                    continue
+                for group in groups:
+                    c = group[0]
+                    for in_axes, out_axes in ttt._configs(c.leaves, full):
+                        args = ts.stack_leaves(group, in_axes)
+
+                        def thunk(c=c, args=args, in_axes=in_axes, out_axes=out_axes):
+                            xs = [ts.as_mx(a) for a in args]
+                            r = mx.vmap(c.fun, in_axes=tuple(in_axes), out_axes=out_axes)(*xs)
+                            mx.eval(r)
+                            return r
+                        run(mkkey("vmap", op.name, name,
+                                  f"{c.desc} in_axes={in_axes} out_axes={out_axes}"),
+                            thunk, digest(args),
+                            meta_of(op, table_ember_only=name in op.mlx_wrong_dtypes))
+    prog.seek(0)
+    prog.write("DONE\n")
+    prog.truncate()
+    prog.flush()
+
+
+# ==========================================================================
+# the driver: runs the workers (restarting after crashes and hangs)
+# ==========================================================================
+
+def _extra_path():
+    """site-packages holding pytest and hypothesis (the MLX interpreter
+    may not have them)."""
+    dirs = []
+    for mod in ("pytest", "hypothesis", "_pytest", "pluggy", "iniconfig",
+                "attr", "sortedcontainers"):
+        try:
+            m = __import__(mod)
+        except ImportError:
+            continue
+        d = os.path.dirname(os.path.dirname(os.path.abspath(m.__file__)))
+        if d not in dirs:
+            dirs.append(d)
+    return os.pathsep.join(dirs)
+
+
+def run_backend(backend, python, out_dir, ops, kinds, case_timeout, fresh, log):
+    out_path = os.path.join(out_dir, f"{backend}.pkl")
+    prog_path = os.path.join(out_dir, f"{backend}.progress")
+    if fresh and os.path.exists(out_path):
+        os.remove(out_path)
+    env = dict(os.environ)
+    env["EMBER_TEST_BACKEND"] = backend
+    env["EMBER_DIFF_EXTRA_PATH"] = _extra_path()
+    if backend == "ember":
+        env["PYTHONPATH"] = os.pathsep.join(
+            [os.path.join(ROOT, "python")] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    else:
+        env.pop("PYTHONPATH", None)
+    cmd = [python, os.path.abspath(__file__), "--worker", backend, "--out", out_dir,
+           "--kinds", ",".join(kinds)]
+    if ops:
+        cmd += ["--ops", ",".join(ops)]
+    restarts = 0
+    while True:
+        with open(prog_path, "w") as f:
+            f.write("<import>\n")
+        err_path = os.path.join(out_dir, f"{backend}.stderr")
+        with open(err_path, "w") as err:
+            p = subprocess.Popen(cmd, env=env, stdout=err, stderr=err, cwd=ROOT,
+                                 start_new_session=True)
+        last, since = None, time.time()
+        hung = False
+        while p.poll() is None:
+            time.sleep(0.2)
+            try:
+                with open(prog_path) as f:
+                    cur = f.read()
+            except OSError:
+                cur = None
+            if cur != last:
+                last, since = cur, time.time()
+            limit = max(case_timeout, 300) if (cur or "").startswith("<import>") else case_timeout
+            if time.time() - since > limit:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+                hung = True
+        with open(prog_path) as f:
+            cur = f.read().strip()
+        if p.returncode == 0 and cur == "DONE":
+            return out_path
+        if cur.startswith("<import>") or not cur.startswith("("):
+            with open(err_path) as f:
+                tail = f.read()[-3000:]
+            raise RuntimeError(f"{backend} worker failed before its first case "
+                               f"(exit {p.returncode}):\n{tail}")
+        key = eval(cur)  # noqa: S307 - our own repr of a tuple of str/int
+        with open(err_path) as f:
+            tail = f.read()[-300:].strip().replace("\n", " | ")
+        rc = p.returncode
+        info = (f"no progress for {case_timeout} s" if hung else
+                f"signal {signal.Signals(-rc).name}" if rc < 0 else f"exit {rc}: {tail}")
+        with open(out_path, "ab") as f:
+            pickle.dump({"key": key, "status": "hang" if hung else "crash", "info": info,
+                         "digest": None, "meta": {}}, f, protocol=4)
+        restarts += 1
+        log(f"[{backend}] {case_id(key)}: {'hang' if hung else 'crash'} ({info}); "
+            f"restart {restarts}")
+
+
+def _fix_digests(ember, mlx):
+    """A crash/hang record carries no digest: take the other side's."""
+    for a, b in ((ember, mlx), (mlx, ember)):
+        for k, r in a.items():
+            if r.get("digest") is None and k in b:
+                r["digest"] = b[k].get("digest")
+                if not r.get("meta"):
+                    r["meta"] = b[k].get("meta") or {}
+
+
+def finish(ember_path, mlx_path, json_path=None, text_path=None, differences=DIFFERENCES_MD):
+    ember, mlx = read_records(ember_path), read_records(mlx_path)
+    _fix_digests(ember, mlx)
+    diffs, stats = compare(ember, mlx, parse_deliberate(differences))
+    text = report(diffs, stats)
+    print(text)
+    if text_path:
+        with open(text_path, "w") as f:
+            f.write(text + "\n")
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump({"stats": stats, "differences": diffs}, f, indent=1, default=str)
+    return diffs, stats
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--ops", default="", help="comma-separated op names or family:NAME")
+    ap.add_argument("--kinds", default=",".join(KINDS))
+    ap.add_argument("--out", default=DEFAULT_OUT, help="folder of the result files")
+    ap.add_argument("--mlx-python", default=DEFAULT_MLX_PYTHON)
+    ap.add_argument("--ember-python", default=sys.executable)
+    ap.add_argument("--case-timeout", type=float, default=30.0)
+    ap.add_argument("--resume", action="store_true",
+                    help="keep the result files and run only the missing cases")
+    ap.add_argument("--sequential", action="store_true",
+                    help="run the backends one after the other (default: in parallel)")
+    ap.add_argument("--json", help="also write the differences as JSON here")
+    ap.add_argument("--text", help="also write the report here")
+    ap.add_argument("--differences", default=DIFFERENCES_MD,
+                    help="the file of deliberate differences")
+    ap.add_argument("--compare", nargs=2, metavar=("EMBER_PKL", "MLX_PKL"))
+    ap.add_argument("--worker", choices=["ember", "mlx"], help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    ops = [o for o in a.ops.split(",") if o]
+    kinds = [k for k in a.kinds.split(",") if k]
+    if a.worker:
+        _worker(a.worker, os.path.join(a.out, f"{a.worker}.pkl"),
+                os.path.join(a.out, f"{a.worker}.progress"), ops, kinds)
+        return 0
+    if a.compare:
+        finish(*a.compare, json_path=a.json, text_path=a.text, differences=a.differences)
+        return 0
+    os.makedirs(a.out, exist_ok=True)
+    log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    t0 = time.time()
+    jobs = [("ember", a.ember_python), ("mlx", a.mlx_python)]
+    if a.sequential:
+        paths = [run_backend(b, py, a.out, ops, kinds, a.case_timeout, not a.resume, log)
+                 for b, py in jobs]
+    else:
+        import threading
+        paths, errors = {}, []
+
+        def go(b, py):
+            try:
+                paths[b] = run_backend(b, py, a.out, ops, kinds, a.case_timeout,
+                                       not a.resume, log)
+            except Exception as e:  # noqa: BLE001
+                errors.append(e)
+        ts_ = [threading.Thread(target=go, args=j) for j in jobs]
+        for t in ts_:
+            t.start()
+        for t in ts_:
+            t.join()
+        if errors:
+            raise errors[0]
+        paths = [paths["ember"], paths["mlx"]]
+    log(f"workers done in {time.time() - t0:.0f} s")
+    finish(*paths, json_path=a.json, text_path=a.text, differences=a.differences)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
