@@ -55,6 +55,22 @@ def _type_name(x) -> str:
     return type(x).__name__
 
 
+def _check_only_arrays(tree, leaves, tag, what):
+    """A ValueError unless every leaf of tree is an array (MLX's strict
+    flattening of what a transform maps or differentiates)."""
+    n = 0
+    stack = [tree]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, array):
+            n += 1
+            continue
+        node = _children(t)
+        if node is None:
+            raise ValueError(f"[{tag}] {what} should contain only arrays; got a {_type_name(t)} leaf.")
+        stack.extend(child for _, child in node[0])
+
+
 def _outputs_as_list(out, tag: str) -> list:
     if isinstance(out, array):
         return [out]
@@ -184,6 +200,7 @@ def _value_and_grad(fun, argnums, argnames, tag, scalar_only):
         for t in trees:
             before = len(leaves)
             _array_leaves(t, leaves)
+            _check_only_arrays(t, leaves, tag, "The argument to differentiate")
             counts.append(len(leaves) - before)
         value = []
 
@@ -196,11 +213,23 @@ def _value_and_grad(fun, argnums, argnames, tag, scalar_only):
                 new_kwargs[n] = _replace_arrays(kwargs[n], it)
             out = fun(*new_args, **new_kwargs)
             loss = out
-            if not scalar_only and isinstance(out, (list, tuple)) and len(out) > 0:
+            if not isinstance(out, array):
+                if scalar_only:
+                    raise ValueError(f"[{tag}] The return value of the function whose gradient we want to compute "
+                                     f"should be a scalar array; but {_type_name(out)} was returned.")
+                if not isinstance(out, tuple):
+                    raise ValueError(f"[{tag}] The return value of the function whose gradient we want to compute "
+                                     "should be either a scalar array or a tuple with the first value being a "
+                                     f"scalar array; but {_type_name(out)} was returned.")
+                if len(out) == 0:
+                    raise ValueError(f"[{tag}] The return value of the function whose gradient we want to compute "
+                                     "should be either a scalar array or a non-empty tuple; but an empty tuple "
+                                     "was returned.")
                 loss = out[0]
-            if not isinstance(loss, array):
-                raise ValueError(f"[{tag}] The return value of the function whose gradient we want to compute "
-                                 f"should be a scalar array; but {_type_name(out)} was returned.")
+                if not isinstance(loss, array):
+                    raise ValueError(f"[{tag}] The return value of the function whose gradient we want to "
+                                     "compute should be either a scalar array or a tuple with the first value "
+                                     f"being a scalar array; but the first value was a {_type_name(loss)}.")
             if loss.ndim != 0:
                 raise ValueError(f"[{tag}] The return value of the function whose gradient we want to compute "
                                  f"should be a scalar array; but an array of shape {tuple(loss.shape)} was "
@@ -354,24 +383,33 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
         (4, 2)
     """
 
+    if in_axes is None or out_axes is None:
+        raise TypeError("[vmap] in_axes and out_axes must be an int or a tree of ints (None marks an unmapped "
+                        f"input inside a tree); got in_axes={in_axes!r}, out_axes={out_axes!r}.")
+
     @functools.wraps(fun)
-    def wrapper(*args):
-        if isinstance(in_axes, (list, tuple)):
-            if len(in_axes) != len(args):
-                raise ValueError(f"[vmap] in_axes has {len(in_axes)} entries but the function was called with "
-                                 f"{len(args)} arguments.")
+    def wrapper(*args, **kwargs):
+        if kwargs:
+            raise TypeError(f"[vmap] Keyword arguments are not supported; got {', '.join(sorted(kwargs))}.")
+        if isinstance(in_axes, tuple) and len(in_axes) == len(args):
             specs = list(in_axes)
+        elif len(args) == 1:
+            specs = [in_axes]  # the spec of the one argument itself
+        elif isinstance(in_axes, (list, tuple)):
+            raise ValueError(f"[vmap] in_axes {in_axes!r} does not match the {len(args)} arguments: give an int, "
+                             f"or a tuple of {len(args)} entries.")
         else:
             specs = [in_axes] * len(args)
         inputs, axes, owners = [], [], []
         for i, (a, s) in enumerate(zip(args, specs)):
             leaves = _array_leaves(a)
+            _check_only_arrays(a, leaves, "vmap", f"argument {i}")
             for x, ax in zip(leaves, _axes_for(a, s, "vmap", "in_axes")):
                 if ax is not None:
                     if not isinstance(ax, int):
-                        raise TypeError(f"[vmap] in_axes entries must be ints or None; got {_type_name(ax)}.")
+                        raise ValueError(f"[vmap] in_axes entries must be ints or None; got {_type_name(ax)}.")
                     if ax < -x.ndim or ax >= x.ndim:
-                        raise ValueError(f"[vmap] in_axes {ax} is out of range for argument {i} of shape "
+                        raise IndexError(f"[vmap] in_axes {ax} is out of range for argument {i} of shape "
                                          f"{tuple(x.shape)}.")
                     ax = ax % x.ndim
                 inputs.append(x)
@@ -389,16 +427,24 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
             it = iter(xs)
             new_args = [_replace_arrays(a, it) for a in args]
             out = fun(*new_args)
-            leaves = _array_leaves(out, only_arrays="vmap")
+            leaves = _array_leaves(out)
+            _check_only_arrays(out, leaves, "vmap", "the function's output")
             structure.append(out)
             return leaves
 
         traced_in, traced_out = _core._vmap_trace(flat, inputs, axes)
         out_tree = structure[0]
-        oaxes = _axes_for(out_tree, out_axes, "vmap", "out_axes")
+        spec = out_axes
+        if isinstance(out_tree, array) and isinstance(spec, tuple) and len(spec) == 1:
+            spec = spec[0]  # MLX takes (axis,) for a single output
+        oaxes = _axes_for(out_tree, spec, "vmap", "out_axes")
         for ax in oaxes:
             if not isinstance(ax, int):
                 raise ValueError(f"[vmap] out_axes entries must be ints; got {ax!r}.")
+        for j, (o, ax) in enumerate(zip(traced_out, oaxes)):
+            if ax < -(o.ndim + 1) or ax > o.ndim:
+                raise IndexError(f"[vmap] out_axes {ax} is out of range for output {j} of {o.ndim + 1} dimensions "
+                                 "(with the batch).")
         result = _core._vmap_replace(inputs, traced_in, traced_out, axes, oaxes)
         return _replace_arrays(out_tree, iter(result))
 
@@ -446,11 +492,12 @@ class custom_function:
     def vjp(self, f: Callable) -> Callable:
         """Registers ``f`` as the vector-Jacobian product rule (a decorator).
 
-        ``f(primals, cotangent, output)`` receives the tuple of positional
-        arguments, the cotangent of the output and the output (each a single
-        array when ``fun`` returns one array, a tuple otherwise), and returns
-        the cotangents of the arguments (one array for a single argument, a
-        tuple otherwise).
+        ``f(primals, cotangent, output, **kwargs)`` receives the positional
+        arguments (the argument itself when there is one, a tuple of them
+        otherwise), the cotangent of the output and the output (each of the
+        output's structure) and ``fun``'s keyword arguments, and returns the
+        cotangents of the arguments (one array for a single argument, a tuple
+        or any tree of them otherwise).
 
         Args:
             f (Callable): the rule.
@@ -464,9 +511,11 @@ class custom_function:
     def jvp(self, f: Callable) -> Callable:
         """Registers ``f`` as the Jacobian-vector product rule (a decorator).
 
-        ``f(primals, tangents)`` receives the tuple of positional arguments
-        and the tuple of their tangents, and returns the tangent of the
-        output (a tuple of them for several outputs).
+        ``f(primals, tangents)`` receives the positional arguments and
+        their tangents (each the argument itself when there is one, a tuple
+        otherwise; the tangent of an argument without one is None), and
+        returns the tangent of the output (of the output's structure). A
+        function called with keyword arguments cannot use it (ValueError).
 
         Args:
             f (Callable): the rule.
@@ -480,10 +529,12 @@ class custom_function:
     def vmap(self, f: Callable) -> Callable:
         """Registers ``f`` as the vectorization rule (a decorator).
 
-        ``f(inputs, axes)`` receives the tuple of batched arguments and the
-        tuple of their mapped axes (None: not mapped), and returns
-        ``(outputs, out_axes)``: the batched output(s) and where the mapped
-        axis is in each (None: not mapped).
+        ``f(inputs, axes)`` receives the batched arguments and their mapped
+        axes (None: not mapped), each the argument itself when there is one
+        and a tuple otherwise, and returns the tuple ``(outputs, out_axes)``:
+        the batched output(s) and where the mapped axis is in each (None: not
+        mapped). A function called with keyword arguments cannot use it
+        (ValueError).
 
         Args:
             f (Callable): the rule.
@@ -500,48 +551,67 @@ class custom_function:
         return functools.partial(self.__call__, obj)
 
     def __call__(self, *args, **kwargs):
+        if self._vjp is None and self._jvp is None and self._vmap is None:
+            return self.fun(*args, **kwargs)
         leaves = _array_leaves(list(args))
         fun = self.fun
-        single = []
+        out_tree = []
 
         def rebuild(xs):
             return _replace_arrays(list(args), iter(xs))
 
+        def as_rule_arg(xs):
+            # MLX's convention: a single positional argument is passed as
+            # itself, several as a tuple.
+            return xs[0] if len(xs) == 1 else tuple(xs)
+
         def flat(xs):
             out = fun(*rebuild(xs), **kwargs)
-            single.append(isinstance(out, array))
-            return _outputs_as_list(out, "custom_function")
+            out_tree.append(out)
+            return _array_leaves(out)
 
         def structured(outs):
-            return outs[0] if single and single[0] else tuple(outs)
+            return _replace_arrays(out_tree[0], iter(outs))
+
+        def positional_only(rule):
+            if kwargs:
+                raise ValueError(f"[custom_function] The {rule} rule of a function called with keyword arguments "
+                                 f"({', '.join(sorted(kwargs))}) is not supported; pass them positionally.")
 
         vjp_flat = jvp_flat = vmap_flat = None
         if self._vjp is not None:
             user_vjp = self._vjp
 
             def vjp_flat(primals, cotangents, outputs):
-                cts = user_vjp(tuple(rebuild(primals)), structured(cotangents), structured(outputs))
-                if isinstance(cts, array):
-                    cts = (cts,)
-                return _array_leaves(list(cts))
+                cts = user_vjp(as_rule_arg(rebuild(primals)), structured(cotangents), structured(outputs),
+                               **kwargs)
+                return _array_leaves(cts)
 
         if self._jvp is not None:
             user_jvp = self._jvp
 
             def jvp_flat(primals, tangents, argnums):
-                r = user_jvp(tuple(rebuild(primals)), tuple(rebuild(tangents)))
-                return _outputs_as_list(r, "custom_function.jvp")
+                positional_only("jvp")
+                have = set(argnums)
+                tans = [t if i in have else None for i, t in enumerate(tangents)]
+                r = user_jvp(as_rule_arg(rebuild(primals)), as_rule_arg(rebuild(tans)))
+                return _array_leaves(r)
 
         if self._vmap is not None:
             user_vmap = self._vmap
 
             def vmap_flat(inputs, axes):
-                ax = _replace_arrays(list(args), iter([None if a < 0 else a for a in axes]))
-                outs, oaxes = user_vmap(tuple(rebuild(inputs)), tuple(ax))
-                outs = _outputs_as_list(outs, "custom_function.vmap")
-                if not isinstance(oaxes, (list, tuple)):
-                    oaxes = [oaxes]
-                return outs, [-1 if a is None else a for a in oaxes]
+                positional_only("vmap")
+                ax = rebuild([None if a < 0 else a for a in axes])
+                r = user_vmap(as_rule_arg(rebuild(inputs)), as_rule_arg(ax))
+                if not isinstance(r, tuple) or len(r) != 2:
+                    raise ValueError("[custom_function] The vmap rule should return a tuple of 2 items (outputs, "
+                                     f"axes); got {_type_name(r)}"
+                                     + (f" of {len(r)} items." if isinstance(r, tuple) else "."))
+                outs, oaxes = r
+                flat_outs = _array_leaves(outs)
+                flat_axes = _axes_for(outs, oaxes, "custom_function", "The vmap rule's axes")
+                return flat_outs, [-1 if a is None else a for a in flat_axes]
 
         wrapped = _core._custom_function(flat, vjp_flat, jvp_flat, vmap_flat)
         outs = wrapped(leaves)

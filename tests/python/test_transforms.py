@@ -71,20 +71,42 @@ def test_grad_argnames():
 
 def test_grad_pytrees_keep_structure():
     P = namedtuple("P", "w b")
-    params = {"a": mx.array(X), "b": [mx.array(Y), (mx.array(2.0), "tag", 7)], "p": P(mx.array(1.0), mx.array(0.5))}
+    params = {"a": mx.array(X), "b": [mx.array(Y), (mx.array(2.0),)], "p": P(mx.array(1.0), mx.array(0.5))}
 
-    def loss(p):
-        return (p["a"] * p["b"][0]).sum() * p["b"][1][0] + p["p"].w * p["p"].b * p["b"][1][2]
+    def loss(p, k=7):
+        return (p["a"] * p["b"][0]).sum() * p["b"][1][0] + p["p"].w * p["p"].b * k
 
     g = mx.grad(loss)(params)
     assert set(g) == {"a", "b", "p"}
     close(g["a"], np.array(Y) * 2)
     close(g["b"][0], np.array(X) * 2)
     close(g["b"][1][0], 11.0)
-    assert g["b"][1][1] == "tag" and g["b"][1][2] == 7  # non-array leaves pass through
+    assert isinstance(g["b"][1], tuple) and len(g["b"][1]) == 1
     assert isinstance(g["p"], P)
     close(g["p"].w, 3.5)
     close(g["p"].b, 7.0)
+
+
+@pytest.mark.parametrize("arg", [3.0, 7, None, [mx.array(1.0), "tag"], {"w": mx.array(1.0), "n": 2}])
+def test_grad_argument_must_hold_only_arrays(arg):
+    # MLX flattens a differentiated argument strictly: any other leaf is a ValueError
+    with pytest.raises(ValueError, match="only arrays"):
+        mx.grad(lambda p: mx.array(1.0))(arg)
+    with pytest.raises(ValueError, match="only arrays"):
+        mx.value_and_grad(lambda p: mx.array(1.0))(arg)
+    # arguments not differentiated may be anything
+    assert to_numpy(mx.grad(lambda x, p: x * 2)(mx.array(1.0), arg)) == 2.0
+
+
+@pytest.mark.parametrize("ret, match", [
+    (lambda x: [x.sum(), 1], "tuple"),
+    (lambda x: (), "non-empty tuple"),
+    (lambda x: (1, x.sum()), "first value"),
+    (lambda x: "a", "scalar array"),
+])
+def test_value_and_grad_return_must_be_array_or_tuple(ret, match):
+    with pytest.raises(ValueError, match=match):
+        mx.value_and_grad(ret)(mx.array(X))
 
 
 def test_value_and_grad_with_aux():
@@ -261,12 +283,61 @@ def test_vmap_unbatched_output_is_broadcast():
 def test_vmap_errors():
     with pytest.raises(ValueError, match=r"argument 0 has size 2.*argument 1 has size 3"):
         mx.vmap(lambda a, b: a + b)(mx.ones((2, 3)), mx.ones((3, 3)))
-    with pytest.raises(ValueError, match="out of range"):
-        mx.vmap(lambda a: a, in_axes=2)(mx.ones((2, 3)))
     with pytest.raises(ValueError):
         mx.vmap(lambda a, b: a, in_axes=(0,))(mx.ones(2), mx.ones(2))
-    with pytest.raises((ValueError, TypeError)):
+    with pytest.raises(ValueError):
         mx.vmap(lambda a: 3)(mx.ones(2))
+
+
+@pytest.mark.parametrize("in_axes, shape", [(2, (2, 3)), (-3, (2, 3)), (0, ())])
+def test_vmap_input_axis_out_of_range_is_index_error(in_axes, shape):
+    with pytest.raises(IndexError):
+        mx.vmap(lambda a: a, in_axes=in_axes)(mx.ones(shape))
+
+
+@pytest.mark.parametrize("out_axes", [2, -4])
+def test_vmap_output_axis_out_of_range_is_index_error(out_axes):
+    with pytest.raises(IndexError):
+        mx.vmap(lambda a: a * 2, out_axes=out_axes)(mx.ones((2, 3)))
+
+
+def test_vmap_out_axes_one_tuple_for_a_single_output():
+    f = lambda a: a * 2
+    assert mx.vmap(f, out_axes=(0,))(mx.ones((2, 3))).shape == (2, 3)
+    assert mx.vmap(f, out_axes=(1,))(mx.ones((2, 3))).shape == (3, 2)
+    assert [o.shape for o in mx.vmap(lambda a: (a, a), out_axes=(0, 1))(mx.ones((2, 3)))] == [(2, 3), (3, 2)]
+    with pytest.raises(ValueError):  # a 1-tuple nested in a tree is not an axis
+        mx.vmap(lambda a: (a, a), out_axes=((0,), 1))(mx.ones((2, 3)))
+    with pytest.raises(ValueError):
+        mx.vmap(f, out_axes=(0, 1))(mx.ones((2, 3)))
+
+
+def test_vmap_axes_argument_forms():
+    a, b = mx.ones((2, 3)), mx.ones((3, 2))
+    with pytest.raises(TypeError):
+        mx.vmap(lambda x: x, in_axes=None)(a)
+    with pytest.raises(TypeError):
+        mx.vmap(lambda x: x, out_axes=None)(a)
+    with pytest.raises(ValueError):  # the per-argument form is a tuple
+        mx.vmap(lambda x, y: x + y.T, in_axes=[0, 1])(a, b)
+    with pytest.raises(ValueError):
+        mx.vmap(lambda x: x, in_axes=[1])(a)
+    with pytest.raises(ValueError):
+        mx.vmap(lambda x, y: x + y.T, in_axes=((0,), 1))(a, b)
+    with pytest.raises(ValueError):
+        mx.vmap(lambda x, y: x + y, in_axes=(None, None))(a, a)
+    with pytest.raises(TypeError):
+        mx.vmap(lambda x, y=1: x)(a, y=2)
+    # one argument takes its spec directly, a tree included
+    assert mx.vmap(lambda d: d["x"], in_axes={"x": 1})({"x": a}).shape == (3, 2)
+    assert [o.shape for o in mx.vmap(lambda l: l, in_axes=[0, 1])([a, b])] == [(2, 3), (2, 3)]
+
+
+def test_vmap_arguments_and_outputs_must_be_arrays():
+    with pytest.raises(ValueError, match="only arrays"):
+        mx.vmap(lambda x, y: x * y)(mx.ones((2, 3)), 2.0)
+    with pytest.raises(ValueError, match="only arrays"):
+        mx.vmap(lambda x: (x, 1))(mx.ones((2, 3)))
 
 
 # --------------------------------------------------------------------------
@@ -299,7 +370,10 @@ def test_transforms_without_outputs_build_no_node():
     # custom function or checkpoint returning nothing, give nothing back
     x = mx.array(X)
     assert mx.depends([], [x]) == []
-    assert mx.custom_function(lambda a: [])(x) == ()
+    assert mx.custom_function(lambda a: [])(x) == []  # no rules: fun itself is called (as MLX)
+    f = mx.custom_function(lambda a: [])
+    f.vjp(lambda p, c, o: p)
+    assert f(x) == []
     assert mx.checkpoint(lambda a: [])(x) == ()
 
 
@@ -374,6 +448,111 @@ def test_custom_vjp_survives_vmap():
     close(g, np.full((3, 2), 7.0))
     g = mx.vmap(mx.grad(lambda r: f(r).sum()))(mx.ones((3, 2)))
     close(g, np.full((3, 2), 7.0))
+
+
+def test_custom_function_single_argument_rules_get_the_array():
+    # MLX hands each rule of a one-argument function the argument itself
+    # (not a 1-tuple), and its tangent / axis likewise
+    seen = {}
+
+    @mx.custom_function
+    def f(x):
+        return mx.sin(x)
+
+    @f.vjp
+    def f_vjp(primals, ct, out):
+        seen["vjp"] = (type(primals), type(ct), type(out))
+        return ct * 2
+
+    @f.jvp
+    def f_jvp(primals, tangents):
+        seen["jvp"] = (type(primals), type(tangents))
+        return tangents * 3
+
+    @f.vmap
+    def f_vmap(inputs, axes):
+        seen["vmap"] = (type(inputs), axes)
+        return mx.sin(inputs) + 10, axes
+
+    x = mx.array(X)
+    close(mx.grad(lambda a: f(a).sum())(x), [2.0, 2.0])
+    close(mx.jvp(f, [x], [mx.ones(2)])[1][0], [3.0, 3.0])
+    close(mx.vmap(f)(mx.zeros((3, 2))), np.full((3, 2), 10.0))
+    assert seen == {"vjp": (mx.array, mx.array, mx.array), "jvp": (mx.array, mx.array), "vmap": (mx.array, 0)}
+
+
+def test_custom_function_several_arguments_and_outputs():
+    seen = {}
+
+    @mx.custom_function
+    def f(x, y):
+        return x * y, x + y
+
+    @f.vjp
+    def f_vjp(primals, cts, outs):
+        seen["vjp"] = (type(primals), type(cts), len(cts), type(outs))
+        x, y = primals
+        return cts[0] * y + cts[1], cts[0] * x + cts[1]
+
+    @f.jvp
+    def f_jvp(primals, tangents):
+        seen["jvp"] = tangents
+        (x, y), (dx, dy) = primals, tangents
+        dy = mx.zeros_like(y) if dy is None else dy
+        return dx * y + dy * x, dx + dy
+
+    @f.vmap
+    def f_vmap(inputs, axes):
+        seen["vmap"] = axes
+        x, y = inputs
+        return (x * y, x + y), (0, 0)
+
+    x, y = mx.array(X), mx.array(Y)
+    g = mx.grad(lambda a, b: f(a, b)[0].sum() + f(a, b)[1].sum(), argnums=(0, 1))(x, y)
+    close(g[0], np.array(Y) + 1)
+    close(g[1], np.array(X) + 1)
+    assert seen["vjp"] == (tuple, tuple, 2, tuple)
+    # a primal without a tangent gets None
+    _, (t0, t1) = mx.jvp(lambda a: f(a, y), [x], [mx.ones(2)])
+    close(t0, Y)
+    close(t1, [1.0, 1.0])
+    assert isinstance(seen["jvp"], tuple) and seen["jvp"][1] is None
+    out = mx.vmap(f, in_axes=(0, None))(mx.ones((3, 2)), y)
+    close(out[0], [Y] * 3)
+    assert seen["vmap"] == (0, None)
+
+
+def test_custom_function_rules_with_streams_and_keywords():
+    @mx.custom_function
+    def f(x, scale=2.0):
+        return mx.multiply(x, scale, stream=mx.cpu)
+
+    @f.vjp
+    def f_vjp(primals, ct, out, scale=2.0):  # the keyword arguments come too
+        return mx.multiply(ct, scale * 10, stream=mx.cpu)
+
+    x = mx.array(X)
+    close(mx.grad(lambda a: f(a, scale=3.0).sum())(x), [30.0, 30.0])
+
+    @f.jvp
+    def f_jvp(primals, tangents):
+        return tangents
+
+    with pytest.raises(ValueError):  # jvp rules take positional arguments only
+        mx.jvp(lambda a: f(a, scale=3.0), [x], [mx.ones(2)])
+
+
+def test_custom_function_vmap_rule_must_return_a_pair():
+    @mx.custom_function
+    def f(x):
+        return x * 2
+
+    @f.vmap
+    def f_vmap(inputs, axes):
+        return inputs * 2
+
+    with pytest.raises(ValueError):
+        mx.vmap(f)(mx.ones((3, 2)))
 
 
 def test_checkpoint_gradients_match():
