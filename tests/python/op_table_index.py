@@ -216,7 +216,11 @@ def _slice_update_samples(n, rng):
     out = []
     cases = [((7,), (3,), [2], (0,)), ((3, 4), (2, 2), [1, 2], (0, 1)),
              ((3, 4), (2,), [1], (1,)), ((3, 4), (1, 4), [2], (0,)),
-             ((2, 3, 4), (2, 1, 4), [1], (1,))]
+             ((2, 3, 4), (2, 1, 4), [1], (1,)),
+             # the window has the update's shape: no broadcast over unlisted dims
+             ((2, 3), (1, 2), [1], (1,)), ((2, 3, 4), (1, 2), [1], (1,)),
+             ((2, 3, 4), (2,), [1], (1,)), ((3, 4), (2, 1), [1], (1,)),
+             ((3, 4), (1, 2), [], ())]
     if not IS_MLX:  # negative starts count from the end (MLX crashes on them)
         cases.append(((5,), (2,), [-2], (0,)))
     for k, (shape, ushape, start, axes) in enumerate(cases):
@@ -230,10 +234,13 @@ def _slice_update_ref(x, u, start, axes):
     r = np.array(x, copy=True)
     u = np.asarray(u)
     lead = x.ndim - u.ndim
-    win = list(x.shape)
+    # the window: the update's dims (trailing-aligned); a leading dim the
+    # update lacks is whole, or 1 along axes
+    win = list(x.shape[:lead]) + list(u.shape)
     for ax in axes:
-        win[ax] = u.shape[ax - lead] if ax >= lead else 1
-    sl = [slice(None)] * x.ndim
+        if ax < lead:
+            win[ax] = 1
+    sl = [slice(0, w) for w in win]
     for st, ax in zip(np.asarray(start).reshape(-1), axes):
         st = int(st) + (x.shape[ax] if st < 0 else 0)
         sl[ax] = slice(st, st + win[ax])

@@ -1638,3 +1638,42 @@ def test_large_out_of_range_is_found_by_any_thread():
         mx.eval(c.at[mx.array([1, 99])].add(1))
     # a failed scatter leaves its input as it was
     assert c.tolist() == list(range(10))
+
+
+# --------------------------------------------------------------------------
+# slice_update: the window has the update's shape
+# --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape,ushape,start,axes,ref", [
+    # MLX: an update of shape (1, 2) at column 1 writes row 0 only
+    ((2, 3), (1, 2), [1], [1], [[0, 1, 1], [0, 0, 0]]),
+    ((2, 3), (1, 1), [1], [1], [[0, 1, 0], [0, 0, 0]]),
+    ((2, 3), (2, 1), [1], [-1], [[0, 1, 0], [0, 1, 0]]),
+    # a leading dim the update lacks: whole, or 1 along the listed axes
+    ((2, 3), (2,), [1], [1], [[0, 1, 1], [0, 1, 1]]),
+    ((2, 3), (3,), [1], [0], [[0, 0, 0], [1, 1, 1]]),
+    ((2, 3), (), [1], [0], [[0, 0, 0], [1, 1, 1]]),
+    ((2, 3), (), [1], [1], [[0, 1, 0], [0, 1, 0]]),
+    ((2, 3), (1, 2), [], [], [[1, 1, 0], [0, 0, 0]]),
+])
+def test_slice_update_window_has_the_update_shape(shape, ushape, start, axes, ref):
+    out = mx.slice_update(mx.zeros(shape, dtype=mx.int32), mx.ones(ushape, dtype=mx.int32),
+                          mx.array(start, dtype=mx.int32), axes=axes)
+    assert out.tolist() == ref
+
+
+def test_slice_update_3d_window():
+    x = np.zeros((2, 3, 4), np.int32)
+    out = mx.slice_update(mx.array(x), mx.ones((1, 2), dtype=mx.int32), mx.array([1]), axes=[1])
+    ref = x.copy()
+    ref[:, 1:2, 0:2] = 1
+    assert_equal(out, ref, "int32")
+    out = mx.slice_update(mx.array(x), mx.ones((2, 2), dtype=mx.int32), mx.array([1]), axes=[1])
+    ref = x.copy()
+    ref[:, 1:3, 0:2] = 1
+    assert_equal(out, ref, "int32")
+
+
+def test_slice_update_update_larger_than_the_array_raises():
+    with pytest.raises(ValueError):
+        mx.eval(mx.slice_update(mx.zeros((2, 3)), mx.ones((3, 3)), mx.array([0]), axes=[0]))

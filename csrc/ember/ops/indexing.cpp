@@ -297,25 +297,37 @@ array slice_update(const array& a, const array& update, const array& start, cons
     fail(op, "The update of shape ", shape_str(update.shape()), " has more dims than the array of shape ",
          shape_str(a.shape()), ".");
   }
-  // the window: the update's extent along the sliced axes, whole elsewhere
+  // The window has the update's shape (MLX's rule): the update's dims line
+  // up with the trailing dims of a; a leading dim the update lacks is whole
+  // (size 1 if it is one of axes). It starts at start_indices along axes and
+  // at 0 elsewhere; the update is broadcast to it, never beyond it.
   Shape win = a.shape();
   int lead = a.ndim() - update.ndim();
-  for (int ax : axes) win[ax] = ax >= lead ? update.shape()[ax - lead] : 1;
-  for (int ax : axes) {
-    if (win[ax] > a.shape()[ax]) {
+  for (int d = lead; d < a.ndim(); ++d) {
+    int64_t u = update.shape()[d - lead];
+    if (u > a.shape()[d]) {
       fail(op, "The update of shape ", shape_str(update.shape()), " does not fit the array of shape ",
-           shape_str(a.shape()), " along axis ", ax, ".");
+           shape_str(a.shape()), " along axis ", d, ".");
     }
+    win[d] = u;
+  }
+  for (int ax : axes) {
+    if (ax < lead) win[ax] = 1;
   }
   array upd = broadcast_to(update, win, s);
-  if (axes.empty()) return scatter(a, {}, upd, {}, ScatterKind::Assign, s);
+  // the unlisted dims: a window [0, win[d]); the listed ones are indexed
+  IndexView view = full_view(a.shape());
+  for (int d = 0; d < a.ndim(); ++d) {
+    if (std::find(axes.begin(), axes.end(), d) == axes.end()) view.size[d] = win[d];
+  }
+  if (axes.empty()) return scatter(a, view, {}, upd, {}, ScatterKind::Assign, s);
   std::vector<array> idx = window_indices(start, axes, a.shape(), win, op, s);
   // updates in scatter order: the sliced axes first (in order), then the rest
   std::vector<int> perm(axes.begin(), axes.end());
   for (int d = 0; d < a.ndim(); ++d) {
     if (std::find(axes.begin(), axes.end(), d) == axes.end()) perm.push_back(d);
   }
-  return scatter(a, idx, transpose(upd, perm, s), axes, ScatterKind::Assign, s);
+  return scatter(a, view, idx, transpose(upd, perm, s), axes, ScatterKind::Assign, s);
 }
 
 array diagonal(const array& a, int64_t offset, int axis1_in, int axis2_in, const StreamOrDevice& s) {
