@@ -1677,3 +1677,14 @@ def test_slice_update_3d_window():
 def test_slice_update_update_larger_than_the_array_raises():
     with pytest.raises(ValueError):
         mx.eval(mx.slice_update(mx.zeros((2, 3)), mx.ones((3, 3)), mx.array([0]), axes=[0]))
+
+
+def test_dynamic_slice_checks_axes_and_start_before_sizes():
+    """MLX checks the axes and the start indices before the slice sizes."""
+    a = mx.zeros((2, 3))
+    with pytest.raises(IndexError):
+        mx.slice(a, mx.array([0]), [2], [1])
+    with pytest.raises(ValueError, match="integ"):
+        mx.slice(a, mx.array([1.0]), [1], [2])
+    with pytest.raises(IndexError):
+        mx.slice_update(a, mx.ones((1, 2)), mx.array([1]), axes=[2])

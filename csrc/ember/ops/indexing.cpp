@@ -269,6 +269,9 @@ array put_along_axis(const array& a_in, const array& indices, const array& value
 array slice(const array& a, const array& start, const std::vector<int>& axes_in, const Shape& sizes,
             const StreamOrDevice& s) {
   const char* op = "slice";
+  // MLX's order: the axes and the start indices first, then the sizes
+  std::vector<int> axes = index_axes(axes_in, a.ndim(), op);
+  check_index_dtype(start, op);
   if (static_cast<int>(sizes.size()) != a.ndim()) {
     fail(op, "Invalid slice size ", shape_str(sizes), " for array with ", a.ndim(), " dimensions.");
   }
@@ -277,7 +280,6 @@ array slice(const array& a, const array& start, const std::vector<int>& axes_in,
       fail(op, "Slice size ", sizes[d], " is out of range for axis ", d, " of size ", a.shape()[d], ".");
     }
   }
-  std::vector<int> axes = index_axes(axes_in, a.ndim(), op);
   // the static dims: a leading window of the given size
   Shape st(a.ndim(), 0), stop = a.shape(), step(a.ndim(), 1);
   for (int d = 0; d < a.ndim(); ++d) {
