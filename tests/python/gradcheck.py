@@ -116,7 +116,18 @@ def check_vmap(fun, args, in_axes=0, out_axes=0, rtol=1e-6, atol=1e-6):
     assert len(sizes) == 1, f"batched args disagree on the batch size: {sizes}"
     (n,) = sizes
     mx_args = [_keep(a) if isinstance(a, np.ndarray) else a for a in args]
-    got = _as_list(mx.vmap(fun, in_axes=tuple(axes), out_axes=out_axes)(*mx_args))
+    # vmap maps arrays only (as MLX): other unbatched arguments (NumPy
+    # scalars) are bound around it
+    mapped = [i for i, m in enumerate(mx_args) if isinstance(m, mx.array) or axes[i] is not None]
+
+    def bound(*xs):
+        full = list(mx_args)
+        for i, x in zip(mapped, xs):
+            full[i] = x
+        return fun(*full)
+
+    got = _as_list(mx.vmap(bound, in_axes=tuple(axes[i] for i in mapped), out_axes=out_axes)(
+        *[mx_args[i] for i in mapped]))
     per = []
     for i in range(n):
         sl = [_keep(_take(a, i, ax)) if ax is not None else m for a, ax, m in zip(args, axes, mx_args)]

@@ -167,6 +167,24 @@ def test_vjp_errors():
         mx.jvp(lambda a: a * 2, [x], [mx.ones(3)])
 
 
+@pytest.mark.parametrize("fun, primal, tangent, want", [
+    (lambda x: x * x, "float32", "float64", "float64"),
+    (lambda x: mx.sin(x), "float32", "float64", "float64"),
+    (lambda x: x, "float32", "float64", "float64"),
+    (lambda x: x * x, "float16", "float32", "float32"),
+    (lambda x: x.sum(), "float32", "float16", "float16"),
+    (lambda x: x * 2, "float32", "complex64", "complex64"),
+])
+def test_jvp_tangent_keeps_its_dtype(fun, primal, tangent, want):
+    # MLX does not cast a tangent to its primal's dtype: the rules promote it
+    x = mx.array([1.0, 2.0, 3.0], dtype=getattr(mx, primal))
+    out, (t,) = mx.jvp(fun, [x], [mx.ones(3, dtype=getattr(mx, tangent))])
+    assert out[0].dtype == fun(x).dtype
+    assert t.dtype == getattr(mx, want)
+    ref = mx.jvp(fun, [x], [mx.ones(3, dtype=x.dtype)])[1][0]
+    close(t.astype(mx.complex64) if want == "complex64" else t, to_numpy(ref), 1e-3)
+
+
 def test_output_that_is_an_input_or_constant():
     x = mx.array(X)
     _, (g,) = mx.vjp(lambda a: a, [x], [mx.array([5.0, 6.0])])

@@ -214,9 +214,10 @@ std::pair<std::vector<array>, std::vector<array>> jvp(const Fun& fun, const std:
   std::vector<array> outputs = fun(xs);
   DescMap tan;
   for (size_t i = 0; i < xs.size(); ++i) {
+    // A tangent keeps its own dtype (as MLX's): the rules promote it with
+    // the primal values they combine it with.
     if (!inexact(xs[i].dtype())) continue;
-    array t = tangents[i].dtype() == xs[i].dtype() ? tangents[i] : astype(tangents[i], xs[i].dtype());
-    tan.emplace(xs[i].desc().get(), t);
+    tan.emplace(xs[i].desc().get(), tangents[i]);
   }
   std::unordered_set<const ArrayDesc*> primal_ids;
   for (auto& x : xs) primal_ids.insert(x.desc().get());
@@ -244,8 +245,7 @@ std::pair<std::vector<array>, std::vector<array>> jvp(const Fun& fun, const std:
     check_rule("jvp", n, touts, outs.size(), outs);
     for (size_t j = 0; j < outs.size(); ++j) {
       if (!outs[j].valid() || !inexact(outs[j].dtype())) continue;
-      array t = touts[j].dtype() == outs[j].dtype() ? touts[j] : astype(touts[j], outs[j].dtype());
-      tan.emplace(outs[j].desc().get(), t);
+      tan.emplace(outs[j].desc().get(), touts[j]);
     }
   }
   std::vector<array> result;
