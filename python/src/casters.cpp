@@ -1,5 +1,8 @@
 // ArrayLike (casters.h): array arguments with MLX's weak typing of scalars.
 #include "bindings.h"
+#include <limits>
+#include <stdexcept>
+#include <string>
 
 namespace ember::py_bind {
 
@@ -85,7 +88,17 @@ std::optional<Axes> to_axes(py::handle axis, const char* op) {
   return out;
 }
 
-bool load_shape(py::handle shape, Shape& out) { return load_ints(shape, out); }
+bool load_shape(py::handle shape, Shape& out) {
+  if (!load_ints(shape, out)) return false;
+  // MLX's shapes hold 32-bit dims: a dim outside that range is an OverflowError
+  for (int64_t d : out) {
+    if (d < std::numeric_limits<int32_t>::min() || d > std::numeric_limits<int32_t>::max()) {
+      throw std::overflow_error("Shape dimension " + std::to_string(d) +
+                                " is outside the supported range [-2147483648, 2147483647].");
+    }
+  }
+  return true;
+}
 
 Shape to_shape(py::handle shape, const char* op) {
   Shape out;

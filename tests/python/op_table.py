@@ -1598,8 +1598,8 @@ def _const_ref(value):
 def _shape_errors(name):
     return lambda: [
         _e(lambda: (((-1,),), {}), ValueError, name, "negative dimension"),
-        _e(lambda: (((2 ** 40, 2 ** 40),), {}), (ValueError, OverflowError),
-           None, "size overflows"),
+        _e(lambda: (((2 ** 40, 2 ** 40),), {}), OverflowError,
+           "range", "a dim beyond int32", mlx_msg=True),
     ]
 
 

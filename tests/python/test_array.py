@@ -905,9 +905,11 @@ def test_array_with_more_than_2_31_elements():
 @pytest.mark.slow
 @ember_only
 def test_1d_array_longer_than_2_31():
-    """MLX limits each dimension to int32; Ember has 64-bit dimensions."""
+    """MLX limits each dimension to int32; Ember's dims are 64-bit inside
+    (a shape given from Python is int32, as in MLX: OverflowError), so a
+    flattened large array has one dim longer than 2**31."""
     n = 2 ** 31 + 10
-    a = mx.zeros(n, dtype=mx.uint8)
+    a = mx.zeros((n // 2, 2), dtype=mx.uint8).reshape(-1)
     assert a.shape == (n,) and a.size == n
     b = a + 1
     assert mx.sum(b).item() == n
