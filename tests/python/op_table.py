@@ -1054,7 +1054,11 @@ add_op(name="softmax", op=mx.softmax, ref=_softmax_ref, dtypes=NO_COMPLEX,
        transcendental=True, family="reduction", mlx_f64_is_f32=True,
        mlx_wrong_dtypes=BOOL + INTS,
        error_inputs=lambda: [_e(lambda: ((_arr(),), {"axis": 2}),
-                                IndexError, "softmax", "axis out of range")])
+                                IndexError, "softmax", "axis out of range"),
+                             _e(lambda: ((mx.array(1.0),), {"axis": 0}),
+                                ValueError, "softmax.*0 dimensions", "axis of a 0-d array"),
+                             _e(lambda: ((mx.array(1.0),), {"axis": -1}),
+                                ValueError, "softmax.*0 dimensions", "axis -1 of a 0-d array")])
 
 
 # ---- shape ops -------------------------------------------------------------

@@ -178,6 +178,9 @@ array argmin(const array& a, std::optional<int> axis, bool keepdims, const Strea
 array softmax(const array& a, std::optional<Axes> axes, bool precise, const StreamOrDevice& s) {
   Dtype t = to_inexact(a.dtype());
   if (is_complex(t)) fail("softmax", "Not supported for complex64 inputs.");
+  if (a.ndim() == 0 && axes && !axes->empty()) {  // MLX: a ValueError, not an axis IndexError
+    fail("softmax", "Received non-empty axes (", (*axes)[0], ") for array with 0 dimensions.");
+  }
   array x = astype(a, t, s);
   Axes ax = detail::reduce_axes(axes, a.ndim(), "softmax");
   if (a.ndim() == 0) return divide(exp(subtract(x, x, s), s), array(1.0, t), s);
