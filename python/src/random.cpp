@@ -53,7 +53,7 @@ void init_random(py::module_& parent) {
       }, "low"_a, "high"_a, "shape"_a = py::list(), "dtype"_a = Dtype::int32, kKey, kStream,
       "Random integers in [low, high).");
   m.def("bernoulli", [](const ArrayLike& p, const std::optional<ShapeArg>& shape, const OptArray& key, StreamOrDevice s) {
-        return random::bernoulli(bound(p), opt(shape), opt(key), s);
+        return random::bernoulli(p, opt(shape), opt(key), s);
       }, "p"_a = 0.5, "shape"_a = py::none(), kKey, kStream,
       "Boolean samples that are True with probability p (shape: p's by default).");
   m.def("categorical", [](const ArrayLike& logits, int axis, const std::optional<ShapeArg>& shape, std::optional<int64_t> num_samples,

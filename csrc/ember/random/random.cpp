@@ -16,6 +16,7 @@
 namespace ember::random {
 
 using detail::fail;
+using detail::fail_index;
 
 namespace {
 
@@ -169,6 +170,11 @@ array normal(const Shape& shape, Dtype dtype, const std::optional<array>& loc, c
   if (!is_floating(dtype) && dtype != Dtype::complex64) {
     fail("normal", "Only floating point and complex64 types are supported, not ", dtype_name(dtype), ".");
   }
+  // loc and scale broadcast with the shape (the result takes the broadcast
+  // shape, as MLX's); shapes that do not broadcast name this op
+  Shape out_shape = shape;
+  if (loc) out_shape = broadcast_shapes(out_shape, loc->shape(), "normal");
+  if (scale) out_shape = broadcast_shapes(out_shape, scale->shape(), "normal");
   array z;
   if (dtype == Dtype::complex64) {
     // Real and imaginary parts: consecutive pairs of normals, each of
@@ -205,8 +211,11 @@ array truncated_normal(const array& lower, const array& upper, const std::option
   // erfinv may lose the far tails (NaN within ~1e-7 of +-1 in float64): such
   // a sample lies beyond the bound on its side.
   out = where(isnan(out, s), where(less(u, array(0.0, ct), s), lo, hi, s), out, s);
-  out = clip(out, lo, hi, s);
-  if (dtype != ct) out = clip(astype(out, dtype, s), astype(lo, dtype, s), astype(hi, dtype, s), s);
+  // min with the upper bound, then max with the lower (as MLX: a lower bound
+  // above the upper one gives the lower bound)
+  auto bound = [&](const array& v, const array& l, const array& h) { return maximum(minimum(v, h, s), l, s); };
+  out = bound(out, lo, hi);
+  if (dtype != ct) out = bound(astype(out, dtype, s), astype(lo, dtype, s), astype(hi, dtype, s));
   return out;
 }
 
@@ -227,9 +236,12 @@ array bernoulli(const array& p, const std::optional<Shape>& shape_opt, const Key
   Shape shape = shape_opt ? *shape_opt : p.shape();
   check_shape(shape, "bernoulli");
   check_broadcast(shape, p.shape(), "bernoulli");
-  array pp = is_floating(p.dtype()) ? p : astype(p, Dtype::float32, s);
+  if (!is_floating(p.dtype())) {
+    fail("bernoulli", "The probability p must be of a real floating point type, not ", dtype_name(p.dtype()),
+         ".");
+  }
   array u = standard_uniform(shape, 0.0, get_key(k, "bernoulli"), s);
-  return less(u, pp, s);
+  return less(u, p, s);
 }
 
 array gumbel(const Shape& shape, Dtype dtype, const Key& k, const StreamOrDevice& s) {
@@ -254,7 +266,7 @@ array laplace(const Shape& shape, Dtype dtype, double loc, double scale, const K
 array categorical(const array& logits, int axis, const std::optional<Shape>& shape,
                   std::optional<int64_t> num_samples, const Key& k, const StreamOrDevice& s) {
   if (shape && num_samples) fail("categorical", "At most one of shape or num_samples can be specified.");
-  if (logits.ndim() == 0) fail("categorical", "logits must have at least one dimension, got shape ().");
+  if (logits.ndim() == 0) fail_index("categorical", "logits must have at least one dimension, got shape ().");
   int ax = normalize_axis(axis, logits.ndim(), "categorical");
   array L = is_floating(logits.dtype()) ? logits : astype(logits, Dtype::float32, s);
   Shape batch = L.shape();
@@ -311,7 +323,7 @@ array permutation(int64_t n, const Key& k, const StreamOrDevice& s) {
 }
 
 array permutation(const array& x, int axis, const Key& k, const StreamOrDevice& s) {
-  if (x.ndim() == 0) fail("permutation", "Expected an array with at least one dimension, got shape ().");
+  if (x.ndim() == 0) fail_index("permutation", "Expected an array with at least one dimension, got shape ().");
   int ax = normalize_axis(axis, x.ndim(), "permutation");
   array perm = permutation(x.shape(ax), k, s);
   return take(x, perm, ax, s);

@@ -1,0 +1,174 @@
+"""MLX conformance of the transforms and of random (issue 14): argument
+validation, exception types and shapes as MLX 0.32.4 gives them, and the
+deliberate differences of docs/mlx-differences.md (marked ember_only).
+The transforms' own API contracts are in test_transforms.py."""
+
+import numpy as np
+import pytest
+
+from conftest import ember_only, mx, to_numpy
+
+R = mx.random
+
+
+def K(seed=0):
+    return R.key(seed)
+
+
+# --------------------------------------------------------------------------
+# random: bernoulli, normal, laplace, truncated_normal
+# --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("p", [1, 0, mx.array([0, 1]), mx.array([True]), mx.array([1 + 0j])],
+                         ids=["int", "zero", "int-array", "bool", "complex"])
+def test_bernoulli_probability_must_be_real_float(p):
+    with pytest.raises(ValueError, match="bernoulli"):
+        mx.eval(R.bernoulli(p, key=K()))
+
+
+@pytest.mark.parametrize("p, shape, want", [
+    (0.5, None, ()),
+    (mx.array([0.1, 0.5]), None, (2,)),
+    (mx.array([0.1, 0.5]), (3, 2), (3, 2)),
+    (mx.array([0.5], dtype=mx.float16), None, (1,)),
+    (mx.array([[0.5], [0.2]]), (2, 3), (2, 3)),
+])
+def test_bernoulli_shapes(p, shape, want):
+    b = R.bernoulli(p, shape, key=K()) if shape is not None else R.bernoulli(p, key=K())
+    assert b.shape == want and b.dtype == mx.bool_
+
+
+@pytest.mark.parametrize("p, shape", [(mx.array([0.1, 0.5]), (3,)), (mx.array([0.1, 0.5]), (2, 3)),
+                                      (0.5, (-1,))])
+def test_bernoulli_bad_shapes(p, shape):
+    with pytest.raises(ValueError):
+        mx.eval(R.bernoulli(p, shape, key=K()))
+
+
+@pytest.mark.parametrize("kwargs, want", [
+    (dict(loc=mx.array([1.0, 2.0])), (2,)),
+    (dict(shape=(3, 2), loc=mx.array([1.0, 2.0])), (3, 2)),
+    (dict(scale=mx.array([1.0, 2.0])), (2,)),
+    (dict(loc=mx.array([[1.0], [2.0]]), scale=mx.array([1.0, 2.0, 3.0])), (2, 3)),
+    (dict(shape=(2,), loc=mx.ones((3, 2))), (3, 2)),
+    (dict(shape=(2,), scale=mx.ones((3, 2))), (3, 2)),
+])
+def test_normal_loc_scale_broadcast(kwargs, want):
+    z = R.normal(key=K(), **kwargs)
+    assert z.shape == want and z.dtype == mx.float32
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(shape=(3,), loc=mx.array([1.0, 2.0])),
+    dict(shape=(3,), scale=mx.array([1.0, 2.0])),
+    dict(loc=mx.ones((2,)), scale=mx.ones((3,))),
+])
+def test_normal_loc_scale_that_do_not_broadcast(kwargs):
+    with pytest.raises(ValueError, match="broadcast"):
+        mx.eval(R.normal(key=K(), **kwargs))
+
+
+def test_normal_loc_scale_values():
+    z = to_numpy(R.normal((4,), key=K(3)))
+    w = to_numpy(R.normal((4,), loc=mx.array(1.0), scale=mx.array(2.0), key=K(3)))
+    np.testing.assert_allclose(w, 1.0 + 2.0 * z, rtol=1e-6)
+
+
+def test_laplace_loc_scale():
+    z = to_numpy(R.laplace((4,), key=K(3)))
+    w = to_numpy(R.laplace((4,), loc=1.0, scale=2.0, key=K(3)))
+    np.testing.assert_allclose(w, 1.0 + 2.0 * z, rtol=1e-6)
+    with pytest.raises(ValueError):
+        R.laplace((2,), dtype=mx.int32, key=K())
+
+
+@pytest.mark.parametrize("lower, upper, shape, want", [
+    (-1, 1, None, ()),
+    (mx.array([-1.0, 0.0]), 1, None, (2,)),
+    (mx.array([-1.0, 0.0]), mx.array([[1.0], [2.0], [3.0]]), None, (3, 2)),
+    (mx.array([-1.0, 0.0]), 1, (3, 2), (3, 2)),
+])
+def test_truncated_normal_shapes(lower, upper, shape, want):
+    t = R.truncated_normal(lower, upper, shape, key=K()) if shape else R.truncated_normal(lower, upper, key=K())
+    assert t.shape == want and t.dtype == mx.float32
+
+
+@pytest.mark.parametrize("shape", [(3,), (2, 3)])
+def test_truncated_normal_bounds_that_do_not_broadcast(shape):
+    with pytest.raises(ValueError):
+        mx.eval(R.truncated_normal(mx.array([-1.0, 0.0]), 1, shape, key=K()))
+
+
+def test_truncated_normal_lower_above_upper_gives_lower():
+    assert to_numpy(R.truncated_normal(1.0, -1.0, (4,), key=K())).tolist() == [1.0] * 4
+    t = to_numpy(R.truncated_normal(mx.array([2.0, 0.0]), mx.array([1.0, 1.0]), key=K()))
+    assert t[0] == 2.0 and 0.0 <= t[1] <= 1.0
+
+
+def test_truncated_normal_dtypes():
+    assert R.truncated_normal(-1, 1, dtype=mx.float16, key=K()).dtype == mx.float16
+    with pytest.raises(ValueError):
+        R.truncated_normal(-1, 1, dtype=mx.int32, key=K())
+
+
+def test_sampling_axis_of_a_0d_array_is_index_error():
+    with pytest.raises(IndexError):
+        mx.eval(R.categorical(mx.array(0.0), key=K()))
+    with pytest.raises(IndexError):
+        mx.eval(R.permutation(mx.array(3), key=K()))
+
+
+@ember_only  # MLX 0.32.4: "[uniform] Unsupported type" / "dtype must be float32"
+def test_float64_samplers():
+    assert R.truncated_normal(-1, 1, (3,), dtype=mx.float64, key=K()).dtype == mx.float64
+    assert R.multivariate_normal(mx.zeros((2,)), mx.eye(2), dtype=mx.float64, key=K()).dtype == mx.float64
+
+
+# --------------------------------------------------------------------------
+# transforms: the deliberate differences
+# --------------------------------------------------------------------------
+
+@ember_only  # MLX differentiates integers in integer arithmetic (truncated)
+def test_integers_carry_no_derivative():
+    xi = mx.array([1, 2, 3])
+    for f in (lambda x: (x * x).sum(), lambda x: mx.sin(x).sum(), lambda x: x.sum()):
+        g = mx.grad(f)(xi)
+        assert g.dtype == mx.int32 and to_numpy(g).tolist() == [0, 0, 0]
+    g = mx.grad(lambda x: (x * x).sum())(mx.array([1, 2], dtype=mx.uint8))
+    assert g.dtype == mx.uint8 and to_numpy(g).tolist() == [0, 0]
+    # a float->int cast has a zero derivative (MLX passes the cotangent through)
+    close = lambda a, b: np.testing.assert_allclose(to_numpy(a), b)
+    close(mx.grad(lambda x: (x.astype(mx.int32) * 1.0).sum())(mx.array([1.5, 2.5])), [0.0, 0.0])
+    _, (t,) = mx.jvp(lambda x: x.astype(mx.int32), [mx.array([1.0, 2.0])], [mx.ones(2)])
+    assert to_numpy(t).tolist() == [0, 0]
+    # an integer argument's tangent does not count
+    _, (t,) = mx.jvp(lambda x, i: x * i, [mx.array([1.0, 2.0]), mx.array([1, 2])],
+                     [mx.ones(2), mx.ones(2, dtype=mx.int32)])
+    close(t, [1.0, 2.0])
+
+
+@ember_only  # MLX raises "[gather] Cannot calculate VJP with respect to indices"
+def test_indices_computed_from_the_primal_need_no_stop_gradient():
+    x = mx.array([1.0, 3.0, 2.0])
+    np.testing.assert_allclose(to_numpy(mx.grad(lambda v: v[mx.argmax(v)])(x)), [0.0, 1.0, 0.0])
+    np.testing.assert_allclose(to_numpy(mx.grad(lambda v: v[mx.argsort(v)][-1])(x)), [0.0, 1.0, 0.0])
+    g = mx.grad(lambda i: mx.take(x, i).sum())(mx.array([0, 1]))
+    assert g.dtype == mx.int32 and to_numpy(g).tolist() == [0, 0]
+
+
+@ember_only  # MLX's jvp takes the first of tied extrema, its vjp splits
+def test_jvp_of_max_at_ties_is_the_transpose_of_its_vjp():
+    x = mx.array([2.0, 2.0, 1.0])
+    _, (t,) = mx.jvp(lambda v: v.max(), [x], [mx.array([1.0, 3.0, 5.0])])
+    np.testing.assert_allclose(to_numpy(t), 2.0)
+    _, (g,) = mx.vjp(lambda v: v.max(), [x], [mx.array(1.0)])
+    np.testing.assert_allclose(to_numpy(g), [0.5, 0.5, 0.0])
+    np.testing.assert_allclose(to_numpy(mx.jacfwd(lambda v: v.max())(x)),
+                               to_numpy(mx.jacrev(lambda v: v.max())(x)))
+
+
+@ember_only  # MLX: "JVP is not implemented for cumulative prod/min/max"
+def test_jvp_of_cumulative_prod_max_min():
+    x = mx.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(to_numpy(mx.jvp(mx.cumprod, [x], [mx.array([1.0, 0, 0])])[1][0]), [1.0, 2.0, 6.0])
+    np.testing.assert_allclose(to_numpy(mx.jvp(mx.cummax, [x], [mx.array([1.0, 0, 0])])[1][0]), [1.0, 0.0, 0.0])
