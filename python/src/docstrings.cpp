@@ -2877,7 +2877,9 @@ Example:
     {{"random.bernoulli"}, R"doc(Boolean samples that are True with probability ``p``.
 
 Args:
-    p (scalar or array): the probability of True. Default: 0.5.
+    p (float or array): the probability of True, of a real floating
+        point type (an integer or boolean ``p`` is a ValueError). Default:
+        0.5.
     shape (sequence of int, optional): the shape of the samples; ``p``
         broadcasts to it. Default: None, the shape of ``p``.
 )doc" EMBER_DOC_KEY EMBER_DOC_STREAM R"doc(
