@@ -125,7 +125,7 @@ def test_grad_of_integer_input_is_zero():
 
 
 @pytest.mark.parametrize("fn, args, match", [
-    (lambda x: x * 2, (mx.array(X),), "scalar"),
+    (lambda x: x * 2, (mx.array(X),), "scalar|shape"),
     (lambda x: 3.0, (mx.array(X),), "scalar"),
     (lambda x: (x.sum(), 1), (mx.array(X),), "scalar"),
 ])
@@ -162,9 +162,13 @@ def test_vjp_errors():
     with pytest.raises(ValueError, match="cotangent"):
         mx.vjp(lambda a: a * 2, [x], [mx.ones(3)])
     with pytest.raises(ValueError):
-        mx.vjp(lambda a: a * 2, [x], [mx.ones(2), mx.ones(2)])
-    with pytest.raises(ValueError):
         mx.jvp(lambda a: a * 2, [x], [mx.ones(3)])
+
+
+@ember_only  # MLX ignores cotangents beyond the outputs (docs/mlx-differences.md)
+def test_vjp_extra_cotangents_raise():
+    with pytest.raises(ValueError, match="cotangents"):
+        mx.vjp(lambda a: a * 2, [mx.array(X)], [mx.ones(2), mx.ones(2)])
 
 
 @pytest.mark.parametrize("fun, primal, tangent, want", [
@@ -195,6 +199,7 @@ def test_output_that_is_an_input_or_constant():
     close(t, [0.0, 0.0])
 
 
+@ember_only  # MLX's float64 sin is not float64-accurate (rel. error 1e-3 at second order)
 def test_shared_subexpressions_accumulate():
     f = lambda a: (lambda y: y * y + mx.sin(y))(a * 3).sum()
     gradcheck.check_grads(f, [np.array([0.3, -1.2, 2.0])], order=2)
@@ -268,7 +273,7 @@ def test_vmap_pytree_axes():
     a = mx.array(np.arange(6.0).reshape(2, 3))
     b = mx.array(np.arange(6.0).reshape(3, 2))
     out = mx.vmap(lambda d: {"s": d["x"] + d["y"], "p": (d["x"] * 2,)},
-                  in_axes=({"x": 0, "y": 1},), out_axes={"s": 0, "p": (1,)})({"x": a, "y": b})
+                  in_axes={"x": 0, "y": 1}, out_axes={"s": 0, "p": (1,)})({"x": a, "y": b})
     close(out["s"], np.arange(6.0).reshape(2, 3) + np.arange(6.0).reshape(3, 2).T)
     assert out["p"][0].shape == (3, 2)
 
@@ -299,7 +304,7 @@ def test_vmap_unbatched_output_is_broadcast():
 
 
 def test_vmap_errors():
-    with pytest.raises(ValueError, match=r"argument 0 has size 2.*argument 1 has size 3"):
+    with pytest.raises(ValueError, match=r"Inconsistent.*2.*3"):
         mx.vmap(lambda a, b: a + b)(mx.ones((2, 3)), mx.ones((3, 3)))
     with pytest.raises(ValueError):
         mx.vmap(lambda a, b: a, in_axes=(0,))(mx.ones(2), mx.ones(2))
@@ -453,6 +458,7 @@ def test_custom_function_defaults_and_captures():
         mx.grad(lambda a: f(a))(mx.array(2.0))
 
 
+@ember_only  # MLX drops the custom vjp of a vmapped custom function (docs/mlx-differences.md)
 def test_custom_vjp_survives_vmap():
     @mx.custom_function
     def f(x):
