@@ -10,6 +10,7 @@
 // dims in place when all array indices are adjacent, else they go first.
 // Python ints count as array indices when any array index is present.
 #include "bindings.h"
+#include <limits>
 
 namespace ember::py_bind {
 
@@ -95,6 +96,29 @@ std::vector<array> mask_to_indices(const array& mask) {
   return out;
 }
 
+bool fits_int32(int64_t v) {
+  return v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max();
+}
+
+// MLX takes slice bounds as 32-bit ints and raises ValueError for larger
+// ones; Ember does the same on an axis that int32 can address (a longer
+// axis, which MLX cannot have, takes any bound).
+void check_slice_bounds(py::handle slice, const array& a, int dim) {
+  int64_t n = a.shape()[dim];
+  if (!fits_int32(n)) return;
+  for (const char* part : {"start", "stop", "step"}) {
+    py::object v = slice.attr(part);
+    if (v.is_none() || !PyIndex_Check(v.ptr())) continue;
+    Py_ssize_t i = PyNumber_AsSsize_t(v.ptr(), nullptr);  // clipped
+    if (i == -1 && PyErr_Occurred()) throw py::error_already_set();
+    if (!fits_int32(i)) {
+      throw std::invalid_argument(std::string("[getitem] Slice indices must be 32-bit integers: slice ") + part +
+                                  std::string(" ") + std::string(py::str(v)) + " for axis " + std::to_string(dim) +
+                                  " of size " + std::to_string(n) + ".");
+    }
+  }
+}
+
 array index_array(py::handle h) {
   if (is_array(h)) return h.cast<array>();
   array a = to_array(h);
@@ -158,6 +182,13 @@ Parsed parse(const array& a, py::handle idx) {
   }
   if (ellipses > 1) throw std::out_of_range("[getitem] An index can only have a single ellipsis ('...').");
   if (consumed > a.ndim()) {
+    for (auto& e : entries) {
+      if (e.kind == E::Mask) {  // MLX: ValueError
+        throw std::invalid_argument("[getitem] The boolean mask of shape " + shape_str(e.arr.shape()) +
+                                    " has more dimensions than the array of shape " + shape_str(a.shape()) +
+                                    " has left to index.");
+      }
+    }
     throw std::out_of_range("[getitem] Too many indices for array with " + std::to_string(a.ndim()) +
                             " dimensions.");
   }
@@ -180,10 +211,21 @@ Parsed parse(const array& a, py::handle idx) {
   for (auto& e : entries) {
     switch (e.kind) {
       case E::Int: {
-        Py_ssize_t i = PyNumber_AsSsize_t(e.obj.ptr(), PyExc_IndexError);
+        Py_ssize_t i = PyNumber_AsSsize_t(e.obj.ptr(), nullptr);  // clipped: out of bounds below
         if (i == -1 && PyErr_Occurred()) throw py::error_already_set();
         int64_t n = a.shape()[dim];
         if (i < -n || i >= n) {
+          // where MLX raises (an empty axis, an int beyond int32) Ember raises
+          // the same ValueError; where MLX reads out of bounds, IndexError
+          if (n == 0) {
+            throw std::invalid_argument("[getitem] Cannot do a non-empty take from an empty axis (axis " +
+                                        std::to_string(dim) + " of shape " + shape_str(a.shape()) + ").");
+          }
+          if (!fits_int32(i)) {
+            throw std::invalid_argument("[getitem] Slice indices must be 32-bit integers: index " +
+                                        std::string(py::str(e.obj)) + " for axis " + std::to_string(dim) +
+                                        " of size " + std::to_string(n) + ".");
+          }
           throw std::out_of_range("[getitem] Index " + std::to_string(i) + " is out of bounds for axis " +
                                   std::to_string(dim) + " with size " + std::to_string(n) + ".");
         }
@@ -192,6 +234,7 @@ Parsed parse(const array& a, py::handle idx) {
         break;
       }
       case E::Slice:
+        check_slice_bounds(e.obj, a, dim);
         push(Item::slice_of(e.obj), dim++);
         break;
       case E::NewAxis:
@@ -206,8 +249,8 @@ Parsed parse(const array& a, py::handle idx) {
       case E::Mask: {
         const Shape& ms = e.arr.shape();
         for (int k = 0; k < e.arr.ndim(); ++k) {
-          if (ms[k] != a.shape()[dim + k]) {
-            throw std::out_of_range("[getitem] Boolean index of shape " + shape_str(ms) +
+          if (ms[k] != a.shape()[dim + k]) {  // MLX: ValueError
+            throw std::invalid_argument("[getitem] Boolean index of shape " + shape_str(ms) +
                                     " does not match the indexed dims of the array of shape " +
                                     shape_str(a.shape()) + " at axis " + std::to_string(dim + k) + ".");
           }

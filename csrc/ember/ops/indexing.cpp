@@ -122,7 +122,8 @@ array gather(const array& a, const std::vector<array>& indices, const std::vecto
   for (int d = 0; d < a.ndim(); ++d) {
     if (std::find(axes.begin(), axes.end(), d) != axes.end()) {
       if (a.shape()[d] == 0 && n_idx > 0) {
-        fail_index("gather", "Cannot index axis ", d, " of size 0 (array of shape ", shape_str(a.shape()), ").");
+        fail("gather", "Cannot do a non-empty take from an empty axis (axis ", d, " of shape ",
+             shape_str(a.shape()), ").");
       }
     } else {
       out.push_back(a.shape()[d]);
@@ -166,7 +167,10 @@ array scatter(const array& a, const IndexView& view, const std::vector<array>& i
   Shape upd_shape = common;
   for (int i = 0; i < vn; ++i) {
     if (std::find(axes.begin(), axes.end(), i) != axes.end()) {
-      if (view.size[i] == 0 && n_idx > 0) fail_index(op, "Cannot index an axis of size 0.");
+      if (view.size[i] == 0 && n_idx > 0) {
+        fail(op, "Cannot do a non-empty scatter into an empty axis (axis ", view.dims[i], " of shape ",
+             shape_str(a.shape()), ").");
+      }
     } else {
       upd_shape.push_back(view.size[i]);
     }
