@@ -172,3 +172,20 @@ def test_jvp_of_cumulative_prod_max_min():
     x = mx.array([1.0, 2.0, 3.0])
     np.testing.assert_allclose(to_numpy(mx.jvp(mx.cumprod, [x], [mx.array([1.0, 0, 0])])[1][0]), [1.0, 2.0, 6.0])
     np.testing.assert_allclose(to_numpy(mx.jvp(mx.cummax, [x], [mx.array([1.0, 0, 0])])[1][0]), [1.0, 0.0, 0.0])
+
+
+def test_gradients_and_outputs_are_new_arrays():
+    # as MLX: no transform hands back the very array object it was given
+    x, c = mx.array([1.0, 2.0]), mx.array([1.0, 1.0])
+    outs, grads = mx.vjp(lambda a: a, [x], [c])
+    assert outs[0] is not x and grads[0] is not c and grads[0] is not x
+    outs, tans = mx.jvp(lambda a: a, [x], [c])
+    assert outs[0] is not x and tans[0] is not c
+    s = mx.array(2.0)
+    assert mx.grad(lambda a: a)(s) is not s
+    v, g = mx.value_and_grad(lambda a: a)(s)
+    assert v is not g and v is not s
+    assert mx.vmap(lambda a: a)(x) is not x
+    unused = mx.array([1.0, 2.0])
+    g = mx.grad(lambda a, b: a.sum(), argnums=1)(x, unused)
+    assert g is not unused and to_numpy(g).tolist() == [0.0, 0.0]
