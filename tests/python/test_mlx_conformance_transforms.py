@@ -145,6 +145,9 @@ def test_integers_carry_no_derivative():
     _, (t,) = mx.jvp(lambda x, i: x * i, [mx.array([1.0, 2.0]), mx.array([1, 2])],
                      [mx.ones(2), mx.ones(2, dtype=mx.int32)])
     close(t, [1.0, 2.0])
+    # the zero tangent of a boolean output is boolean
+    _, (t,) = mx.jvp(lambda x: x > 1, [mx.array([1.0, 2.0])], [mx.ones(2)])
+    assert t.dtype == mx.bool_ and to_numpy(t).tolist() == [False, False]
 
 
 @ember_only  # MLX raises "[gather] Cannot calculate VJP with respect to indices"
