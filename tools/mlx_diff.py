@@ -47,9 +47,11 @@ Results go, one pickled record per (kind, op, dtype, sample), to
 ``OUT/ember.pkl`` and ``OUT/mlx.pkl`` (default ``OUT=/tmp/mlx-diff``).  A
 worker that crashes (MLX dies of SIGSEGV/SIGFPE on some inputs) or hangs
 (``--case-timeout``) gets the case recorded as a crash / hang and is
-restarted after it.  MLX's empty-input reductions, which can spin for minutes,
-are skipped on MLX (as the forward suite does; under vmap too) and reported
-as not compared.
+restarted after it; a crash after other cases is first tried again at the
+start of a fresh process, and a crash that does not come back there is
+listed apart (memory an earlier case damaged), not as a difference.  MLX's empty-input reductions, which can spin for minutes,
+are skipped on MLX (as the forward suite does) and reported as not compared;
+under vmap and the derivatives they run (an MLX hang there is reported).
 
 Comparison
 ----------
@@ -595,8 +597,9 @@ def _worker(backend, out_path, progress_path, ops_filter, kinds):
     def run(key, thunk, dig, meta, ref=None, skip=None):
         if key in done:
             return
+        ran[0] += 1
         prog.seek(0)
-        prog.write(repr(key) + "\n")
+        prog.write(f"{key!r}\n{ran[0]}\n")
         prog.truncate()
         prog.flush()
         rec = {"key": key, "digest": dig, "meta": meta}
@@ -617,6 +620,7 @@ def _worker(backend, out_path, progress_path, ops_filter, kinds):
         done.add(key)
 
     counter = {}
+    ran = [0]   # cases run by this process (1: a fresh process)
 
     def mkkey(kind, op, dtype, desc):
         base = (kind, op, dtype, str(desc))
@@ -780,10 +784,7 @@ def _worker(backend, out_path, progress_path, ops_filter, kinds):
                         run(mkkey("vmap", op.name, name,
                                   f"{c.desc} in_axes={in_axes} out_axes={out_axes}"),
                                 thunk, digest(args),
-                            meta_of(op, table_ember_only=name in op.mlx_wrong_dtypes),
-                            skip="MLX's reduce can hang on empty inputs"
-                            if is_mlx and op.family == "reduction"
-                            and any(np.asarray(a).size == 0 for a in args) else None)
+                            meta_of(op, table_ember_only=name in op.mlx_wrong_dtypes))
     prog.seek(0)
     prog.write("DONE\n")
     prog.truncate()
@@ -828,6 +829,7 @@ def run_backend(backend, python, out_dir, ops, kinds, case_timeout, fresh, log):
     if ops:
         cmd += ["--ops", ",".join(ops)]
     restarts = 0
+    retried = {}
     while True:
         with open(prog_path, "w") as f:
             f.write("<import>\n")
@@ -854,18 +856,33 @@ def run_backend(backend, python, out_dir, ops, kinds, case_timeout, fresh, log):
         with open(prog_path) as f:
             cur = f.read().strip()
         if p.returncode == 0 and cur == "DONE":
+            flaky = [k for k in retried if read_records(out_path).get(k, {}).get("status")
+                     not in ("crash", None)]
+            with open(os.path.join(out_dir, f"{backend}.flaky"), "w") as f:
+                for k in flaky:
+                    f.write(f"{case_id(k)}: crashed ({retried[k]}) after other cases, "
+                            "not in a fresh process\n")
             return out_path
         if cur.startswith("<import>") or not cur.startswith("("):
             with open(err_path) as f:
                 tail = f.read()[-3000:]
             raise RuntimeError(f"{backend} worker failed before its first case "
                                f"(exit {p.returncode}):\n{tail}")
-        key = eval(cur)  # noqa: S307 - our own repr of a tuple of str/int
+        first, _, count = cur.partition("\n")
+        key = eval(first)  # noqa: S307 - our own repr of a tuple of str/int
         with open(err_path) as f:
             tail = f.read()[-300:].strip().replace("\n", " | ")
         rc = p.returncode
         info = (f"no progress for {case_timeout} s" if hung else
                 f"signal {signal.Signals(-rc).name}" if rc < 0 else f"exit {rc}: {tail}")
+        if not hung and count.strip() != "1" and key not in retried:
+            # a crash after other cases may come from an earlier case's
+            # damage: run the case again first in a fresh process
+            retried[key] = info
+            log(f"[{backend}] {case_id(key)}: crash ({info}); again in a fresh process")
+            continue
+        if key in retried:
+            info += " (in a fresh process too)"
         with open(out_path, "ab") as f:
             pickle.dump({"key": key, "status": "hang" if hung else "crash", "info": info,
                          "digest": None, "meta": {}}, f, protocol=4)
@@ -889,6 +906,15 @@ def finish(ember_path, mlx_path, json_path=None, text_path=None, differences=DIF
     _fix_digests(ember, mlx)
     diffs, stats = compare(ember, mlx, parse_deliberate(differences))
     text = report(diffs, stats)
+    notes = []
+    for path in (ember_path, mlx_path):
+        flaky = path[:-4] + ".flaky" if path.endswith(".pkl") else None
+        if flaky and os.path.exists(flaky):
+            side = os.path.basename(path)[:-4]
+            notes += [f"- [{side}] {line.rstrip()}" for line in open(flaky) if line.strip()]
+    if notes:
+        text += ("\n## Crashes that depend on what ran before (not differences)\n\n"
+                 + "\n".join(notes) + "\n")
     print(text)
     if text_path:
         with open(text_path, "w") as f:
@@ -907,7 +933,8 @@ def main(argv=None):
     ap.add_argument("--out", default=DEFAULT_OUT, help="folder of the result files")
     ap.add_argument("--mlx-python", default=DEFAULT_MLX_PYTHON)
     ap.add_argument("--ember-python", default=sys.executable)
-    ap.add_argument("--case-timeout", type=float, default=30.0)
+    ap.add_argument("--case-timeout", type=float, default=20.0,
+                    help="seconds without progress before a case counts as a hang")
     ap.add_argument("--resume", action="store_true",
                     help="keep the result files and run only the missing cases")
     ap.add_argument("--sequential", action="store_true",
