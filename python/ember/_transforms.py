@@ -567,8 +567,10 @@ class custom_function:
 
         def flat(xs):
             out = fun(*rebuild(xs), **kwargs)
+            leaves = _array_leaves(out)
+            _check_only_arrays(out, leaves, "custom_function", "The function's output")
             out_tree.append(out)
-            return _array_leaves(out)
+            return leaves
 
         def structured(outs):
             return _replace_arrays(out_tree[0], iter(outs))
@@ -637,15 +639,15 @@ def checkpoint(fun: Callable) -> Callable:
     @functools.wraps(fun)
     def wrapper(*args, **kwargs):
         leaves = _array_leaves(list(args))
-        single = []
+        out_tree = []
 
         def flat(xs):
             out = fun(*_replace_arrays(list(args), iter(xs)), **kwargs)
-            single.append(isinstance(out, array))
-            return _outputs_as_list(out, "checkpoint")
+            out_tree.append(out)
+            return _array_leaves(out)  # any tree; other leaves pass through (as MLX)
 
         outs = _core._checkpoint(flat)(leaves)
-        return outs[0] if single[0] else tuple(outs)
+        return _replace_arrays(out_tree[0], iter(outs))
 
     return wrapper
 

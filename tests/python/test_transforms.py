@@ -397,7 +397,7 @@ def test_transforms_without_outputs_build_no_node():
     f = mx.custom_function(lambda a: [])
     f.vjp(lambda p, c, o: p)
     assert f(x) == []
-    assert mx.checkpoint(lambda a: [])(x) == ()
+    assert mx.checkpoint(lambda a: [])(x) == []
 
 
 # --------------------------------------------------------------------------
@@ -577,6 +577,23 @@ def test_custom_function_vmap_rule_must_return_a_pair():
 
     with pytest.raises(ValueError):
         mx.vmap(f)(mx.ones((3, 2)))
+
+
+def test_checkpoint_and_custom_function_outputs_are_trees():
+    x = mx.array(X)
+    out = mx.checkpoint(lambda b: {"a": b * 2, "n": 1})(x)
+    assert set(out) == {"a", "n"} and out["n"] == 1
+    close(out["a"], np.array(X) * 2)
+    g = mx.grad(lambda a: mx.checkpoint(lambda b: {"s": (b * b).sum()})(a)["s"])(x)
+    close(g, np.array(X) * 2)
+
+    f = mx.custom_function(lambda b: {"a": b * b})
+    f.vjp(lambda p, c, o: c["a"] * 3)
+    close(mx.grad(lambda a: f(a)["a"].sum())(x), [3.0, 3.0])
+    h = mx.custom_function(lambda b: (b * b, 1))
+    h.vjp(lambda p, c, o: c[0])
+    with pytest.raises(ValueError, match="only arrays"):  # MLX: custom outputs hold arrays only
+        h(x)
 
 
 def test_checkpoint_gradients_match():
