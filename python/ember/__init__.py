@@ -39,4 +39,6 @@ _transforms.install(core)
 core.matrix_norm = core.linalg.norm
 
 __version__ = "0.1.0"
+# mlx.core.__version__: the version string on the API module too
+core.__version__ = __version__
 __all__ = ["core"]

@@ -109,8 +109,11 @@ array int_scalar(py::handle v, Dtype t) {
 struct ListInfo {
   Shape shape;
   bool has_float = false, has_complex = false, has_int = false, has_bool = false, has_big = false;
+  bool has_array = false;  // an array somewhere: the scan stops, the list is stacked
   std::optional<Dtype> array_dtype;
 };
+
+std::string type_name(py::handle v) { return py::type::handle_of(v).attr("__name__").cast<std::string>(); }
 
 void scan_list(py::handle v, int depth, ListInfo& info, std::vector<py::handle>& leaves) {
   if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
@@ -122,7 +125,14 @@ void scan_list(py::handle v, int depth, ListInfo& info, std::vector<py::handle>&
     } else if (static_cast<int>(info.shape.size()) < depth || info.shape[depth] != n) {
       throw std::invalid_argument("[array] Initialization encountered non-uniform length.");
     }
-    for (auto item : seq) scan_list(item, depth + 1, info, leaves);
+    for (auto item : seq) {
+      scan_list(item, depth + 1, info, leaves);
+      if (info.has_array) return;
+    }
+    return;
+  }
+  if (is_array(v)) {
+    info.has_array = true;
     return;
   }
   if (static_cast<int>(info.shape.size()) != depth) {
@@ -137,37 +147,31 @@ void scan_list(py::handle v, int depth, ListInfo& info, std::vector<py::handle>&
     info.has_float = true;
   } else if (PyComplex_Check(v.ptr())) {
     info.has_complex = true;
-  } else if (is_array(v)) {
-    throw std::invalid_argument("[array] Nested arrays are handled by stacking.");
-  } else {
-    throw type_error(std::string("[array] Invalid type ") + std::string(py::str(py::type::handle_of(v))) +
-                     " received in array initialization.");
+  } else {  // MLX: ValueError (a str, bytes, None, a NumPy array or scalar, any other object)
+    throw std::invalid_argument("[array] Invalid type " + type_name(v) + " received in array initialization.");
   }
   leaves.push_back(v);
 }
 
 array from_list(py::handle v, std::optional<Dtype> dtype) {
-  // A list of arrays (or of lists of arrays) is stacked.
-  py::sequence seq = py::reinterpret_borrow<py::sequence>(v);
-  if (seq.size() > 0) {
-    py::handle first = seq[0];
-    bool nested_arrays = is_array(first) ||
-                         ((py::isinstance<py::list>(first) || py::isinstance<py::tuple>(first)) &&
-                          py::len(first) > 0 && is_array(py::reinterpret_borrow<py::sequence>(first)[0]));
-    if (nested_arrays) {
-      std::vector<array> parts;
-      for (auto item : seq) parts.push_back(to_array(item, dtype));
-      for (auto& p : parts) {
-        if (p.shape() != parts[0].shape()) {
-          throw std::invalid_argument("[array] Initialization encountered non-uniform length.");
-        }
-      }
-      return stack(parts, 0);
-    }
-  }
   ListInfo info;
   std::vector<py::handle> leaves;
   scan_list(v, 0, info, leaves);
+  if (info.has_array) {
+    // A list holding arrays anywhere (MLX): each element is converted on its
+    // own (Python scalars with their default dtypes, sub-lists likewise), the
+    // elements must have one shape, and they are stacked in their promoted
+    // dtype: [1, mx.array(2.5)] is float32, [mx.array(1, int8), 2] int32.
+    py::sequence seq = py::reinterpret_borrow<py::sequence>(v);
+    std::vector<array> parts;
+    for (auto item : seq) parts.push_back(to_array(item, dtype));
+    for (auto& p : parts) {
+      if (p.shape() != parts[0].shape()) {
+        throw std::invalid_argument("[array] Initialization encountered non-uniform length.");
+      }
+    }
+    return stack(parts, 0);
+  }
   Dtype t = info.has_complex ? Dtype::complex64
             : info.has_float ? Dtype::float32
             : info.has_int   ? (info.has_big ? Dtype::int64 : Dtype::int32)
@@ -268,8 +272,10 @@ array to_array(py::handle v, std::optional<Dtype> dtype) {
     return from_numpy(np.attr("asarray")(v), dtype);
   }
   if (py::hasattr(v, "__dlpack__")) return from_dlpack(v, true, dtype);  // DLPack only: copied, as MLX
-  throw type_error(std::string("[array] Cannot convert ") + std::string(py::str(py::type::handle_of(v))) +
-                   " to an array.");
+  // MLX: None does not match the signature (TypeError); any other object
+  // (a str, a dict, ...) is an invalid value (ValueError)
+  if (v.is_none()) throw type_error("[array] Cannot convert None to an array.");
+  throw std::invalid_argument("[array] Invalid type " + type_name(v) + " received in array initialization.");
 }
 
 array scalar_to_array(py::handle v, Dtype other) {

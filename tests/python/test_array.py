@@ -50,10 +50,51 @@ def test_ragged_arrays_raise():
         mx.array([mx.array([1, 2]), mx.array([3])])
 
 
-@pytest.mark.parametrize("value", ["a", [1, "a"], object(), range(3)])
-def test_bad_element_types_raise(value):
-    with pytest.raises((ValueError, TypeError)):
+@pytest.mark.parametrize("value", ["a", [1, "a"], [["a", "b"]], ("a",), object(), range(3),
+                                   {}, [{}], [1, None], [b"ab"], [np.array([1, 2]), [3, 4]],
+                                   [np.float32(1.5)], [np.int64(1), 2]])
+def test_bad_element_types_raise_value_error(value):
+    """MLX: 'Invalid type str received in array initialization' (ValueError)
+    for a str, a list holding one, or any other object it cannot convert."""
+    with raises(ValueError, "Invalid type", mlx_msg=True):
         mx.array(value)
+
+
+@pytest.mark.parametrize("value,ref,dtype", [
+    ([1, mx.array(2.5)], [1.0, 2.5], "float32"),
+    ([[1, 2], mx.array([3, 4])], [[1, 2], [3, 4]], "int32"),
+    ([mx.array([1, 2]), [3, 4.5]], [[1, 2], [3, 4.5]], "float32"),
+    ([1, mx.array(2, dtype=mx.int8)], [1, 2], "int32"),
+    ([mx.array(1, dtype=mx.int8), 300], [1, 300], "int32"),
+    ([mx.array(1, dtype=mx.float16), 2], [1, 2], "float16"),
+    ([1.5, mx.array(2, dtype=mx.float16)], [1.5, 2], "float32"),
+    ([True, mx.array(2)], [1, 2], "int32"),
+    ([mx.array(True), False], [True, False], "bool"),
+    ([[1, mx.array(2)], [3, 4]], [[1, 2], [3, 4]], "int32"),
+    ([[mx.array(1), 2], [3, mx.array(4.5)]], [[1, 2], [3, 4.5]], "float32"),
+    ([2 ** 40, mx.array(1)], [2 ** 40, 1], "int64"),
+    ([1, 2j, mx.array(1)], [1, 2j, 1], "complex64"),
+])
+def test_lists_mixing_arrays_and_scalars(value, ref, dtype):
+    """MLX converts each element on its own (Python scalars with their
+    default dtypes) and stacks them in the promoted dtype, wherever the
+    arrays sit in the list."""
+    a = mx.array(value)
+    assert dtype_name(a.dtype) == dtype
+    assert a.tolist() == ref
+
+
+def test_lists_mixing_arrays_and_scalars_take_the_dtype_and_stay_uniform():
+    assert dtype_name(mx.array([mx.array(1), 2], dtype=mx.float32).dtype) == "float32"
+    with raises(ValueError, "uniform", mlx_msg=True):
+        mx.array([1, mx.array([2])])
+    with raises(ValueError, "uniform", mlx_msg=True):
+        mx.array([mx.array([1, 2]), 3])
+
+
+def test_version():
+    assert isinstance(mx.__version__, str)
+    assert all(part.isdigit() for part in mx.__version__.split(".")[:2])
 
 
 def test_array_none_raises_type_error():
