@@ -192,3 +192,17 @@ def test_gradients_and_outputs_are_new_arrays():
     unused = mx.array([1.0, 2.0])
     g = mx.grad(lambda a, b: a.sum(), argnums=1)(x, unused)
     assert g is not unused and to_numpy(g).tolist() == [0.0, 0.0]
+
+
+@ember_only  # MLX does part of the arithmetic in the half type (last-bit differences)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_samples_are_float32_samples_rounded_once(dtype):
+    dt = getattr(mx, dtype)
+    pairs = [
+        (R.normal((64,), dtype=dt, key=K(7)), R.normal((64,), key=K(7))),
+        (R.uniform(-1, 1, (64,), dtype=dt, key=K(7)), R.uniform(-1, 1, (64,), key=K(7))),
+        (R.gumbel((64,), dtype=dt, key=K(7)), R.gumbel((64,), key=K(7))),
+    ]
+    for half, full in pairs:
+        assert half.dtype == dt
+        np.testing.assert_array_equal(to_numpy(half.astype(mx.float32)), to_numpy(full.astype(dt).astype(mx.float32)))
