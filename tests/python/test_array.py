@@ -956,3 +956,22 @@ def test_1d_array_longer_than_2_31():
     assert mx.sum(b).item() == n
     assert b[n - 1].item() == 1 and b[-1].item() == 1
     assert b[2 ** 31 + 5:].shape == (5,)
+
+
+@ember_only
+def test_python_int_beyond_int64_is_an_overflow_error():
+    """MLX lets a C++ std::bad_cast out (RuntimeError)."""
+    with pytest.raises(OverflowError):
+        mx.array(2 ** 64)
+    with pytest.raises(OverflowError):
+        mx.array([1, 2 ** 64])
+
+
+@ember_only
+def test_python_int_that_does_not_fit_the_dtype_raises():
+    """MLX wraps silently (mx.array(2**40, dtype=mx.int32) is 0); NumPy and
+    Ember refuse."""
+    with raises(ValueError, "overflow"):
+        mx.array(2 ** 40, dtype=mx.int32)
+    with raises(ValueError, "overflow"):
+        mx.array(300, dtype=mx.uint8)

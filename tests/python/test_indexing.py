@@ -1753,3 +1753,10 @@ def test_along_axis_on_an_empty_axis_raises():
         mx.eval(mx.take_along_axis(mx.zeros((0, 3)), idx, axis=0))
     with pytest.raises(ValueError, match="empty axis"):
         mx.eval(mx.put_along_axis(mx.zeros((0, 3)), idx, mx.ones((1, 3)), axis=0))
+
+
+@ember_only
+def test_slice_update_update_with_more_dims_raises():
+    """MLX aborts the process (the dim difference underflows)."""
+    with raises(ValueError, "slice_update.*more dims"):
+        mx.slice_update(mx.zeros((2, 3)), mx.ones((1, 1, 2)), mx.array([1]), axes=[1])
