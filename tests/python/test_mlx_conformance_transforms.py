@@ -206,3 +206,29 @@ def test_half_precision_samples_are_float32_samples_rounded_once(dtype):
     for half, full in pairs:
         assert half.dtype == dt
         np.testing.assert_array_equal(to_numpy(half.astype(mx.float32)), to_numpy(full.astype(dt).astype(mx.float32)))
+
+
+def test_grad_through_in_place_updates():
+    x = mx.array([1.0, 2.0, 3.0])
+    cap = mx.zeros(3)
+
+    def f(v):
+        cap[1] = v[0] * 2  # an in-place update of a captured array
+        return (cap * v).sum()
+
+    np.testing.assert_allclose(to_numpy(mx.grad(f)(x)), [4.0, 2.0, 0.0])
+    assert to_numpy(cap).tolist() == [0.0, 2.0, 0.0]  # the update stays, with the primal's value
+
+    def g(v):
+        v[0] = 5.0  # the argument itself: its first element no longer depends on it
+        return (v * v).sum()
+
+    y = mx.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(to_numpy(mx.grad(g)(y)), [0.0, 4.0, 6.0])
+    assert to_numpy(y).tolist() == [1.0, 2.0, 3.0]  # the caller's array is untouched
+
+    def h(v):
+        v += 1
+        return (v * v).sum()
+
+    np.testing.assert_allclose(to_numpy(mx.grad(h)(y)), [4.0, 6.0, 8.0])
