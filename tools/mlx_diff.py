@@ -42,6 +42,10 @@ one of them is reported as a crash):
   tangents: the outputs and the derivatives.
 * ``vmap``: the samples and ``(in_axes, out_axes)`` configurations of
   ``test_transforms_table.test_vmap`` (float32, one integer dtype, bool).
+* ``probe``: the single calls of ``tools/mlx_diff_probes.py``, outside the
+  table: the behaviours issue 14 lists (validation, construction, interop,
+  complex64, transforms, eval and streams, random) and their neighbours.
+  ``--ops probe`` runs only these (``--ops probe:take`` one name).
 
 Results go, one pickled record per (kind, op, dtype, sample), to
 ``OUT/ember.pkl`` and ``OUT/mlx.pkl`` (default ``OUT=/tmp/mlx-diff``).  A
@@ -98,7 +102,7 @@ TESTS = os.path.join(ROOT, "tests", "python")
 DEFAULT_OUT = "/tmp/mlx-diff"
 DEFAULT_MLX_PYTHON = os.environ.get("MLX_PYTHON", "/work/peers/bin/python")
 DIFFERENCES_MD = os.path.join(ROOT, "docs", "mlx-differences.md")
-KINDS = ("forward", "error", "vjp", "jvp", "vmap")
+KINDS = ("forward", "error", "vjp", "jvp", "vmap", "probe")
 
 # per-dtype tolerances (conftest.TOLERANCES / TRANSCENDENTAL_TOLERANCES);
 # repeated here so the comparison needs neither conftest nor a backend
@@ -565,6 +569,9 @@ def _worker(backend, out_path, progress_path, ops_filter, kinds):
                 structs.append(s)
                 leaves += l
             return f"{type(obj).__name__}({','.join(structs)})", leaves
+        if isinstance(obj, dict):
+            s, l = leaves_of([obj[k] for k in sorted(obj, key=str)])
+            return f"dict{sorted(map(str, obj))}{s}", l
         if isinstance(obj, np.ndarray):  # a reference's result
             return "a", [("array", str(obj.dtype), obj.shape, obj)]
         if isinstance(obj, np.generic):
@@ -572,6 +579,13 @@ def _worker(backend, out_path, progress_path, ops_filter, kinds):
         if isinstance(obj, (bool, int, float, complex)):
             return "py", [("py", repr(obj))]
         return "py", [("py", f"{type(obj).__name__}: {obj!r}"[:200])]
+
+    def leaves_tree(obj):
+        if isinstance(obj, (list, tuple)):
+            return [a for o in obj for a in leaves_tree(o)]
+        if isinstance(obj, dict):
+            return [a for o in obj.values() for a in leaves_tree(o)]
+        return [obj]
 
     def digest(obj):
         h = 0
@@ -785,6 +799,25 @@ def _worker(backend, out_path, progress_path, ops_filter, kinds):
                                   f"{c.desc} in_axes={in_axes} out_axes={out_axes}"),
                                 thunk, digest(args),
                             meta_of(op, table_ember_only=name in op.mlx_wrong_dtypes))
+    # ---- probes (tools/mlx_diff_probes.py): single calls outside the table ----
+    if "probe" in kinds:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import mlx_diff_probes
+        real = conftest.mx._mod
+        counter.clear()
+        for name, desc, fn, pref in mlx_diff_probes.PROBES:
+            if ops_filter and not any(f in ("probe", name) for f in ops_filter):
+                continue
+
+            def thunk(fn=fn):
+                r = fn(real, np)
+                arrays = [a for a in leaves_tree(r) if isinstance(a, real.array)]
+                if arrays:
+                    real.eval(arrays)
+                return r
+            ref = None if is_mlx or pref is None else (lambda pref=pref: pref(np))
+            run(mkkey("probe", name, "", desc), thunk, 0,
+                {"family": "probe", "transcendental": pref is not None}, ref=ref)
     prog.seek(0)
     prog.write("DONE\n")
     prog.truncate()

@@ -199,3 +199,19 @@ def test_table_marked_cases(tmp_path):
     diffs, stats = _run(tmp_path, [e], [m])
     (d,) = diffs.values()
     assert d["status"] == "table-marked" and stats["error"]["table-marked"] == 1
+
+
+def test_probes_are_well_formed():
+    """Every probe has a name naming what it probes, a description unique
+    for that name, and callables (nothing runs here)."""
+    spec = importlib.util.spec_from_file_location(
+        "mlx_diff_probes", ROOT / "tools" / "mlx_diff_probes.py")
+    probes = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probes)
+    seen = set()
+    for name, desc, fn, ref in probes.PROBES:
+        assert name.startswith("probe:") and desc and callable(fn), name
+        assert ref is None or callable(ref), name
+        assert (name, desc) not in seen, (name, desc)
+        seen.add((name, desc))
+    assert len(seen) > 100
