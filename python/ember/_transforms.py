@@ -81,7 +81,10 @@ def _outputs_as_list(out, tag: str) -> list:
 
 def _as_array_list(xs, tag: str, what: str) -> list:
     if isinstance(xs, array):
-        return [xs]
+        # a sequence of arrays, as MLX reads it: the array's rows
+        if xs.ndim == 0:
+            raise TypeError(f"[{tag}] {what} must be a list of arrays; got a 0-d array.")
+        return [xs[i] for i in range(xs.shape[0])]
     if not isinstance(xs, (list, tuple)):
         raise TypeError(f"[{tag}] {what} must be a list of arrays; got {_type_name(xs)}.")
     out = []

@@ -232,3 +232,25 @@ def test_grad_through_in_place_updates():
         return (v * v).sum()
 
     np.testing.assert_allclose(to_numpy(mx.grad(h)(y)), [4.0, 6.0, 8.0])
+
+
+def test_vjp_jvp_read_an_array_of_primals_as_its_rows():
+    rows = mx.array([[1.0, 2.0], [3.0, 4.0]])
+    outs, vjps = mx.vjp(lambda a, b: a * b, rows, mx.ones((1, 2)))
+    np.testing.assert_allclose(to_numpy(outs[0]), [3.0, 8.0])
+    np.testing.assert_allclose(to_numpy(vjps[0]), [3.0, 4.0])
+    np.testing.assert_allclose(to_numpy(vjps[1]), [1.0, 2.0])
+    outs, jvps = mx.jvp(lambda a, b: a * b, rows, mx.ones((2, 2)))
+    np.testing.assert_allclose(to_numpy(jvps[0]), [4.0, 6.0])
+    with pytest.raises(TypeError):  # one 1-D array: two 0-d primals for a one-argument function
+        mx.vjp(lambda a: a, mx.array([1.0, 2.0]), mx.ones((2,)))
+
+
+@ember_only  # MLX raises RuntimeError "std::bad_cast"
+@pytest.mark.parametrize("ret", [lambda a: {"a": a}, lambda a: [[a]], lambda a: (a, 1), lambda a: None])
+def test_vjp_jvp_of_a_function_not_returning_arrays(ret):
+    x = mx.array([1.0, 2.0])
+    with pytest.raises(TypeError, match=r"\[vjp\]"):
+        mx.vjp(ret, [x], [mx.ones(2)])
+    with pytest.raises(TypeError, match=r"\[jvp\]"):
+        mx.jvp(ret, [x], [mx.ones(2)])
