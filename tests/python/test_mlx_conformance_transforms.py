@@ -208,6 +208,12 @@ def test_half_precision_samples_are_float32_samples_rounded_once(dtype):
         np.testing.assert_array_equal(to_numpy(half.astype(mx.float32)), to_numpy(full.astype(dt).astype(mx.float32)))
 
 
+@ember_only  # MLX scales the float32 erfinv by sqrt(2) in float64: ~1e-7 apart
+def test_float64_normal_is_the_float32_normal_widened():
+    np.testing.assert_array_equal(to_numpy(R.normal((64,), dtype=mx.float64, key=K(7))),
+                                  to_numpy(R.normal((64,), key=K(7))).astype(np.float64))
+
+
 def test_grad_through_in_place_updates():
     x = mx.array([1.0, 2.0, 3.0])
     cap = mx.zeros(3)
