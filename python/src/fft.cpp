@@ -12,7 +12,8 @@ using NdFn = array (*)(const array&, const std::optional<Shape>&, const std::opt
                        const std::string&, const StreamOrDevice&);
 
 void def_one(py::module_& m, const char* name, OneFn f, const char* doc) {
-  m.def(name, [f](const ArrayLike& a, std::optional<int64_t> n, int axis, const std::string& norm, StreamOrDevice s) {
+  // n is an int32 as in MLX: a larger one does not match (TypeError)
+  m.def(name, [f](const ArrayLike& a, std::optional<int> n, int axis, const std::string& norm, StreamOrDevice s) {
         return f(a, n, axis, norm, s);
       }, "a"_a, "n"_a = py::none(), "axis"_a = -1, "norm"_a = "backward", kStream, doc);
 }

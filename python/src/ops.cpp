@@ -225,6 +225,10 @@ void init_ops(py::module_& m) {
         if (st.is_none() && sp.is_none()) throw type_error("[arange] A stop value is required.");
         if (st.is_none()) st = py::int_(0);
         if (sp.is_none()) {
+          // MLX: arange(True) takes its dtype from the bool (unsupported)
+          if (!dtype && step.is_none() && py::isinstance<py::bool_>(start)) {
+            throw std::invalid_argument("[arange] bool is not a supported dtype for arange (stop is a bool).");
+          }
           sp = start;
           st = py::int_(0);
         }
@@ -339,7 +343,7 @@ void init_ops(py::module_& m) {
           if (py::isinstance<py::int_>(p)) return {p.cast<int64_t>(), p.cast<int64_t>()};
           auto v = p.cast<std::vector<int64_t>>();
           if (v.size() == 1) return {v[0], v[0]};
-          if (v.size() != 2) throw std::invalid_argument("[pad] Each pad width must be an int or a (low, high) pair.");
+          if (v.size() != 2) throw type_error("[pad] Each pad width must be an int or a (low, high) pair.");  // MLX: TypeError
           return {v[0], v[1]};
         };
         bool nested = !py::isinstance<py::int_>(pw) && py::len(pw) > 0 &&

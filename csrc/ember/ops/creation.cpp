@@ -36,17 +36,21 @@ array ones_like(const array& a, std::optional<Dtype> dtype, const StreamOrDevice
 
 array arange(double start, double stop, double step, Dtype dtype, const StreamOrDevice& s) {
   if (step == 0) fail("arange", "Cannot compute length with step = 0.");
-  if (!std::isfinite(start) || !std::isfinite(stop) || !std::isfinite(step)) {
+  if (!std::isfinite(start) || !std::isfinite(stop) || std::isnan(step)) {
     fail("arange", "Start, stop and step must be finite; got ", start, ", ", stop, ", ", step, ".");
   }
   if (dtype == Dtype::bool_) fail("arange", "bool is not a supported dtype for arange.");
-  double len = std::ceil((stop - start) / step);
+  // an infinite step: [start] when it points from start towards stop, else
+  // empty (NumPy's and MLX's answer)
+  double len = std::isinf(step) ? ((step > 0 ? start < stop : start > stop) ? 1.0 : 0.0)
+                                : std::ceil((stop - start) / step);
   if (len > 9.2e18) fail("arange", "Maximum size exceeded.");
   int64_t n = len > 0 ? static_cast<int64_t>(len) : 0;
   if (static_cast<double>(n) * size_of(dtype) > static_cast<double>(allocator::memory_limit())) {
     fail("arange", "Maximum size exceeded: ", n, " elements of ", dtype_name(dtype), " exceed the memory limit.");
   }
-  return make_node<Arange>(Shape{n}, dtype, {}, to_stream(s), start, step, n, dtype);
+  // at most one element: the step is never used (an infinite one would give 0 * inf)
+  return make_node<Arange>(Shape{n}, dtype, {}, to_stream(s), start, std::isinf(step) ? 1.0 : step, n, dtype);
 }
 
 array linspace(double start, double stop, int64_t num, bool endpoint, Dtype dtype, const StreamOrDevice& s) {

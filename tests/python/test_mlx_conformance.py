@@ -1,0 +1,151 @@
+"""Argument checks and results where Ember follows MLX 0.32.4 (issue 14,
+"Exception types and validation"): what MLX checks, Ember checks too, with
+the same exception type. Deliberate differences carry ``ember_only`` and a
+line of docs/mlx-differences.md."""
+
+import pytest
+
+from conftest import ember_only, mx
+
+
+# --------------------------------------------------------------------------
+# arange
+# --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args,ref", [
+    ((0, 3, float("inf")), [0.0]), ((0.5, 3, float("inf")), [0.5]),
+    ((3, 0, float("-inf")), [3.0]), ((0, 3, float("-inf")), []),
+    ((3, 0, float("inf")), []),
+])
+def test_arange_infinite_step(args, ref):
+    """MLX (and NumPy): the start alone when the step points towards stop."""
+    a = mx.arange(*args)
+    assert a.tolist() == ref
+    assert a.dtype == mx.float32
+
+
+@pytest.mark.parametrize("value", [True, False])
+def test_arange_of_a_lone_bool_is_a_value_error(value):
+    """MLX takes arange(True)'s dtype from the bool, which arange rejects."""
+    with pytest.raises(ValueError, match="bool"):
+        mx.arange(value)
+    assert mx.arange(value, dtype=mx.int32).dtype == mx.int32
+    assert mx.arange(0, True).tolist() == [0]
+
+
+@pytest.mark.parametrize("args", [("a",), (0, "a"), ([1, 2],), (1j,), (None,), (0, 3, "x")])
+def test_arange_of_wrong_types_is_a_type_error(args):
+    with pytest.raises(TypeError):
+        mx.arange(*args)
+
+
+@pytest.mark.parametrize("args", [(float("nan"),), (float("inf"),), (0, 3, 0)])
+def test_arange_without_a_length_is_a_value_error(args):
+    with pytest.raises(ValueError):
+        mx.arange(*args)
+
+
+# --------------------------------------------------------------------------
+# fft
+# --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("f", ["fft", "ifft", "rfft", "irfft"])
+def test_fft_n_beyond_int32_is_a_type_error(f):
+    """MLX's n is an int32: a larger one does not match the signature."""
+    with pytest.raises(TypeError):
+        getattr(mx.fft, f)(mx.zeros((4,)), n=2 ** 31)
+
+
+@pytest.mark.parametrize("f", ["fft", "rfft"])
+@pytest.mark.parametrize("axis", [1, -2])
+def test_fft_axis_out_of_range_is_an_index_error(f, axis):
+    with pytest.raises(IndexError):
+        getattr(mx.fft, f)(mx.zeros((4,)), axis=axis)
+
+
+@pytest.mark.parametrize("f", ["fft", "rfft", "irfft"])
+@pytest.mark.parametrize("n", [0, -1])
+def test_fft_n_not_positive_is_a_value_error(f, n):
+    with pytest.raises(ValueError, match="output size"):
+        getattr(mx.fft, f)(mx.zeros((4,)), n=n)
+
+
+def test_fftn_shape_checks():
+    a = mx.zeros((4, 4))
+    with pytest.raises(ValueError, match="Duplicated axis"):
+        mx.fft.fftn(a, axes=[0, 0])
+    with pytest.raises(IndexError):
+        mx.fft.fftn(a, axes=[0, 2])
+    with pytest.raises(ValueError):
+        mx.fft.fftn(a, s=[4], axes=[0, 1])
+    with pytest.raises(ValueError, match="output size"):
+        mx.fft.fftn(a, s=[-1, 4], axes=[0, 1])
+
+
+@ember_only
+def test_fftn_s_beyond_int32_is_an_overflow_error():
+    """MLX aborts the process (an OverflowError escapes as a C++ exception)."""
+    with pytest.raises(OverflowError):
+        mx.fft.fftn(mx.zeros((4, 4)), s=[2 ** 31, 4], axes=[0, 1])
+
+
+# --------------------------------------------------------------------------
+# pad
+# --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("width", [[(1, 1, 1)], [(1, 2, 3), (0, 0, 0)]])
+def test_pad_width_of_three_is_a_type_error(width):
+    """MLX: a pad width is an int or a (low, high) pair (signature mismatch)."""
+    with pytest.raises(TypeError):
+        mx.pad(mx.zeros((3,)), width)
+
+
+def test_pad_under_vmap():
+    x = mx.ones((2, 3))
+    out = mx.vmap(lambda v: mx.pad(v, [(1, 0)]))(x)
+    assert out.tolist() == [[0, 1, 1, 1], [0, 1, 1, 1]]
+    out = mx.vmap(lambda v: mx.pad(v, 1, constant_values=mx.array(2.0)))(x)
+    assert out.tolist() == [[2, 1, 1, 1, 2], [2, 1, 1, 1, 2]]
+
+
+@ember_only
+def test_pad_under_vmap_over_the_constant_value():
+    """MLX: '[Pad::vmap] Vmap over padding value is not supported'; Ember
+    pads each batch element with its own value."""
+    out = mx.vmap(lambda v, c: mx.pad(v, 1, constant_values=c))(mx.zeros((2, 3)), mx.array([1.0, 2.0]))
+    assert out.tolist() == [[1, 0, 0, 0, 1], [2, 0, 0, 0, 2]]
+
+
+@ember_only
+def test_pad_constant_value_must_be_a_scalar():
+    """MLX takes the first element of a non-scalar constant value and drops
+    the rest silently; Ember raises."""
+    with pytest.raises(ValueError, match="scalar"):
+        mx.pad(mx.zeros((3,)), 1, constant_values=mx.array([1.0, 2.0]))
+
+
+# --------------------------------------------------------------------------
+# searchsorted
+# --------------------------------------------------------------------------
+
+def test_searchsorted_checks():
+    s = mx.array([1.0, 2.0, 3.0])
+    with pytest.raises(ValueError):
+        mx.searchsorted(mx.zeros((2, 3)), mx.array([1.0]))
+    with pytest.raises(ValueError):
+        mx.searchsorted(mx.array(1.0), mx.array([1.0]))
+    with pytest.raises(ValueError):
+        mx.searchsorted(s, mx.array([1.0]), side="middle")
+    with pytest.raises(TypeError):
+        mx.searchsorted(s, mx.array([1.0]), side=None)
+    assert mx.searchsorted(s, mx.array([1.5, 3.0]), side="right").tolist() == [1, 3]
+
+
+@ember_only
+def test_searchsorted_takes_scalars_and_lists():
+    """MLX's signature takes arrays only (TypeError for a Python scalar or a
+    list); Ember converts them, as every other op does."""
+    s = mx.array([1.0, 2.0, 3.0])
+    assert mx.searchsorted(s, 1.5).item() == 1
+    assert mx.searchsorted(s, [1.5, 2.5]).tolist() == [1, 2]
+    assert mx.searchsorted([1.0, 2.0, 3.0], mx.array([2.5])).tolist() == [2]
