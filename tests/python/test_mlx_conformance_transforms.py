@@ -260,3 +260,19 @@ def test_vjp_jvp_of_a_function_not_returning_arrays(ret):
         mx.vjp(ret, [x], [mx.ones(2)])
     with pytest.raises(TypeError, match=r"\[jvp\]"):
         mx.jvp(ret, [x], [mx.ones(2)])
+
+
+@ember_only  # MLX differentiates the vmapped function itself, ignoring the rule
+def test_custom_jvp_survives_vmap():
+    @mx.custom_function
+    def h(x):
+        return x * x
+
+    @h.jvp
+    def h_jvp(primals, tangents):
+        return tangents * 5
+
+    t = mx.jvp(mx.vmap(h), [mx.ones((2, 2))], [mx.ones((2, 2))])[1][0]
+    np.testing.assert_allclose(to_numpy(t), np.full((2, 2), 5.0))
+    t = mx.vmap(lambda a: mx.jvp(h, [a], [mx.ones(2)])[1][0])(mx.ones((2, 2)))  # MLX agrees here
+    np.testing.assert_allclose(to_numpy(t), np.full((2, 2), 5.0))
