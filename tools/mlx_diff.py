@@ -36,7 +36,15 @@ one of them is reported as a crash):
   row's NumPy reference, so a value difference says which side agrees with
   NumPy.
 * ``error``: every ``ErrorInput`` of every row: the exception type and
-  message, or the value returned when nothing is raised.
+  message, or the value returned when nothing is raised.  Also the suite's
+  other error checks (``--ops suite-errors``, or a test function's name): the
+  test functions about errors (``_ERROR_WORDS`` in the name; each parameter
+  of a parametrized one; none needing a fixture) run with ``raises`` and
+  ``pytest.raises`` replaced by a recorder, each ``with`` block one case
+  (``test_fft.test_errors '[0] block 3'``) and the function itself one more
+  (an AssertionError there: the two sides part outside the blocks; the
+  blocks a side never reached are not compared).  ``ember_only`` tests are
+  table-marked.
 * ``vjp`` / ``jvp``: up to three float64 samples of each differentiable row
   (``test_transforms_table.SKIP_GRAD`` left out) with seeded cotangents /
   tangents: the outputs and the derivatives.
@@ -399,6 +407,17 @@ def table_marked(rec_e, key, classes):
     return False
 
 
+def _stopped_early(key, other):
+    """A block of a suite test function that the other side never reached:
+    its function stopped (raised or crashed) before it."""
+    kind, op, dtype, desc, _ = key
+    if kind != "error" or " block " not in f" {desc}":
+        return False
+    tag = desc.split("block")[0]
+    fun = other.get((kind, op, dtype, f"{tag}function", 0))
+    return fun is not None and fun["status"] in ("raise", "crash", "hang")
+
+
 def compare(ember, mlx, deliberate=()):
     """Compare two {key: record} maps.  Returns (diffs, stats): diffs a
     list of dicts (key, id, classes [(class, detail)], status: "left" |
@@ -413,6 +432,9 @@ def compare(ember, mlx, deliberate=()):
                                      "table-marked": 0, "left": 0})
         if key not in ember or key not in mlx:
             side = "Ember" if key in ember else "MLX"
+            if _stopped_early(key, mlx if key in ember else ember):
+                st["not compared"] += 1
+                continue
             classes = [("missing", f"case only run on {side}")]
         else:
             classes = compare_pair(ember[key], mlx[key])
@@ -527,6 +549,107 @@ class _Tolerant:
         if type(v).__name__ == "module":
             return _Tolerant(v, f"{self._name}.{attr}")
         return v
+
+
+_ERROR_WORDS = ("error", "raise", "invalid", "reject", "validat", "bad_", "wrong")
+
+
+def _suite_errors(run, mkkey, counter, is_mlx, ops_filter):
+    """Run the suite's test functions about errors (name containing one of
+    _ERROR_WORDS; parametrized ones once per parameter; none needing a
+    fixture) with ``raises`` and ``pytest.raises`` replaced by a recorder:
+    every ``with raises(...)`` block is one case (its exception, or none),
+    and what the function raises outside a block one more."""
+    import glob
+    import importlib
+    import inspect
+    import itertools
+    import types
+
+    import pytest
+
+    state = {"rec": None}
+
+    class Recorder:
+        def __init__(self, *a, **k):
+            self.value = None
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, t, v, tb):
+            state["rec"](v)
+            self.value = v
+            return v is None or isinstance(v, Exception)
+
+    fake_pytest = types.SimpleNamespace(**{k: getattr(pytest, k) for k in dir(pytest)
+                                           if not k.startswith("__")})
+    fake_pytest.raises = Recorder
+    for path in sorted(glob.glob(os.path.join(TESTS, "test_*.py"))):
+        modname = os.path.basename(path)[:-3]
+        if modname in ("test_mlx_diff", "test_docs", "test_layers", "test_suite_markers",
+                       "test_cpp", "test_isa", "test_api_list", "test_docstrings"):
+            continue
+        try:
+            mod = importlib.import_module(modname)
+        except Exception:  # noqa: BLE001 - a module the backend cannot import
+            continue
+        mod.raises = Recorder
+        mod.pytest = fake_pytest
+        for fname, fn in sorted(vars(mod).items()):
+            if not (fname.startswith("test_") and callable(fn)
+                    and any(w in fname for w in _ERROR_WORDS)):
+                continue
+            if ops_filter and "suite-errors" not in ops_filter and fname not in ops_filter:
+                continue
+            marks = getattr(fn, "pytestmark", [])
+            if any(m.name in ("skip", "slow") for m in marks):
+                continue
+            ember_only = any(m.name == "ember_only" for m in marks)
+            grids = []
+            for m in marks:
+                if m.name != "parametrize":
+                    continue
+                names = m.args[0]
+                names = [n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)
+                vals = []
+                for v in m.args[1]:
+                    pm = v if type(v).__name__ == "ParameterSet" else None
+                    vv = pm.values if pm else ((v,) if len(names) == 1 else tuple(v))
+                    eo = bool(pm) and any(getattr(x, "name", "") == "ember_only" for x in pm.marks)
+                    vals.append((dict(zip(names, vv)), eo))
+                grids.append(vals)
+            try:
+                params = list(inspect.signature(fn).parameters)
+            except (TypeError, ValueError):
+                continue
+            combos = list(itertools.product(*grids)) if grids else [()]
+            if len(combos) > 60:
+                continue
+            opname = f"{modname}.{fname}"
+            for ci, combo in enumerate(combos):
+                kw, eo = {}, ember_only
+                for d, e in combo:
+                    kw.update(d)
+                    eo = eo or e
+                if set(params) - set(kw):
+                    break   # needs a fixture
+                tag = f"[{ci}]" if grids else ""
+                blocks = []
+                state["rec"] = blocks.append
+                meta = {"family": "suite", "table_ember_only": eo}
+
+                def thunk(fn=fn, kw=kw):
+                    fn(**kw)
+                    return None
+                # the function (outside its blocks), then one case per block
+                run(mkkey("error", opname, "", f"{tag} function"), thunk, 0, meta)
+                for bi, v in enumerate(blocks):
+                    def block(v=v):
+                        if v is not None:
+                            raise v
+                        return "no exception"
+                    run(mkkey("error", opname, "", f"{tag} block {bi}"), block, 0, meta)
 
 
 def _worker(backend, out_path, progress_path, ops_filter, kinds):
@@ -799,6 +922,12 @@ def _worker(backend, out_path, progress_path, ops_filter, kinds):
                                   f"{c.desc} in_axes={in_axes} out_axes={out_axes}"),
                                 thunk, digest(args),
                             meta_of(op, table_ember_only=name in op.mlx_wrong_dtypes))
+    # ---- the suite's other error checks: ``raises`` / ``pytest.raises``
+    # blocks in the test functions about errors, each block recorded ----
+    if "error" in kinds and (not ops_filter or "suite-errors" in ops_filter
+                             or any(f.startswith("test_") for f in ops_filter)):
+        _suite_errors(run, mkkey, counter, is_mlx, ops_filter)
+
     # ---- probes (tools/mlx_diff_probes.py): single calls outside the table ----
     if "probe" in kinds:
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

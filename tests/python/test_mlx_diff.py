@@ -215,3 +215,13 @@ def test_probes_are_well_formed():
         assert (name, desc) not in seen, (name, desc)
         seen.add((name, desc))
     assert len(seen) > 100
+
+
+def test_blocks_after_a_failed_suite_function_are_not_compared(tmp_path):
+    fun = ("error", "test_x.test_errors", "", "[0] function", 0)
+    blk = ("error", "test_x.test_errors", "", "[0] block 3", 0)
+    ember = [_ok(fun, ("py", "None"), struct="py"), _raise(blk, "ValueError")]
+    mlx = [_raise(fun, "AssertionError")]
+    diffs, stats = _run(tmp_path, ember, mlx)
+    assert [_classes(d) for d in diffs.values()] == [["only MLX raises"]]
+    assert stats["error"]["not compared"] == 1
