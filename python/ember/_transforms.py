@@ -506,10 +506,11 @@ class custom_function:
             f (Callable): the rule.
 
         Returns:
-            Callable: ``f`` itself.
+            custom_function: this custom function (as MLX), so that the
+            registrations chain.
         """
         self._vjp = f
-        return f
+        return self
 
     def jvp(self, f: Callable) -> Callable:
         """Registers ``f`` as the Jacobian-vector product rule (a decorator).
@@ -524,10 +525,11 @@ class custom_function:
             f (Callable): the rule.
 
         Returns:
-            Callable: ``f`` itself.
+            custom_function: this custom function (as MLX), so that the
+            registrations chain.
         """
         self._jvp = f
-        return f
+        return self
 
     def vmap(self, f: Callable) -> Callable:
         """Registers ``f`` as the vectorization rule (a decorator).
@@ -543,10 +545,11 @@ class custom_function:
             f (Callable): the rule.
 
         Returns:
-            Callable: ``f`` itself.
+            custom_function: this custom function (as MLX), so that the
+            registrations chain.
         """
         self._vmap = f
-        return f
+        return self
 
     def __get__(self, obj, objtype=None):
         if obj is None:

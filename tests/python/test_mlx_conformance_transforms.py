@@ -276,3 +276,11 @@ def test_custom_jvp_survives_vmap():
     np.testing.assert_allclose(to_numpy(t), np.full((2, 2), 5.0))
     t = mx.vmap(lambda a: mx.jvp(h, [a], [mx.ones(2)])[1][0])(mx.ones((2, 2)))  # MLX agrees here
     np.testing.assert_allclose(to_numpy(t), np.full((2, 2), 5.0))
+
+
+def test_custom_function_registrations_return_the_custom_function():
+    g = mx.custom_function(lambda x: x * 2).vjp(lambda p, c, o: c * 9)
+    np.testing.assert_allclose(to_numpy(mx.grad(lambda a: g(a).sum())(mx.ones(2))), [9.0, 9.0])
+    h = mx.custom_function(lambda x: x * 2).jvp(lambda p, t: t * 4).vmap(lambda x, ax: (x * 3, ax))
+    np.testing.assert_allclose(to_numpy(mx.jvp(h, [mx.ones(2)], [mx.ones(2)])[1][0]), [4.0, 4.0])
+    np.testing.assert_allclose(to_numpy(mx.vmap(h)(mx.ones((2, 2)))), np.full((2, 2), 3.0))
