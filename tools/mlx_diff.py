@@ -84,6 +84,15 @@ entry per line in the form::
     - `op`: reason                      (every case of the op)
     - `op` `case fragment`: reason      (cases whose id contains the fragment)
 
+or, in an entry written as prose, markers (any number, invisible in the
+rendered file)::
+
+    - **Prose** ... <!-- mlx-diff: `op` `case fragment` --> <!-- mlx-diff: `op2` -->
+
+and the test an entry names as pinning it (``test_x.py::test_y``, or a bare
+``test_y``) makes that test's suite-error cases deliberate.  A probe is named
+without its ``probe:`` prefix (``- `getitem` `boolean mask`: ...``).
+
 The case id is what the report prints, e.g. ``forward take[int32] 'shape=(3,)'``
 or ``error softmax #2 '0-d with axis'``.  Differences the table itself marks
 Ember-only (``ErrorInput.ember_only``, ``OpInfo.mlx_wrong_dtypes``,
@@ -174,19 +183,37 @@ def parse_deliberate(path=DIFFERENCES_MD):
     if not path or not os.path.exists(path):
         return []
     pat = re.compile(r"^\s*[-*]\s+`([^`]+)`(?:\s+`([^`]+)`)?\s*:\s*(.+?)\s*$")
+    marker = re.compile(r"<!--\s*mlx-diff:(.*?)-->")
+    ticked = re.compile(r"`([^`]+)`")
+    pinned = re.compile(r"`(?:(\w+)\.py::)?(test_\w+)`")
     out = []
     with open(path, encoding="utf-8") as f:
         for line in f:
+            text = marker.sub("", line).strip().lstrip("-* ").strip()
+            reason = re.sub(r"[*`]", "", text)[:160]
             m = pat.match(line)
             if m:
-                out.append((m.group(1), m.group(2), m.group(3)))
+                out.append((m.group(1), m.group(2), marker.sub("", m.group(3)).strip()))
+            for mk in marker.findall(line):      # <!-- mlx-diff: `op` `fragment` -->
+                parts = ticked.findall(mk)
+                if parts:
+                    out.append((parts[0], parts[1] if len(parts) > 1 else None, reason))
+            if line.lstrip().startswith(("-", "*")):
+                for mod, test in pinned.findall(line):   # the test that pins it
+                    out.append((f"{mod}.{test}" if mod else f"*.{test}", None, reason))
     return out
 
 
 def deliberate_reason(key, entries):
+    """The reason of the first entry naming this case: the op (a probe's
+    name without ``probe:``; ``*.test_x`` any module's test_x) and, when
+    the entry has one, a fragment of the case id."""
     cid = case_id(key)
-    for op, frag, reason in entries:
-        if op == key[1] and (frag is None or frag in cid):
+    op = key[1]
+    for name, frag, reason in entries:
+        hit = (name == op or "probe:" + name == op
+               or (name.startswith("*.") and op.endswith(name[1:])))
+        if hit and (frag is None or frag in cid):
             return reason
     return None
 

@@ -225,3 +225,23 @@ def test_blocks_after_a_failed_suite_function_are_not_compared(tmp_path):
     diffs, stats = _run(tmp_path, ember, mlx)
     assert [_classes(d) for d in diffs.values()] == [["only MLX raises"]]
     assert stats["error"]["not compared"] == 1
+
+
+def test_prose_entries_with_markers_and_pinning_tests(tmp_path):
+    doc = tmp_path / "mlx-differences.md"
+    doc.write_text(
+        "- **Integers carry no derivative** (`test_t.py::test_ints`): prose. "
+        "<!-- mlx-diff: `grad` `integer input` --> <!-- mlx-diff: `cumprod` `jvp ` -->\n"
+        "- **Another** (`test_bare`): more prose.\n")
+    entries = md.parse_deliberate(str(doc))
+    names = [(n, f) for n, f, _ in entries]
+    assert names == [("grad", "integer input"), ("cumprod", "jvp "), ("test_t.test_ints", None),
+                     ("*.test_bare", None)]
+    assert all(r.startswith("Integers carry no derivative") for n, f, r in entries[:3])
+    keys = {"probe": ("probe", "probe:grad", "", "integer input", 0),
+            "jvp": ("jvp", "cumprod", "float64", "shape=(3,)", 0),
+            "vjp": ("vjp", "cumprod", "float64", "shape=(3,)", 0),
+            "pinned": ("error", "test_t.test_ints", "", "[0] block 0", 0),
+            "bare": ("error", "test_u.test_bare", "", " function", 0)}
+    got = {k: md.deliberate_reason(v, entries) is not None for k, v in keys.items()}
+    assert got == {"probe": True, "jvp": True, "vjp": False, "pinned": True, "bare": True}
