@@ -55,6 +55,11 @@ def _type_name(x) -> str:
     return type(x).__name__
 
 
+def _check_callable(fun, tag):
+    if not callable(fun):
+        raise TypeError(f"[{tag}] fun must be callable; got {_type_name(fun)}.")
+
+
 def _check_only_arrays(tree, leaves, tag, what):
     """A ValueError unless every leaf of tree is an array (MLX's strict
     flattening of what a transform maps or differentiates)."""
@@ -124,6 +129,7 @@ def vjp(fun: Callable, primals: List[array], cotangents: List[array]) -> Tuple[L
         >>> vjps
         [array([6], dtype=float32)]
     """
+    _check_callable(fun, "vjp")
     primals = _as_array_list(primals, "vjp", "primals")
     cotangents = _as_array_list(cotangents, "vjp", "cotangents")
     outs, vjps = _core._vjp(lambda xs: _outputs_as_list(fun(*xs), "vjp"), primals, cotangents)
@@ -154,6 +160,7 @@ def jvp(fun: Callable, primals: List[array], tangents: List[array]) -> Tuple[Lis
         >>> jvps
         [array([6], dtype=float32)]
     """
+    _check_callable(fun, "jvp")
     primals = _as_array_list(primals, "jvp", "primals")
     tangents = _as_array_list(tangents, "jvp", "tangents")
     outs, jvps = _core._jvp(lambda xs: _outputs_as_list(fun(*xs), "jvp"), primals, tangents)
@@ -187,6 +194,7 @@ def _normalize_argnums(argnums, argnames, tag):
 
 
 def _value_and_grad(fun, argnums, argnames, tag, scalar_only):
+    _check_callable(fun, tag)
     argnums, argnames = _normalize_argnums(argnums, argnames, tag)
 
     def run(args, kwargs):
@@ -386,6 +394,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
         (4, 2)
     """
 
+    _check_callable(fun, "vmap")
     if in_axes is None or out_axes is None:
         raise TypeError("[vmap] in_axes and out_axes must be an int or a tree of ints (None marks an unmapped "
                         f"input inside a tree); got in_axes={in_axes!r}, out_axes={out_axes!r}.")
@@ -486,6 +495,7 @@ class custom_function:
     """
 
     def __init__(self, fun: Callable):
+        _check_callable(fun, "custom_function")
         functools.update_wrapper(self, fun)
         self.fun = fun
         self._vjp = None
@@ -641,6 +651,7 @@ def checkpoint(fun: Callable) -> Callable:
     Returns:
         Callable: a function with the arguments and results of ``fun``.
     """
+    _check_callable(fun, "checkpoint")
 
     @functools.wraps(fun)
     def wrapper(*args, **kwargs):
@@ -760,6 +771,8 @@ def jacrev(fun: Callable, argnums: Union[int, Sequence[int]] = 0) -> Callable:
                [0, 4]], dtype=float32)
     """
 
+    _check_callable(fun, "jacrev")
+
     @functools.wraps(fun)
     def wrapper(*args):
         xs, flat, assemble = _jac_setup(fun, args, argnums, "jacrev")
@@ -790,6 +803,8 @@ def jacfwd(fun: Callable, argnums: Union[int, Sequence[int]] = 0) -> Callable:
         Callable: a function with the arguments of ``fun`` returning the
         Jacobian.
     """
+
+    _check_callable(fun, "jacfwd")
 
     @functools.wraps(fun)
     def wrapper(*args):

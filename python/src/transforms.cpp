@@ -99,7 +99,7 @@ void init_transforms(py::module_& m) {
   });
   m.def(
       "stop_gradient",
-      [](const ArrayLike& a, StreamOrDevice) { return stop_gradient(a); }, "a"_a, py::pos_only(), py::kw_only(),
+      [](const array& a, StreamOrDevice) { return stop_gradient(a); }, "a"_a, py::pos_only(), py::kw_only(),
       kStream,
       "stop_gradient(a: array, /, *, stream: StreamOrDevice = None) -> array\n\n"
       "The identity, with a zero derivative: transforms treat the result as a constant.");

@@ -284,3 +284,19 @@ def test_custom_function_registrations_return_the_custom_function():
     h = mx.custom_function(lambda x: x * 2).jvp(lambda p, t: t * 4).vmap(lambda x, ax: (x * 3, ax))
     np.testing.assert_allclose(to_numpy(mx.jvp(h, [mx.ones(2)], [mx.ones(2)])[1][0]), [4.0, 4.0])
     np.testing.assert_allclose(to_numpy(mx.vmap(h)(mx.ones((2, 2)))), np.full((2, 2), 3.0))
+
+
+@pytest.mark.parametrize("make", [
+    lambda f: mx.grad(f), lambda f: mx.value_and_grad(f), lambda f: mx.vmap(f), lambda f: mx.checkpoint(f),
+    lambda f: mx.custom_function(f), lambda f: mx.vjp(f, [mx.ones(1)], [mx.ones(1)]),
+    lambda f: mx.jvp(f, [mx.ones(1)], [mx.ones(1)]),
+], ids=["grad", "value_and_grad", "vmap", "checkpoint", "custom_function", "vjp", "jvp"])
+def test_transforms_of_a_non_callable_raise_type_error(make):
+    with pytest.raises(TypeError):
+        make(3)
+
+
+@pytest.mark.parametrize("a", [1.0, [1.0, 2.0]])
+def test_stop_gradient_takes_arrays_only(a):
+    with pytest.raises(TypeError):
+        mx.stop_gradient(a)
