@@ -388,8 +388,9 @@ void init_array(py::module_& m) {
   EMBER_UNARY_METHOD("square", square)
 #undef EMBER_UNARY_METHOD
   cls.def("reshape", [](const array& a, py::args shape, StreamOrDevice s) {
+        // one sequence or the dims themselves; a dim beyond int32 is MLX's OverflowError
         Shape sh = shape.size() == 1 && !py::isinstance<py::int_>(shape[0]) ? to_shape(shape[0], "reshape")
-                                                                            : shape.cast<Shape>();
+                                                                            : to_shape(shape, "reshape");
         return reshape(a, sh, s);
       }, py::kw_only(), kStream);
   cls.def("transpose", [](const array& a, py::args axes, StreamOrDevice s) {

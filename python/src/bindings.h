@@ -31,7 +31,8 @@ StreamOrDevice to_stream_arg(py::handle s);  // a wrong kind: TypeError
 bool load_axes(py::handle axis, std::optional<Axes>& out);
 std::optional<Axes> to_axes(py::handle axis, const char* op);  // TypeError naming op
 // An int or a sequence of ints; false for anything else.
-bool load_shape(py::handle shape, Shape& out);
+bool load_shape(py::handle shape, Shape& out);  // OverflowError for a dim beyond int32 (MLX)
+bool load_int64s(py::handle v, Shape& out);      // an int or ints, any int64 (shifts, ...)
 Shape to_shape(py::handle shape, const char* op);  // TypeError naming op
 py::object to_scalar(const array& a);  // item()
 py::object to_list(const array& a);    // tolist()

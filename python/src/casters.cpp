@@ -88,6 +88,8 @@ std::optional<Axes> to_axes(py::handle axis, const char* op) {
   return out;
 }
 
+bool load_int64s(py::handle v, Shape& out) { return load_ints(v, out); }
+
 bool load_shape(py::handle shape, Shape& out) {
   if (!load_ints(shape, out)) return false;
   // MLX's shapes hold 32-bit dims: a dim outside that range is an OverflowError

@@ -10,7 +10,7 @@ namespace {
 // An int or a sequence of ints.
 Shape int_or_ints(py::handle v, const char* op, const char* what) {
   Shape out;
-  if (!load_shape(v, out)) throw type_error(std::string("[") + op + "] " + what + " must be an int or a sequence of ints.");
+  if (!load_int64s(v, out)) throw type_error(std::string("[") + op + "] " + what + " must be an int or a sequence of ints.");
   return out;
 }
 

@@ -296,6 +296,14 @@ def test_shape_dim_beyond_int32_is_an_overflow_error(make):
 
 
 @ember_only
+def test_reshape_method_dims_beyond_int32_are_an_overflow_error():
+    """MLX lets a C++ std::bad_cast out (RuntimeError) for a.reshape(2**31, 0);
+    Ember raises the OverflowError of every other shape argument."""
+    with pytest.raises(OverflowError, match="range"):
+        mx.zeros((4,)).reshape(2 ** 31, 0)
+
+
+@ember_only
 @pytest.mark.parametrize("make", [
     lambda: mx.zeros((2 ** 21, 2 ** 21, 2 ** 21)),
     lambda: mx.broadcast_to(mx.zeros((1, 1, 1)), (2 ** 21,) * 3),
