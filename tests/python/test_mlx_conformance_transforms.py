@@ -300,3 +300,11 @@ def test_transforms_of_a_non_callable_raise_type_error(make):
 def test_stop_gradient_takes_arrays_only(a):
     with pytest.raises(TypeError):
         mx.stop_gradient(a)
+
+
+@ember_only  # MLX drops the max's cotangent of a 0-d minmax (2 instead of 5)
+def test_vjp_of_minmax_of_a_0d_array_adds_both_cotangents():
+    _, (g,) = mx.vjp(lambda a: mx.minmax(a), [mx.array(1.5)], [mx.array(2.0), mx.array(3.0)])
+    np.testing.assert_allclose(to_numpy(g), 5.0)
+    _, (g,) = mx.vjp(lambda a: mx.minmax(a), [mx.array([1.5])], [mx.array(2.0), mx.array(3.0)])
+    np.testing.assert_allclose(to_numpy(g), [5.0])  # MLX agrees on a 1-element array
