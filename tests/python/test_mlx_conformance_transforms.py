@@ -122,6 +122,7 @@ def test_sampling_axis_of_a_0d_array_is_index_error():
 def test_float64_samplers():
     assert R.truncated_normal(-1, 1, (3,), dtype=mx.float64, key=K()).dtype == mx.float64
     assert R.multivariate_normal(mx.zeros((2,)), mx.eye(2), dtype=mx.float64, key=K()).dtype == mx.float64
+    assert R.uniform(mx.array(0.0, dtype=mx.float64), 1.0, (3,), dtype=mx.float64, key=K()).dtype == mx.float64
 
 
 # --------------------------------------------------------------------------
