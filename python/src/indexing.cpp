@@ -180,7 +180,7 @@ Parsed parse(const array& a, py::handle idx) {
     }
     entries.push_back(std::move(e));
   }
-  if (ellipses > 1) throw std::out_of_range("[getitem] An index can only have a single ellipsis ('...').");
+  if (ellipses > 1) throw std::invalid_argument("[getitem] An index can only have a single ellipsis ('...').");  // MLX: ValueError
   if (consumed > a.ndim()) {
     for (auto& e : entries) {
       if (e.kind == E::Mask) {  // MLX: ValueError
@@ -189,8 +189,8 @@ Parsed parse(const array& a, py::handle idx) {
                                     " has left to index.");
       }
     }
-    throw std::out_of_range("[getitem] Too many indices for array with " + std::to_string(a.ndim()) +
-                            " dimensions.");
+    throw std::invalid_argument("[getitem] Too many indices for array with " + std::to_string(a.ndim()) +
+                                " dimensions.");  // MLX: ValueError
   }
   Parsed out;
   for (auto& e : entries) out.has_array |= e.advanced();
