@@ -11,7 +11,7 @@ numpy.fft in float64 and the tolerance scales with the transform's size.
 import numpy as np
 import pytest
 
-from conftest import mx
+from conftest import IS_MLX, ember_only, mx
 from gradcheck import check_grads, check_vmap
 
 FFT = mx.fft
@@ -221,9 +221,11 @@ def test_freqs(n, d):
 # --------------------------------------------------------------------------
 
 def _raises(exc, fragment, f):
+    """The exception type as MLX raises it; the message is Ember's own."""
     with pytest.raises(exc) as e:
         f()
-    assert fragment in str(e.value), str(e.value)
+    if not IS_MLX:
+        assert fragment in str(e.value), str(e.value)
 
 
 def test_errors():
@@ -288,10 +290,16 @@ def test_grad_real_to_complex(func, kw):
     check_grads(lambda a: _split(f(a, **kw)), [x], order=2, **GRAD_TOL)
 
 
+# MLX's jvp of irfft gets the output length wrong when n is odd or crops the
+# input (and fails for n=1); its vjp is right
+_MLX_IRFFT_JVP = [ember_only]
+
+
 @pytest.mark.parametrize("func,kw", [
-    ("irfft", {}), ("irfft", {"n": 11}), ("irfft", {"n": 12}), ("irfft", {"n": 3, "axis": 0}),
+    ("irfft", {}), pytest.param("irfft", {"n": 11}, marks=_MLX_IRFFT_JVP), ("irfft", {"n": 12}),
+    pytest.param("irfft", {"n": 3, "axis": 0}, marks=_MLX_IRFFT_JVP),
     ("irfft", {"norm": "ortho"}), ("irfftn", {}), ("irfft2", {"s": (5, 8)}), ("irfftn", {"axes": (1, 0)}),
-    ("irfft", {"n": 1}),
+    pytest.param("irfft", {"n": 1}, marks=_MLX_IRFFT_JVP),
 ])
 def test_grad_complex_to_real(func, kw):
     f = getattr(FFT, func)
@@ -413,6 +421,12 @@ def test_stft_grad_and_vmap():
     check_grads(lambda a: _split(mx.fft.stft(a, n_fft=8, hop_length=3)), [x], **GRAD_TOL)
     # bilinear in (signal, window): central differences stay exact
     check_grads(lambda a, b: _split(mx.fft.stft(a, n_fft=8, window=b, center=False)), [x, w], **GRAD_TOL)
+
+
+@ember_only
+def test_stft_vmap():
+    """MLX: '[Primitive::vmap] Not implemented for AsStrided' (its stft frames
+    the signal with as_strided)."""
     check_vmap(lambda a: _split(mx.fft.stft(a, n_fft=8)), [_real((3, 2, 20), 26)], in_axes=1, rtol=1e-5, atol=1e-5)
 
 
@@ -481,8 +495,14 @@ def test_istft_errors():
     _raises(ValueError, "[istft] Input must have at least two dimensions", lambda: mx.fft.istft(S[0]))
     _raises(ValueError, "[istft] n_fft must be positive", lambda: mx.fft.istft(S, n_fft=0))
     _raises(ValueError, "[istft] window length must not exceed n_fft", lambda: mx.fft.istft(S, win_length=9))
-    _raises(ValueError, "[istft] length must be non-negative", lambda: mx.fft.istft(S, length=-1))
     _raises(ValueError, "Invalid norm", lambda: mx.fft.istft(S, norm="x"))
+
+
+@ember_only
+def test_istft_negative_length_raises():
+    """MLX returns an empty signal for length=-1; Ember raises."""
+    S = mx.array(_cplx((5, 6), 34))
+    _raises(ValueError, "[istft] length must be non-negative", lambda: mx.fft.istft(S, length=-1))
 
 
 def test_istft_grad_and_vmap():
