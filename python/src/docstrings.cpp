@@ -514,7 +514,8 @@ Example:
 
 Called as ``arange(stop)``, ``arange(start, stop)`` or
 ``arange(start, stop, step)``, like Python's ``range``. The number of
-values is ``ceil((stop - start) / step)``.
+values is ``ceil((stop - start) / step)``; an infinite step gives
+``[start]`` when it points from start towards stop, else nothing.
 
 Args:
     start (int or float, optional): the first value. Default: 0.
@@ -1824,7 +1825,10 @@ Example:
 
 The writing counterpart of :func:`slice`: the window has the shape of
 ``update`` and starts at ``start_indices`` along ``axes`` and at 0 along
-the other axes. A window past the end raises IndexError on evaluation.
+the other axes. The update's dims line up with the trailing dims of
+``a``; a leading dim the update lacks is whole (1 along ``axes``), so an
+update of shape (1, 2) at column 1 of a (2, 3) array writes row 0 only.
+A window past the end raises IndexError on evaluation.
 
 Args:
     a (array): input array.
