@@ -149,3 +149,27 @@ def test_searchsorted_takes_scalars_and_lists():
     assert mx.searchsorted(s, 1.5).item() == 1
     assert mx.searchsorted(s, [1.5, 2.5]).tolist() == [1, 2]
     assert mx.searchsorted([1.0, 2.0, 3.0], mx.array([2.5])).tolist() == [2]
+
+
+# --------------------------------------------------------------------------
+# construction
+# --------------------------------------------------------------------------
+
+@ember_only
+def test_tri_of_a_negative_size_raises():
+    """MLX returns an empty (0, 0) array for tri(-1); NumPy and Ember raise."""
+    with pytest.raises(ValueError):
+        mx.tri(-1)
+
+
+@ember_only
+def test_lists_and_tuples_mix_in_nested_sequences():
+    """NumPy's rule; MLX raises ValueError for ([1, 2], (3, 4))."""
+    assert mx.array(([1, 2], (3, 4))).tolist() == [[1, 2], [3, 4]]
+
+
+@ember_only
+def test_float_shape_dims_are_a_type_error():
+    """MLX lets a C++ std::bad_cast out (RuntimeError)."""
+    with pytest.raises(TypeError):
+        mx.zeros((2.5,))
