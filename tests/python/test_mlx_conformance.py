@@ -173,3 +173,10 @@ def test_float_shape_dims_are_a_type_error():
     """MLX lets a C++ std::bad_cast out (RuntimeError)."""
     with pytest.raises(TypeError):
         mx.zeros((2.5,))
+
+
+@ember_only
+def test_shape_dim_beyond_int64_is_a_type_error():
+    """MLX lets a C++ std::bad_cast out (RuntimeError)."""
+    with pytest.raises(TypeError):
+        mx.full((2 ** 70,), 1.0)
