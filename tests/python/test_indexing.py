@@ -1759,3 +1759,13 @@ def test_slice_update_update_with_more_dims_raises():
     """MLX aborts the process (the dim difference underflows)."""
     with raises(ValueError, "slice_update.*more dims"):
         mx.slice_update(mx.zeros((2, 3)), mx.ones((1, 1, 2)), mx.array([1]), axes=[1])
+
+
+@ember_only
+def test_dynamic_slices_take_lists_and_scalars():
+    """MLX's slice/slice_update take arrays only (TypeError for a list start
+    or a scalar update); Ember converts them, as every op does."""
+    a = mx.zeros((2, 3), dtype=mx.int32)
+    assert mx.slice(mx.arange(6).reshape(2, 3), [1], [1], [2, 2]).tolist() == [[1, 2], [4, 5]]
+    assert mx.slice_update(a, mx.ones((1, 2), dtype=mx.int32), [1], axes=[1]).tolist() == [[0, 1, 1], [0, 0, 0]]
+    assert mx.slice_update(a, 5, mx.array([1]), axes=[1]).tolist() == [[0, 5, 0], [0, 5, 0]]
