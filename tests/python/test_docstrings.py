@@ -33,9 +33,6 @@ pytestmark = pytest.mark.ember_only
 MIN_LINES = 3
 SUBMODULES = ("linalg", "fft", "random", "metal", "cuda")
 
-# Names whose docstring is still to be written (a visible TODO; empty when done).
-TODO = set()
-
 BUILTIN_FUNCTION = type(len)
 
 
@@ -177,8 +174,6 @@ def test_count():
 
 @pytest.mark.parametrize("qual,obj,kind", NAMES, ids=[n for n, _, _ in NAMES])
 def test_docstring(qual, obj, kind):
-    if qual in TODO:
-        pytest.xfail("docstring not written yet")
     if kind == "function":
         params, body = _signature_and_body(obj)
         lines = _nonempty_lines(body)
@@ -231,7 +226,7 @@ def test_compiled_names_are_in_the_table():
     documented = {id(_resolve(q)) for q in table}
     compiled = [qual for qual, obj, kind in NAMES if not _python_defined(obj)]
     missing = sorted(
-        q for q in compiled if q not in table and q not in TODO and id(_resolve(q)) not in documented
+        q for q in compiled if q not in table and id(_resolve(q)) not in documented
     )
     assert not missing, f"not in the docstring table: {missing}"
 
