@@ -20,17 +20,25 @@ struct ArrayIterator {
 
 using BinaryFn = array (*)(const array&, const array&, const StreamOrDevice&);
 
-// self OP other (reflected: other OP self). The other operand is any array-like;
-// a list or tuple on the right is a ValueError (as in MLX), on the left (the
-// reflected operators) it converts; anything else is NotImplemented.
-py::object binop(const array& self, py::handle other, BinaryFn fn, bool reflected = false) {
+// self OP other (reflected: other OP self). The other operand is an array, a
+// scalar or any array-like (NumPy arrays, buffers, DLPack, __array__); as in
+// MLX anything else (a str, a list, a dict) is a ValueError naming the
+// operation, None is a TypeError, and so is anything but an array-like for @.
+[[noreturn]] void bad_operand(py::handle other, const char* what, bool inplace) {
+  std::string msg = std::string("Cannot perform ") + (inplace ? "inplace " : "") + what +
+                    " on an ember.core.array and " + py::str(py::type::handle_of(other).attr("__name__")).cast<std::string>();
+  if (other.is_none() || std::string(what) == "matrix multiplication") throw py::type_error(msg);
+  throw std::invalid_argument(msg);
+}
+
+py::object binop(const array& self, py::handle other, BinaryFn fn, const char* what, bool reflected = false,
+                 bool inplace = false) {
+  // the reflected operators MLX lacks (a list @ array, True & array) are
+  // Ember's own, and there a list or tuple on the left converts
+  bool extension = reflected && (fn == &matmul || fn == &bitwise_and || fn == &bitwise_xor || fn == &left_shift ||
+                                 fn == &right_shift);
   bool sequence = py::isinstance<py::list>(other) || py::isinstance<py::tuple>(other);
-  if (!is_operand(other) && !(reflected && sequence)) {
-    if (sequence) {
-      throw std::invalid_argument("Operators take arrays or scalars, not a list or tuple; wrap it with mx.array().");
-    }
-    return py::reinterpret_borrow<py::object>(Py_NotImplemented);
-  }
+  if (!is_operand(other) && !(extension && sequence)) bad_operand(other, what, inplace);
   ArrayLike a(self), b = ArrayLike::from(other);
   auto [x, y] = reflected ? promote(b, a) : promote(a, b);
   return py::cast(fn(x, y, {}));
@@ -38,14 +46,13 @@ py::object binop(const array& self, py::handle other, BinaryFn fn, bool reflecte
 
 // In-place operators rebind the Python object to the result (other handles to
 // the old value keep it), like MLX.
-py::object ibinop(py::object self, py::handle b, BinaryFn fn) {
+py::object ibinop(py::object self, py::handle b, BinaryFn fn, const char* what) {
   array& a = self.cast<array&>();
   if (fn == &divide && !is_inexact(a.dtype())) {
     throw std::invalid_argument("[divide] In-place true division of a " + std::string(dtype_name(a.dtype())) +
                                 " array would change its dtype; use a / b.");
   }
-  py::object r = binop(a, b, fn);
-  if (r.ptr() == Py_NotImplemented) return r;
+  py::object r = binop(a, b, fn, what, false, true);
   a.overwrite_descriptor(r.cast<array>());
   return self;
 }
@@ -312,43 +319,44 @@ void init_array(py::module_& m) {
           }));
 
   // operators
-#define EMBER_BINOP(py_name, fn) \
-  cls.def(py_name, [](const array& a, py::handle b) { return binop(a, b, &fn); });
-#define EMBER_RBINOP(py_name, fn) \
-  cls.def(py_name, [](const array& a, py::handle b) { return binop(a, b, &fn, true); });
-#define EMBER_IBINOP(py_name, fn) \
-  cls.def(py_name, [](py::object a, py::handle b) { return ibinop(a, b, &fn); });
-#define EMBER_ALL_BINOPS(name, fn)             \
-  EMBER_BINOP("__" name "__", fn)              \
-  EMBER_RBINOP("__r" name "__", fn)            \
-  EMBER_IBINOP("__i" name "__", fn)
-  EMBER_ALL_BINOPS("add", add)
-  EMBER_ALL_BINOPS("sub", subtract)
-  EMBER_ALL_BINOPS("mul", multiply)
-  EMBER_ALL_BINOPS("truediv", divide)
-  EMBER_ALL_BINOPS("floordiv", floor_divide)
-  EMBER_ALL_BINOPS("mod", remainder)
-  EMBER_ALL_BINOPS("pow", power)
-  EMBER_ALL_BINOPS("and", bitwise_and)
-  EMBER_ALL_BINOPS("or", bitwise_or)
-  EMBER_ALL_BINOPS("xor", bitwise_xor)
-  EMBER_ALL_BINOPS("lshift", left_shift)
-  EMBER_ALL_BINOPS("rshift", right_shift)
-  EMBER_ALL_BINOPS("matmul", matmul)
+#define EMBER_BINOP(py_name, fn, what) \
+  cls.def(py_name, [](const array& a, py::handle b) { return binop(a, b, &fn, what); });
+#define EMBER_RBINOP(py_name, fn, what) \
+  cls.def(py_name, [](const array& a, py::handle b) { return binop(a, b, &fn, what, true); });
+#define EMBER_IBINOP(py_name, fn, what) \
+  cls.def(py_name, [](py::object a, py::handle b) { return ibinop(a, b, &fn, what); });
+#define EMBER_ALL_BINOPS(name, fn, what)       \
+  EMBER_BINOP("__" name "__", fn, what)        \
+  EMBER_RBINOP("__r" name "__", fn, what)      \
+  EMBER_IBINOP("__i" name "__", fn, what)
+  EMBER_ALL_BINOPS("add", add, "addition")
+  EMBER_ALL_BINOPS("sub", subtract, "subtraction")
+  EMBER_ALL_BINOPS("mul", multiply, "multiplication")
+  EMBER_ALL_BINOPS("truediv", divide, "division")
+  EMBER_ALL_BINOPS("floordiv", floor_divide, "floor division")
+  EMBER_ALL_BINOPS("mod", remainder, "modulus")
+  EMBER_ALL_BINOPS("pow", power, "power")
+  EMBER_ALL_BINOPS("and", bitwise_and, "bitwise and")
+  EMBER_ALL_BINOPS("or", bitwise_or, "bitwise or")
+  EMBER_ALL_BINOPS("xor", bitwise_xor, "bitwise xor")
+  EMBER_ALL_BINOPS("lshift", left_shift, "left shift")
+  EMBER_ALL_BINOPS("rshift", right_shift, "right shift")
+  EMBER_ALL_BINOPS("matmul", matmul, "matrix multiplication")
 #undef EMBER_ALL_BINOPS
-  // == and != with anything that is not an array or scalar compare unequal (as MLX)
+  // == and != with anything that is not an array or scalar compare unequal,
+  // and None is a TypeError (as MLX)
   cls.def("__eq__", [](const array& a, py::handle b) -> py::object {
-    if (!is_operand(b)) return py::bool_(false);
-    return binop(a, b, &equal);
+    if (!b.is_none() && !is_operand(b)) return py::bool_(false);
+    return binop(a, b, &equal, "equality");
   });
   cls.def("__ne__", [](const array& a, py::handle b) -> py::object {
-    if (!is_operand(b)) return py::bool_(true);
-    return binop(a, b, &not_equal);
+    if (!b.is_none() && !is_operand(b)) return py::bool_(true);
+    return binop(a, b, &not_equal, "inequality");
   });
-  EMBER_BINOP("__lt__", less)
-  EMBER_BINOP("__le__", less_equal)
-  EMBER_BINOP("__gt__", greater)
-  EMBER_BINOP("__ge__", greater_equal)
+  EMBER_BINOP("__lt__", less, "less than")
+  EMBER_BINOP("__le__", less_equal, "less than or equal")
+  EMBER_BINOP("__gt__", greater, "greater than")
+  EMBER_BINOP("__ge__", greater_equal, "greater than or equal")
 #undef EMBER_BINOP
 #undef EMBER_RBINOP
 #undef EMBER_IBINOP

@@ -180,3 +180,53 @@ def test_shape_dim_beyond_int64_is_a_type_error():
     """MLX lets a C++ std::bad_cast out (RuntimeError)."""
     with pytest.raises(TypeError):
         mx.full((2 ** 70,), 1.0)
+
+
+# --------------------------------------------------------------------------
+# operators with operands that are not arrays
+# --------------------------------------------------------------------------
+
+import operator  # noqa: E402
+
+_OPERATORS = [
+    (operator.add, "addition"), (operator.sub, "subtraction"), (operator.mul, "multiplication"),
+    (operator.truediv, "division"), (operator.floordiv, "floor division"), (operator.mod, "modulus"),
+    (operator.pow, "power"), (operator.lt, "less than"), (operator.ge, "greater than or equal"),
+    (operator.iadd, "inplace addition"), (operator.imul, "inplace multiplication"),
+]
+
+
+@pytest.mark.parametrize("op,what", _OPERATORS)
+@pytest.mark.parametrize("other", ["x", [1.0, 2.0], {}, object()], ids=["str", "list", "dict", "object"])
+def test_operator_with_a_non_array_is_a_value_error(op, what, other):
+    """MLX: ``a + "x"``, ``a + [1, 2]``, ``[1, 2] + a`` raise ValueError
+    naming the operation and the other operand's type."""
+    a = mx.array([1.0, 2.0])
+    with pytest.raises(ValueError, match=f"Cannot perform {what} on an .*array and {type(other).__name__}"):
+        op(a, other)
+    if not what.startswith("inplace") and not (op is operator.mod and isinstance(other, str)):
+        with pytest.raises(ValueError, match="Cannot perform "):   # a < x is x > a reflected
+            op(other, a)
+
+
+@pytest.mark.parametrize("op", [operator.add, operator.sub, operator.lt, operator.eq, operator.ne,
+                                operator.iadd, operator.matmul])
+def test_operator_with_none_is_a_type_error(op):
+    with pytest.raises(TypeError):
+        op(mx.array([1.0, 2.0]), None)
+
+
+def test_equality_with_a_non_array_is_false():
+    a = mx.array([1.0, 2.0])
+    for other in ["x", {}, object()]:
+        assert (a == other) is False
+        assert (a != other) is True
+    assert (a == [1.0, 3.0]) is False           # a list is no operand of ==, as in MLX
+    assert (a == 1.0).tolist() == [True, False]
+
+
+def test_matmul_with_a_non_array_is_a_type_error():
+    with pytest.raises(TypeError):
+        mx.ones((2, 2)) @ "x"
+    with pytest.raises(TypeError):
+        mx.ones((2, 2)) @ [[1.0, 0.0], [0.0, 1.0]]
