@@ -96,6 +96,13 @@ void eval(const std::vector<array>& outputs) {
   for (Node* n : order) run_node(n);
 }
 
-void async_eval(const std::vector<array>& outputs) { eval(outputs); }
+void async_eval(const std::vector<array>& outputs) {
+  // as MLX: an array that depends on a transform's traced inputs cannot be
+  // evaluated asynchronously (eval inside grad is allowed, async_eval is not)
+  for (const array& a : outputs) {
+    if (a.is_tracer()) throw std::invalid_argument("[async_eval] Not allowed inside a graph transformation.");
+  }
+  eval(outputs);
+}
 
 }  // namespace ember

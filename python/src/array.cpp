@@ -298,6 +298,16 @@ void init_array(py::module_& m) {
       .def("__deepcopy__", [](const array& a, py::handle) { return array(a); }, "memo"_a)
       .def("__array__", &to_numpy, "dtype"_a = py::none(), "copy"_a = py::none())
       .def("__dlpack__", [](const array& a, py::kwargs kwargs) { return to_dlpack(a, kwargs); })
+      // the Python array API: the namespace is the module itself (as MLX)
+      .def(
+          "__array_namespace__",
+          [](const array&, py::object api_version) -> py::object {
+            if (!api_version.is_none()) {
+              throw std::invalid_argument("[__array_namespace__] Explicitly specifying api_version is not supported.");
+            }
+            return py::module_::import("ember.core");
+          },
+          "api_version"_a = py::none())
       .def("__dlpack_device__", [](const array&) { return py::make_tuple(1, 0); })
       .def(py::pickle(
           [](const array& a) {

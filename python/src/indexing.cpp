@@ -446,8 +446,17 @@ array do_scatter(const array& a, py::handle idx, const array& v, ScatterKind kin
 }
 
 // a[mask] = scalar without evaluating the mask: where(mask, v, a).
-bool try_mask_where(array& a, py::handle idx, const array& v) {
-  if (py::isinstance<py::tuple>(idx) || v.size() != 1) return false;
+// a[mask] = v for a boolean array mask (the only index) matching the first
+// mask.ndim dims of a, without evaluating anything: the j-th true position
+// (in row-major order) takes row j of v broadcast to (count, *rest), where
+// rest = a.shape[mask.ndim:], so v may be a scalar, broadcast against rest
+// alone, or carry one row per true position (more rows than true positions
+// are ignored, as MLX's masked scatter reads only what it needs). The count
+// is not known while tracing (vmap over the mask); outside a transform a v
+// with too few rows is a ValueError here, inside one take's bounds check
+// raises at evaluation.
+bool try_mask_assign(array& a, py::handle idx, const array& v) {
+  if (py::isinstance<py::tuple>(idx)) return false;
   array m;
   if (is_array(idx)) {
     m = idx.cast<array>();
@@ -460,10 +469,57 @@ bool try_mask_where(array& a, py::handle idx, const array& v) {
   for (int d = 0; d < m.ndim(); ++d) {
     if (m.shape()[d] != a.shape()[d]) return false;
   }
+  const int k = m.ndim();
+  Shape rest(a.shape().begin() + k, a.shape().end());
   Shape ms = m.shape();
-  while (static_cast<int>(ms.size()) < a.ndim()) ms.push_back(1);
-  array val = astype(reshape(v, {}), a.dtype());
-  a = where(reshape(m, ms), val, a);
+  ms.insert(ms.end(), rest.size(), 1);
+  array val = astype(v, a.dtype());
+  array mb = reshape(m, ms);
+  if (val.ndim() <= static_cast<int>(rest.size()) || (val.ndim() == static_cast<int>(rest.size()) + 1 && val.shape()[0] == 1)) {
+    if (val.ndim() == static_cast<int>(rest.size()) + 1) val = reshape(val, Shape(val.shape().begin() + 1, val.shape().end()));
+    Shape bs = rest;
+    try {
+      val = broadcast_to(val, bs);
+    } catch (const std::invalid_argument&) {
+      throw std::invalid_argument("[setitem] Cannot broadcast the value of shape " + shape_str(v.shape()) +
+                                  " to the masked positions of an array of shape " + shape_str(a.shape()) + ".");
+    }
+    a = where(mb, val, a);
+    return true;
+  }
+  if (val.ndim() != static_cast<int>(rest.size()) + 1) {
+    throw std::invalid_argument("[setitem] A value of shape " + shape_str(v.shape()) + " has too many dims for the " +
+                                std::to_string(rest.size() + 1) + "-d masked positions of an array of shape " +
+                                shape_str(a.shape()) + ".");
+  }
+  Shape rows = rest;
+  rows.insert(rows.begin(), val.shape()[0]);
+  try {
+    val = broadcast_to(val, rows);
+  } catch (const std::invalid_argument&) {
+    throw std::invalid_argument("[setitem] Cannot broadcast the value of shape " + shape_str(v.shape()) +
+                                " to the masked positions of an array of shape " + shape_str(a.shape()) + ".");
+  }
+  if (!m.is_tracer()) {
+    array count = sum(astype(m, Dtype::int64));
+    eval_nogil({count});
+    int64_t n = count.item<int64_t>();
+    if (n > val.shape()[0]) {
+      throw std::invalid_argument("[setitem] The mask selects " + std::to_string(n) + " positions but the value of shape " +
+                                  shape_str(v.shape()) + " has " + std::to_string(val.shape()[0]) + " rows.");
+    }
+    if (n == 0) return true;   // nothing selected: a is unchanged (v may be empty)
+  } else if (val.shape()[0] == 0) {
+    throw std::invalid_argument("[setitem] The value of shape " + shape_str(v.shape()) +
+                                " has no rows for the masked positions.");
+  }
+  // row index of each mask position: the number of true positions before it
+  // (0 at the false positions, so that only a true position beyond the
+  // value's rows is out of range)
+  array j = cumsum(flatten(astype(m, Dtype::int32)), 0, false, false);
+  j = where(flatten(m), j, array(0, Dtype::int32));
+  array rows_at = take(val, reshape(j, m.shape()), 0);   // shape m.shape + rest = a.shape
+  a = where(mb, rows_at, a);
   return true;
 }
 
@@ -504,7 +560,7 @@ void init_indexing(py::module_& m) {
   cls.attr("__setitem__") = py::cpp_function(
       [](array& a, py::handle idx, const ArrayLike& v) {
         array val = v.next_to(a.dtype());
-        if (try_mask_where(a, idx, val)) return;
+        if (try_mask_assign(a, idx, val)) return;
         a.overwrite_descriptor(do_scatter(a, idx, val, ScatterKind::Assign));
       },
       py::name("__setitem__"), py::is_method(cls));

@@ -5,7 +5,7 @@ line of docs/mlx-differences.md."""
 
 import pytest
 
-from conftest import ember_only, mx
+from conftest import ember_only, mx, raises
 
 
 # --------------------------------------------------------------------------
@@ -230,3 +230,38 @@ def test_matmul_with_a_non_array_is_a_type_error():
         mx.ones((2, 2)) @ "x"
     with pytest.raises(TypeError):
         mx.ones((2, 2)) @ [[1.0, 0.0], [0.0, 1.0]]
+
+
+# --------------------------------------------------------------------------
+# the Python array API namespace
+# --------------------------------------------------------------------------
+
+def test_array_namespace_is_the_module():
+    a = mx.array([1.0, 2.0, 3.0])
+    ns = a.__array_namespace__()
+    assert ns is mx
+    assert ns.vecdot(a, a).item() == 14.0
+    assert ns.isdtype(a.dtype, "real floating")
+    assert not ns.isdtype(a.dtype, "integral")
+    with pytest.raises(ValueError):
+        a.__array_namespace__(api_version="2023.12")
+
+
+# --------------------------------------------------------------------------
+# async_eval inside a transform
+# --------------------------------------------------------------------------
+
+def test_async_eval_of_a_traced_array_raises():
+    """MLX: "[async_eval] Not allowed inside a graph transformation" for an
+    array that depends on the transformed function's inputs; other arrays
+    (and plain eval inside grad) are fine."""
+    with raises(ValueError, r"async_eval.*transformation", mlx_msg=True):
+        mx.grad(lambda x: (mx.async_eval(x), x.sum())[1])(mx.array([1.0]))
+    with raises(ValueError, r"async_eval.*transformation", mlx_msg=True):
+        mx.vmap(lambda x: (mx.async_eval(x), x)[1])(mx.array([1.0]))
+    with raises(ValueError, r"async_eval.*transformation", mlx_msg=True):
+        mx.jvp(lambda x: (mx.async_eval(x), x)[1], [mx.array([1.0])], [mx.array([1.0])])
+    g = mx.grad(lambda x: (mx.async_eval(mx.array(1.0)), x.sum())[1])(mx.array([1.0]))
+    assert g.tolist() == [1.0]
+    g = mx.grad(lambda x: (mx.eval(x), x.sum())[1])(mx.array([1.0]))
+    assert g.tolist() == [1.0]

@@ -6,7 +6,7 @@ The transforms' own API contracts are in test_transforms.py."""
 import numpy as np
 import pytest
 
-from conftest import ember_only, mx, to_numpy
+from conftest import ember_only, mx, raises, to_numpy
 
 R = mx.random
 
@@ -309,3 +309,99 @@ def test_vjp_of_minmax_of_a_0d_array_adds_both_cotangents():
     np.testing.assert_allclose(to_numpy(g), 5.0)
     _, (g,) = mx.vjp(lambda a: mx.minmax(a), [mx.array([1.5])], [mx.array(2.0), mx.array(3.0)])
     np.testing.assert_allclose(to_numpy(g), [5.0])  # MLX agrees on a 1-element array
+
+
+# --------------------------------------------------------------------------
+# masked assignment (a[mask] = v): lazy, so it works under vmap and grad
+# --------------------------------------------------------------------------
+
+def _np_masked_assign(a, m, v):
+    """NumPy's a[m] = v, with MLX's rule that v may carry more rows than
+    there are true positions (the first ones are used)."""
+    a = np.array(a)
+    v = np.asarray(v, dtype=a.dtype)
+    n = int(m.sum())
+    rest = a.shape[m.ndim:]
+    if v.ndim == len(rest) + 1 and v.shape[0] > 1:
+        v = v[:n]
+    a[m] = v
+    return a
+
+
+def _masked(a, m, v):
+    a = mx.array(a)
+    a[m] = v
+    return a
+
+
+_MASK_CASES = [
+    # (a shape, mask shape, value shape)
+    ((6,), (6,), ()), ((6,), (6,), (6,)), ((3, 4), (3, 4), (12,)), ((3, 4), (3,), (4,)),
+    ((3, 4), (3,), (3, 4)), ((3, 4), (3,), (1, 4)), ((2, 3, 2), (2, 3), (6, 2)), ((2, 3, 2), (2,), (3, 2)),
+]
+
+
+@pytest.mark.parametrize("ashape,mshape,vshape", _MASK_CASES)
+def test_masked_assignment_matches_numpy(ashape, mshape, vshape):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(ashape).astype(np.float32)
+    m = rng.random(mshape) < 0.5
+    v = rng.standard_normal(vshape).astype(np.float32)
+    np.testing.assert_array_equal(to_numpy(_masked(mx.array(a), mx.array(m), mx.array(v))),
+                                  _np_masked_assign(a, m, v))
+
+
+@pytest.mark.parametrize("ashape,mshape,vshape", [
+    c if c != ((3, 4), (3,), (1, 4)) else pytest.param(*c, marks=[ember_only]) for c in _MASK_CASES])
+@pytest.mark.parametrize("mapped", ["mask", "all", "value"])
+def test_masked_assignment_under_vmap_matches_a_loop(ashape, mshape, vshape, mapped):
+    """MLX's masked scatter works under vmap, the number of true positions
+    differing per batch element; Ember's assignment is lazy and does too.
+    (MLX gets a one-row value broadcast over a row mask wrong under vmap,
+    docs/mlx-differences.md.)"""
+    rng = np.random.default_rng(1)
+    B = 3
+    a = rng.standard_normal((B,) + ashape).astype(np.float32)
+    m = rng.random((B,) + mshape) < 0.5
+    v = rng.standard_normal((B,) + vshape).astype(np.float32)
+    axes = {"mask": (None, 0, None), "all": (0, 0, 0), "value": (0, None, 0)}[mapped]
+    args = [a, m, v]
+    got = mx.vmap(_masked, in_axes=axes)(*[mx.array(x if ax == 0 else x[0]) for x, ax in zip(args, axes)])
+    want = np.stack([_np_masked_assign(*[x[b] if ax == 0 else x[0] for x, ax in zip(args, axes)])
+                     for b in range(B)])
+    np.testing.assert_array_equal(to_numpy(got), want)
+
+
+def test_masked_assignment_gradient():
+    m = mx.array([True, False, True, True, False])
+    w = mx.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    f = lambda a, v: (_masked(a, m, v) * w).sum()
+    ga, gv = mx.grad(f, argnums=(0, 1))(mx.zeros((5,)), mx.zeros((4,)))
+    assert ga.tolist() == [0.0, 2.0, 0.0, 0.0, 5.0]
+    assert gv.tolist() == [1.0, 3.0, 4.0, 0.0]        # the unused last row gets nothing
+    g = mx.vmap(mx.grad(lambda v, mm: (_masked(mx.zeros((5,)), mm, v) * w).sum()),
+                in_axes=(None, 0))(mx.zeros((3,)), mx.array([[True, False, True, False, False],
+                                                              [False, False, False, True, True]]))
+    assert g.tolist() == [[1.0, 3.0, 0.0], [4.0, 5.0, 0.0]]
+
+
+def test_masked_assignment_errors():
+    a = mx.zeros((3, 4))
+    with raises(ValueError, r"setitem.*\(8\).*\(3,4\)"):
+        _masked(a, mx.array([True, False, True]), mx.zeros((8,)))
+    with raises(ValueError, r"setitem.*too many dims"):
+        _masked(mx.zeros((4,)), mx.array([True] * 4), mx.zeros((2, 2)))
+
+
+@ember_only
+def test_masked_assignment_with_too_few_values_raises():
+    """MLX: a RuntimeError at evaluation ("Source does not have enough
+    elements"), and a crash (SIGFPE) for an empty value; Ember raises the
+    ValueError of a value that does not fit, when assigning."""
+    with pytest.raises(ValueError, match=r"setitem.*selects 3 positions.*\(2\)"):
+        _masked(mx.zeros((4,)), mx.array([True, False, True, True]), mx.zeros((2,)))
+    with pytest.raises(ValueError, match=r"setitem.*selects 1 positions.*\(0\)"):
+        _masked(mx.zeros((4,)), mx.array([True, False, False, False]), mx.zeros((0,)))
+    a = mx.zeros((4,))
+    a[mx.array([False] * 4)] = mx.zeros((0,))              # nothing selected, nothing read
+    assert a.tolist() == [0.0] * 4
