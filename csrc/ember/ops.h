@@ -39,6 +39,11 @@ array hanning(int64_t M, EMBER_S);
 // ---- dtype ----
 array astype(const array& a, Dtype dtype, EMBER_S);
 array view(const array& a, Dtype dtype, EMBER_S);
+// fp8 (e4m3fn) codes as uint8: to_fp8 rounds a real floating array to the
+// nearest code (ties to even; beyond +-448, infinities and NaN saturate to
+// +-448); from_fp8 decodes uint8 codes to the real floating `dtype`.
+array to_fp8(const array& x, EMBER_S);
+array from_fp8(const array& x, Dtype dtype = Dtype::bfloat16, EMBER_S);
 
 // ---- elementwise ----
 // (one line each in ops/elementwise_table.h)

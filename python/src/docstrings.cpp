@@ -795,6 +795,42 @@ Example:
     >>> mx.view(mx.array([1.0]), mx.int32)
     array([1065353216], dtype=int32)
 )doc"},
+    {{"to_fp8"}, R"doc(Encodes a floating-point array as 8-bit floats (fp8 e4m3), one uint8 code each.
+
+The e4m3fn format has a sign bit, 4 exponent bits (bias 7) and 3 mantissa
+bits: normal values from 2^-6 to 448, subnormals down to 2^-9, no
+infinities. Each value is rounded once to the nearest code, ties to the
+even one. Magnitudes of 448 and more, infinities and NaN become +-448
+(code 126 or 254, by the sign bit), as in MLX; the NaN codes 127 and 255
+are never produced.
+
+Args:
+    x (array): the input, of a real floating dtype (float16, bfloat16,
+        float32 or float64); a scalar or a nested sequence is converted first.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the codes, with ``x``'s shape and dtype uint8.
+
+Example:
+    >>> mx.to_fp8(mx.array([1.0, 2.5, 1000.0]))
+    array([56, 66, 126], dtype=uint8)
+)doc"},
+    {{"from_fp8"}, R"doc(Decodes 8-bit float codes (fp8 e4m3, as ``to_fp8`` writes them) into a floating-point dtype.
+
+Every finite code's value is exact in each floating dtype; the codes 127
+and 255 (S.1111.111) are NaN.
+
+Args:
+    x (array): the codes, of dtype uint8.
+    dtype (Dtype): the real floating dtype of the result. Default: bfloat16.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the decoded values, with ``x``'s shape and dtype ``dtype``.
+
+Example:
+    >>> mx.from_fp8(mx.array([56, 66, 126], mx.uint8), mx.float32)
+    array([1, 2.5, 448], dtype=float32)
+)doc"},
     {{"as_strided"}, R"doc(A view of an array's elements with an arbitrary shape and strides.
 
 The input's elements are numbered in row-major order (as if it were

@@ -155,6 +155,10 @@ void init_ops(py::module_& m) {
         "dtype"_a, py::pos_only(), py::kw_only(), kStream);
   m.def("view", [](const ArrayLike& a, Dtype t, StreamOrDevice s) { return view(a, t, s); }, "a"_a,
         "dtype"_a, kStream);
+  m.def("to_fp8", [](const ArrayLike& x, StreamOrDevice s) { return to_fp8(x, s); }, "x"_a, py::kw_only(),
+        kStream);
+  m.def("from_fp8", [](const ArrayLike& x, Dtype dtype, StreamOrDevice s) { return from_fp8(x, dtype, s); },
+        "x"_a, "dtype"_a = Dtype::bfloat16, py::kw_only(), kStream);
 
   // ---- reductions: the module functions and the array methods from one list ----
   auto cls = py::reinterpret_borrow<py::class_<array>>(py::type::of<array>());

@@ -90,6 +90,9 @@ int run() {
               [&] { return pad(x, {{1, 0}, {0, 0}, {0, 0}}, "constant", array(0.0f, Dtype::float32)); });
   equivalence("arange", [&] { return arange(0, 5, 1, Dtype::float32); }, [&] { return arange(0, 5, 1, Dtype::int32); });
   equivalence("view", [&] { return view(x, Dtype::int32); }, [&] { return view(x, Dtype::uint32); });
+  equivalence("to_fp8", [&] { return to_fp8(x); }, [&] { return astype(x, Dtype::uint8); });
+  equivalence("from_fp8", [&] { return from_fp8(to_fp8(x), Dtype::float16); },
+              [&] { return from_fp8(to_fp8(x), Dtype::float32); });
   equivalence("take", [&] { return take(x, idx, 2); }, [&] { return take(x, idx, 1); });
   equivalence("scatter-add", [&] { return scatter(x, {idx}, ones({2, 3, 4}), {0}, ScatterKind::Add); },
               [&] { return scatter(x, {idx}, ones({2, 3, 4}), {0}, ScatterKind::Max); });
@@ -109,7 +112,8 @@ int run() {
   // ---- is_elementwise ----
   for (auto [name, a] : std::vector<std::pair<const char*, array>>{
            {"exp", exp(x)}, {"abs", abs(x)}, {"add", add(x, y)}, {"equal", equal(x, y)},
-           {"where", where(less(x, y), x, y)}, {"astype", astype(x, Dtype::int32)}}) {
+           {"where", where(less(x, y), x, y)}, {"astype", astype(x, Dtype::int32)}, {"to_fp8", to_fp8(x)},
+           {"from_fp8", from_fp8(to_fp8(x))}}) {
     check(prim(a, name).is_elementwise(), std::string(name) + " is elementwise");
     check(!prim(a, name).is_view(), std::string(name) + " is no view");
   }

@@ -1819,6 +1819,108 @@ add_op(name="view", op=mx.view, ref=_view_ref, dtypes=ALL,
               "0-d with different itemsize", mlx_msg=True)])
 
 
+# ---- fp8 (e4m3fn) ------------------------------------------------------------
+# The reference works on values, not bits: the codes 0..126 in increasing
+# order are the non-negative finite e4m3fn values (4 exponent bits of bias 7,
+# 3 mantissa bits, subnormals m * 2^-9), so a value rounds to the nearest of
+# them, a tie to the even code (the code's last bit is the mantissa's).
+# MLX's saturation: |x| >= 448, infinities and NaN give 448 with x's sign.
+
+def _fp8_magnitudes():
+    c = np.arange(127)
+    e, m = c >> 3, c & 7
+    return np.where(e == 0, m * 2.0 ** -9, (1 + m / 8) * 2.0 ** (e - 7))
+
+
+FP8_MAGNITUDES = _fp8_magnitudes()   # FP8_MAGNITUDES[c]: value of code c
+
+
+def fp8_encode_ref(x):
+    """uint8 e4m3fn codes of the values ``x`` (any float dtype, exact)."""
+    x = np.asarray(x, dtype=np.float64)
+    a = np.abs(x)
+    v = FP8_MAGNITUDES
+    hi = np.clip(np.searchsorted(v, a, side="left"), 1, len(v) - 1)
+    lo = hi - 1
+    with np.errstate(invalid="ignore"):  # NaN, set below
+        dlo, dhi = a - v[lo], v[hi] - a
+    code = np.where(dlo < dhi, lo, np.where(dhi < dlo, hi, np.where(lo % 2 == 0, lo, hi)))
+    code = np.where(np.isnan(x) | (a >= v[-1]), 126, code)
+    return (code | (np.signbit(x) << 7)).astype(np.uint8)
+
+
+def fp8_decode_ref(codes):
+    """float64 values of uint8 e4m3fn codes (NaN for 127 and 255)."""
+    c = np.asarray(codes).astype(np.int64)
+    mag = np.append(FP8_MAGNITUDES, np.nan)[c & 127]
+    return np.where(c & 128, -mag, mag)
+
+
+FP8_SPECIALS = (0.0, -0.0, np.inf, -np.inf, np.nan, 448.0, -448.0, 449.0, 464.0, 480.0,
+                1e4, 2.0 ** -6, 2.0 ** -9, 2.0 ** -10, 3 * 2.0 ** -10, 1.0625, 1.1875,
+                -1.0625, 416.0 + 16.0, 1e-7)
+
+
+def _to_fp8_samples(n, rng):
+    out = []
+    for shape in UNARY_SHAPES:
+        # magnitudes spread over the whole range, subnormals to saturation
+        mag = 2.0 ** rng.uniform(-11, 10, shape)
+        x = round_to(np.where(rng.random(shape) < 0.5, -mag, mag), n)
+        out.append(SampleInput((x,), desc=f"shape={shape}"))
+    out.append(SampleInput((round_to(np.array(FP8_SPECIALS), n),),
+                           desc="special values"))
+    return out
+
+
+add_op(name="to_fp8", op=mx.to_fp8, ref=fp8_encode_ref, dtypes=FLOATS,
+       sample_inputs=_to_fp8_samples, out_dtype=lambda n: "uint8", family="fp8",
+       differentiable=False,
+       # MLX 0.32.4 reads a float64 array's bytes as float32 values
+       mlx_wrong_dtypes=("float64",),
+       error_inputs=lambda: [
+           _e(lambda: ((mx.array([1, 2]),), {}), ValueError,
+              r"\[to_fp8\] Only real floating types are supported but x\.dtype\(\) == int32",
+              "int32 input", mlx_msg=True),
+           _e(lambda: ((mx.array([True]),), {}), ValueError,
+              r"\[to_fp8\] .*x\.dtype\(\) == bool", "bool input", mlx_msg=True),
+           _e(lambda: ((mx.array([1 + 2j]),), {}), ValueError,
+              r"\[to_fp8\] .*x\.dtype\(\) == complex64", "complex input", mlx_msg=True)])
+
+
+def _from_fp8_samples(n, rng):
+    out = []
+    for target in ("float16", "bfloat16", "float32"):
+        for shape in UNARY_SHAPES:
+            c = rng.integers(0, 256, shape).astype(np.uint8)
+            out.append(SampleInput((c,), {"dtype": mx_dtype(target)},
+                                   desc=f"shape={shape} -> {target}", out_dtype=target))
+        out.append(SampleInput((np.arange(256, dtype=np.uint8),), {"dtype": mx_dtype(target)},
+                               desc=f"every code -> {target}", out_dtype=target))
+    out.append(SampleInput((np.arange(256, dtype=np.uint8).reshape(16, 16),),
+                           desc="every code, default dtype", out_dtype="bfloat16"))
+    return out
+
+
+add_op(name="from_fp8", op=mx.from_fp8, ref=lambda c, dtype=None: fp8_decode_ref(c),
+       dtypes=["uint8"], sample_inputs=_from_fp8_samples, family="fp8",
+       differentiable=False,
+       error_inputs=lambda: [
+           _e(lambda: ((mx.array([1, 2]),), {}), ValueError,
+              r"\[from_fp8\] Input must have type uint8 but x\.dtype\(\) == int32",
+              "int32 input", mlx_msg=True),
+           _e(lambda: ((mx.array([1.0]),), {"dtype": mx.float32}), ValueError,
+              r"\[from_fp8\] Input must have type uint8 but x\.dtype\(\) == float32",
+              "float32 input", mlx_msg=True),
+           _e(lambda: ((mx.array([1], mx.uint8),), {"dtype": mx.int32}), ValueError,
+              r"\[from_fp8\] Only real floating types are supported but dtype == int32",
+              "int32 dtype", mlx_msg=True),
+           _e(lambda: ((mx.array([1], mx.uint8),), {"dtype": mx.complex64}), ValueError,
+              r"\[from_fp8\] .*dtype == complex64", "complex64 dtype", mlx_msg=True),
+           _e(lambda: ((mx.array([1], mx.uint8),), {"dtype": None}), TypeError, None,
+              "dtype None")])
+
+
 # --------------------------------------------------------------------------
 # families kept in their own modules (each registers with add_op on import)
 # --------------------------------------------------------------------------

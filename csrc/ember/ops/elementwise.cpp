@@ -207,6 +207,24 @@ array radians(const array& a, const StreamOrDevice& s) {
   return multiply(astype(a, t, s), scalar_like(M_PI / 180.0, t), s);
 }
 
+// fp8 (e4m3fn), with MLX's checks and messages.
+array to_fp8(const array& x, const StreamOrDevice& s) {
+  if (!is_floating(x.dtype())) {
+    fail("to_fp8", "Only real floating types are supported but x.dtype() == ", dtype_name(x.dtype()), ".");
+  }
+  return unary<op::ToFP8>(x, s);
+}
+
+array from_fp8(const array& x, Dtype dtype, const StreamOrDevice& s) {
+  if (x.dtype() != Dtype::uint8) {
+    fail("from_fp8", "Input must have type uint8 but x.dtype() == ", dtype_name(x.dtype()), ".");
+  }
+  if (!is_floating(dtype)) {
+    fail("from_fp8", "Only real floating types are supported but dtype == ", dtype_name(dtype), ".");
+  }
+  return make_node<FromFP8>(x.shape(), dtype, {x}, to_stream(s), dtype);
+}
+
 // ---- binary ----
 std::vector<array> divmod(const array& a, const array& b, const StreamOrDevice& s) {
   no_complex(promote_types(a.dtype(), b.dtype()), "divmod");

@@ -1,5 +1,5 @@
 // Transform rules of the elementwise primitives: Unary<Op>, Binary<Op>,
-// Select and AsType (their kernels are in backend/cpu/).
+// Select, AsType and FromFP8 (their kernels are in backend/cpu/).
 //
 // Derivatives come from two tables, in the manner of JAX's defjvp: for each
 // op, UnaryRule<Op> / BinaryRule<Op> give the partial derivatives as
@@ -106,6 +106,7 @@ EMBER_UNARY_ZERO(IsNaN)
 EMBER_UNARY_ZERO(IsInf)
 EMBER_UNARY_ZERO(IsPosInf)
 EMBER_UNARY_ZERO(IsNegInf)
+EMBER_UNARY_ZERO(ToFP8)  // a step function; its uint8 output gets no rule call anyway
 #undef EMBER_UNARY_ZERO
 
 // |x|: t * sign(x) for real x. For complex z the output is real: the tangent
@@ -459,6 +460,16 @@ std::vector<array> AsType::jvp(const std::vector<array>&, const std::vector<arra
 std::pair<std::vector<array>, std::vector<int>> AsType::vmap(const std::vector<array>& inputs,
                                                              const std::vector<int>& axes) {
   return {{cast(inputs[0], dtype_, stream())}, {axes[0]}};
+}
+
+// ---- FromFP8 ----------------------------------------------------------------------
+
+// Elementwise: the batched codes decoded in place. (No vjp/jvp: the input is
+// uint8, so no derivative is ever asked for.)
+std::pair<std::vector<array>, std::vector<int>> FromFP8::vmap(const std::vector<array>& inputs,
+                                                              const std::vector<int>& axes) {
+  const array& x = inputs[0];
+  return {{make_node<FromFP8>(x.shape(), dtype_, {x}, stream(), dtype_)}, {axes[0]}};
 }
 
 }  // namespace ember

@@ -22,7 +22,7 @@ namespace ember {
   X(ArcTanh, Same) X(Sigmoid, Same) X(Erf, Same) X(ErfInv, Same) X(Floor, Same)            \
   X(Ceil, Same) X(Round, Same) X(LogicalNot, Bool) X(BitwiseInvert, Same) X(IsNaN, Bool)   \
   X(IsInf, Bool) X(IsPosInf, Bool) X(IsNegInf, Bool) X(Real, Real) X(Imag, Real)           \
-  X(Conjugate, Same)
+  X(Conjugate, Same) X(ToFP8, UInt8)
 
 #define EMBER_BINARY_OPS(X)                                                                 \
   X(Add, Same) X(Subtract, Same) X(Multiply, Same) X(Divide, Same) X(Remainder, Same)      \
@@ -34,8 +34,9 @@ namespace ember {
 // clang-format on
 
 // Same: the inputs' dtype; Bool: bool; Real: the real type of a complex
-// input (complex64 -> float32), a real input's own dtype.
-enum class ElementwiseOut { Same, Bool, Real };
+// input (complex64 -> float32), a real input's own dtype; UInt8: uint8 (the
+// fp8 codes of ToFP8).
+enum class ElementwiseOut { Same, Bool, Real, UInt8 };
 
 // The output dtype of an elementwise primitive on inputs of dtype `in`: the
 // one rule that the ops and the rules' rebuilt nodes (vmap) both use.
@@ -43,6 +44,7 @@ inline Dtype elementwise_out_dtype(ElementwiseOut rule, Dtype in) {
   switch (rule) {
     case ElementwiseOut::Bool: return Dtype::bool_;
     case ElementwiseOut::Real: return is_complex(in) ? Dtype::float32 : in;
+    case ElementwiseOut::UInt8: return Dtype::uint8;
     case ElementwiseOut::Same: break;
   }
   return in;
@@ -106,6 +108,27 @@ class AsType final : public Primitive {
   bool is_elementwise() const override { return true; }
   bool is_equivalent(const Primitive& o) const override {
     auto p = dynamic_cast<const AsType*>(&o);
+    return p && p->dtype_ == dtype_;
+  }
+  Dtype dtype() const { return dtype_; }
+
+ private:
+  Dtype dtype_;
+};
+
+// fp8 codes (uint8 holding e4m3fn values, as Unary<op::ToFP8> writes them)
+// decoded to the real floating dtype `dtype` (from_fp8).
+class FromFP8 final : public Primitive {
+ public:
+  FromFP8(Stream s, Dtype dtype) : Primitive(s), dtype_(dtype) {}
+  const char* name() const override { return "FromFP8"; }
+  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+  // vjp/jvp: none; the input is integer, so the transforms never ask for one.
+  std::pair<std::vector<array>, std::vector<int>> vmap(const std::vector<array>& inputs,
+                                                       const std::vector<int>& axes) override;
+  bool is_elementwise() const override { return true; }
+  bool is_equivalent(const Primitive& o) const override {
+    auto p = dynamic_cast<const FromFP8*>(&o);
     return p && p->dtype_ == dtype_;
   }
   Dtype dtype() const { return dtype_; }

@@ -9,6 +9,8 @@
 
 #include <cmath>
 #include <complex>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -253,6 +255,67 @@ EMBER_FN(Imag) {
 EMBER_FN(Conjugate) {
   complex64_t operator()(complex64_t x) const { return std::conj(x); }
 };
+
+// fp8 e4m3fn: sign, 4 exponent bits (bias 7), 3 mantissa bits; no
+// infinities, S.1111.111 is NaN, so the largest finite value is 448
+// (S.1111.110). x rounds to the nearest code, ties to even, in one rounding
+// from its own type (float64 included). As MLX: |x| >= 448, infinities and
+// NaN give +-448 (0x7E with x's sign bit), never the NaN code.
+EMBER_FN(ToFP8) {
+  template <class T, if_real<T> = 0>
+  uint8_t operator()(T x) const {
+    using U = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+    constexpr int kBits = 8 * sizeof(T), kMant = std::numeric_limits<T>::digits - 1;
+    constexpr U kBias = (U(1) << (kBits - kMant - 2)) - 1;
+    constexpr U kMinNormal = (kBias - 6) << kMant;                      // 2^-6
+    constexpr U kMax = ((kBias + 8) << kMant) | (U(6) << (kMant - 3));  // 448
+    U u;
+    std::memcpy(&u, &x, sizeof(T));
+    const U sign = u >> (kBits - 1);
+    const U a = u & ~(U(1) << (kBits - 1));  // |x|
+    // |x| < 2^-6 (subnormal codes, spaced 2^-9): |x| + 2^(kMant-9), whose
+    // ulp is 2^-9, rounds |x| to a multiple of 2^-9 (to nearest even); the
+    // sum's low bits are that multiple.
+    const T magic = static_cast<T>(U(1) << (kMant - 9));
+    const T sum = std::fabs(x) + magic;
+    U su;
+    std::memcpy(&su, &sum, sizeof(T));
+    const U sub = su - ((kBias + kMant - 9) << kMant);
+    // 2^-6 <= |x| < 448: rebias the exponent and round the mantissa to 3
+    // bits, half to even (unsigned wrap-around is intended)
+    const U odd = (a >> (kMant - 3)) & 1;
+    const U nrm = (a + ((U(7) - kBias) << kMant) + ((U(1) << (kMant - 4)) - 1) + odd) >> (kMant - 3);
+    const U r = a >= kMax ? U(0x7E) : a < kMinNormal ? sub : nrm;
+    return static_cast<uint8_t>(r | (sign << 7));
+  }
+};
+
+// The value of fp8 e4m3fn code c as storage type O (exact for every finite
+// code and every floating O). NaN codes (0x7F, 0xFF) give MLX's NaN bits:
+// float32 0x7FF00000 with the code's sign, float16 0x7D00 with it, bfloat16
+// 0x7FC0 (sign dropped); float64 the float32 NaN widened.
+template <class O>
+inline O fp8_e4m3_decode(uint8_t c) {
+  const bool neg = c & 0x80;
+  if ((c & 0x7F) == 0x7F) {
+    if constexpr (std::is_same_v<O, bfloat16_t>) {
+      bfloat16_t r;
+      r.bits = 0x7FC0;
+      return r;
+    } else {
+      using U = std::conditional_t<sizeof(O) == 2, uint16_t, std::conditional_t<sizeof(O) == 4, uint32_t, uint64_t>>;
+      const U bits = sizeof(O) == 2   ? U(neg ? 0xFD00u : 0x7D00u)
+                     : sizeof(O) == 4 ? U(neg ? 0xFFF00000u : 0x7FF00000u)
+                                      : U(neg ? 0xFFFE000000000000ull : 0x7FFE000000000000ull);
+      O r;
+      std::memcpy(&r, &bits, sizeof(O));
+      return r;
+    }
+  }
+  const int e = (c >> 3) & 15, m = c & 7;
+  const float v = e == 0 ? static_cast<float>(m) * 0x1p-9f : std::ldexp(1.0f + static_cast<float>(m) / 8, e - 7);
+  return scalar_cast<O>(neg ? -v : v);
+}
 
 // ---- binary ----
 #define EMBER_FN2(OP, ENABLE, RET, EXPR)      \

@@ -1,4 +1,5 @@
-// Unary elementwise kernels: Unary<Op>::eval_cpu for every op in the list.
+// Unary elementwise kernels: Unary<Op>::eval_cpu for every op in the list,
+// and FromFP8 (a table of the 256 codes' values per output dtype).
 // Compiled once per ISA level (backend/cpu/isa.h).
 #include "ember/backend/cpu/isa_unit.h"
 
@@ -43,6 +44,35 @@ void unary_eval(const std::vector<array>& inputs, std::vector<array>& outputs) {
 EMBER_UNARY_OPS(EMBER_INSTANTIATE)
 #undef EMBER_INSTANTIATE
 
+namespace {
+// The values of the 256 fp8 codes as storage type O, built on first use.
+template <class O>
+const O* fp8_table() {
+  static const std::array<O, 256> table = [] {
+    std::array<O, 256> t{};
+    for (int c = 0; c < 256; ++c) t[c] = fp8_e4m3_decode<O>(static_cast<uint8_t>(c));
+    return t;
+  }();
+  return table.data();
+}
+}  // namespace
+
+void from_fp8_eval(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  const array& a = inputs[0];
+  array& out = outputs[0];
+  if (a.dtype() != Dtype::uint8) unsupported("FromFP8", a.dtype());
+  alloc_or_donate(out, inputs);
+  dispatch_all(out.dtype(), [&](auto tag) {
+    using O = typename decltype(tag)::type;
+    if constexpr (is_float_v<O>) {
+      const O* table = fp8_table<O>();
+      unary_loop<uint8_t, O>(a, out, [table](uint8_t c) { return table[c]; });
+    } else {
+      unsupported("FromFP8", out.dtype());
+    }
+  });
+}
+
 }  // namespace ember::cpu::EMBER_ISA_NS
 
 #if EMBER_ISA_BASE_UNIT
@@ -54,5 +84,9 @@ void Unary<Op>::eval_cpu(const std::vector<array>& inputs, std::vector<array>& o
 #define EMBER_INSTANTIATE(N, OUT) template class Unary<op::N>;
 EMBER_UNARY_OPS(EMBER_INSTANTIATE)
 #undef EMBER_INSTANTIATE
+
+void FromFP8::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  EMBER_ISA_CALL(from_fp8_eval)(inputs, outputs);
+}
 }  // namespace ember
 #endif
