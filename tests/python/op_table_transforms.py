@@ -523,7 +523,10 @@ def _bits_samples(n, rng):
             SampleInput(((5,),), {"width": 2, "key": _key(rng)}, desc="16-bit")]
 
 
-_row("bits", R.bits, _bits_samples, "random", dtypes=["uint32"], differentiable=False)
+# random.bits is JAX's (MLX 0.32.4 has none): called late, so that the table
+# imports under MLX, and its vmap cases are ember_only (test_transforms_table)
+_row("bits", lambda *a, **k: R.bits(*a, **k), _bits_samples, "random", dtypes=["uint32"],
+     differentiable=False)
 
 
 def _split_samples(n, rng):

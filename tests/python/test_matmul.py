@@ -277,7 +277,9 @@ def test_block_masked_mm(bs):
 def test_block_masked_mm_errors_and_rules():
     a, b = mx.ones((64, 64)), mx.ones((64, 64))
     with pytest.raises(ValueError, match=r"\[block_masked_mm\].*32 and 64"):
-        mx.block_masked_mm(a, b, block_size=16)
+        mx.block_masked_mm(a, b, block_size=16, mask_out=mx.ones((4, 4), dtype=mx.bool_))
+    # without a mask the block size is not used (MLX): a plain product
+    np.testing.assert_array_equal(to_numpy(mx.block_masked_mm(a, b, block_size=16)), np.full((64, 64), 64.0))
     with pytest.raises(ValueError, match=r"\[block_masked_mm\].*mask_out.*\(2,2\)"):
         mx.block_masked_mm(a, b, block_size=32, mask_out=mx.ones((3, 2), dtype=mx.bool_))
     with pytest.raises(ValueError, match=r"\[block_masked_mm\].*real floating"):

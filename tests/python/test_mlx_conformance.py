@@ -3,6 +3,7 @@
 the same exception type. Deliberate differences carry ``ember_only`` and a
 line of docs/mlx-differences.md."""
 
+import numpy as np
 import pytest
 
 from conftest import ember_only, mx, raises
@@ -265,3 +266,74 @@ def test_async_eval_of_a_traced_array_raises():
     assert g.tolist() == [1.0]
     g = mx.grad(lambda x: (mx.eval(x), x.sum())[1])(mx.array([1.0]))
     assert g.tolist() == [1.0]
+
+
+# --------------------------------------------------------------------------
+# operands from other libraries
+# --------------------------------------------------------------------------
+
+class _ArrayLike:
+    """An object NumPy can read (``__array__``), and nothing else."""
+
+    def __init__(self, x):
+        self.x = np.asarray(x, dtype=np.float32)
+
+    def __array__(self, dtype=None, copy=None):
+        return self.x if dtype is None else self.x.astype(dtype)
+
+
+class _DLPackOnly:
+    """An object with ``__dlpack__`` (a torch tensor, a JAX array) and
+    nothing else."""
+
+    def __init__(self, x):
+        self.x = np.asarray(x, dtype=np.float32)
+
+    def __dlpack__(self, **kwargs):
+        return self.x.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self.x.__dlpack_device__()
+
+
+def test_dlpack_and_buffer_operands_on_either_side():
+    """MLX: ``mx_array - torch_tensor`` works (the tensor is imported
+    through DLPack), and so do buffer-protocol objects, on either side."""
+    a = mx.array([1.0, 2.0])
+    for other in (_DLPackOnly([0.5, 0.5]), memoryview(np.array([0.5, 0.5], np.float32)),
+                  np.array([0.5, 0.5], np.float32)):
+        assert (a - other).tolist() == [0.5, 1.5]
+        assert mx.subtract(a, other).tolist() == [0.5, 1.5]
+    for other in (_DLPackOnly([0.5, 0.5]), memoryview(np.array([0.5, 0.5], np.float32))):
+        assert (other - a).tolist() == [-0.5, -1.5]
+
+
+@ember_only
+def test_array_like_operands():
+    """An object with only ``__array__`` is an operand as in NumPy; MLX
+    raises ValueError ("Cannot perform subtraction on an mlx.core.array and
+    _ArrayLike", "Invalid type ... received in array initialization")."""
+    a = mx.array([1.0, 2.0])
+    assert (a - _ArrayLike([0.5, 0.5])).tolist() == [0.5, 1.5]
+    assert (_ArrayLike([0.5, 0.5]) - a).tolist() == [-0.5, -1.5]
+    assert mx.subtract(a, _ArrayLike([0.5, 0.5])).tolist() == [0.5, 1.5]
+
+
+@ember_only
+def test_numpy_negative_strides_convert():
+    """MLX: "Cannot convert DLPack arrays with negative strides"."""
+    x = np.arange(4.0, dtype=np.float32)[::-1]
+    assert mx.array(x).tolist() == [3.0, 2.0, 1.0, 0.0]
+
+
+@ember_only
+def test_numpy_operand_promotes_as_an_array():
+    """A NumPy array operand is typed, converted as mx.array(np_array) is;
+    MLX treats it as a weak scalar (int8 + np.array([1.5]) stays int8 and
+    truncates, 300 wraps to 45)."""
+    x = mx.array([1, 2, 3], dtype=mx.int8)
+    r = x + np.array([1.5, 1.5, 1.5])
+    assert r.dtype == mx.float32 and r.tolist() == [2.5, 3.5, 4.5]
+    r = x + np.array([300, 1, 1])
+    assert r.dtype == mx.int64 and r.tolist() == [301, 3, 4]
+    assert (x + np.int64(1)).dtype == mx.int8     # a NumPy scalar is weak, as a Python int

@@ -119,7 +119,7 @@ KNOWN_BUGS = {
 
 # Rows whose vmap MLX 0.32.4 does not have ("[Primitive::vmap] Not
 # implemented for ToFP8"): Ember batches them (elementwise), ember_only.
-MLX_NO_VMAP = {"to_fp8", "from_fp8"}
+MLX_NO_VMAP = {"to_fp8", "from_fp8", "random.bits"}
 
 # Families whose rows (op_table_transforms.py) have not been run against
 # MLX: ember_only until they are (Ember's linalg derivatives, for one, go

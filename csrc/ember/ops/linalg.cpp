@@ -173,7 +173,8 @@ array apply_block_mask(const array& x, const array& mask, int bs, const char* na
 array block_masked_mm(const array& a, const array& b, int block_size, const std::optional<array>& mask_out,
                       const std::optional<array>& mask_lhs, const std::optional<array>& mask_rhs,
                       const StreamOrDevice& s) {
-  if (block_size != 32 && block_size != 64) {
+  // as MLX: without a mask it is a matmul, and the block size is not used
+  if ((mask_out || mask_lhs || mask_rhs) && block_size != 32 && block_size != 64) {
     fail("block_masked_mm", "Only block sizes 32 and 64 are supported; got ", block_size, ".");
   }
   if (a.ndim() < 2 || b.ndim() < 2) {
