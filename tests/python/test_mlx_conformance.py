@@ -337,3 +337,13 @@ def test_numpy_operand_promotes_as_an_array():
     r = x + np.array([300, 1, 1])
     assert r.dtype == mx.int64 and r.tolist() == [301, 3, 4]
     assert (x + np.int64(1)).dtype == mx.int8     # a NumPy scalar is weak, as a Python int
+
+
+@ember_only
+def test_float64_trig_at_large_arguments():
+    """float64 sin/cos/tan are reduced in float64 (NumPy's values); MLX's
+    lose all accuracy beyond about 1e9."""
+    x = np.array([3e9, -7.5e12, 1e15, 1.2345e100, 1e300, 0.5])
+    for name in ("sin", "cos", "tan"):
+        got = np.array(getattr(mx, name)(mx.array(x, dtype=mx.float64)))
+        np.testing.assert_allclose(got, getattr(np, name)(x), rtol=1e-14, atol=1e-15)

@@ -245,3 +245,23 @@ def test_prose_entries_with_markers_and_pinning_tests(tmp_path):
             "bare": ("error", "test_u.test_bare", "", " function", 0)}
     got = {k: md.deliberate_reason(v, entries) is not None for k, v in keys.items()}
     assert got == {"probe": True, "jvp": True, "vjp": False, "pinned": True, "bare": True}
+
+
+def test_every_test_the_list_of_differences_names_exists():
+    """Each deliberate difference is pinned by a test: a `file.py::test_x`
+    (or a bare `test_x`) named in docs/mlx-differences.md must be defined
+    in that file (any test file for a bare name), and each file it names
+    must exist."""
+    import re
+    text = (ROOT / "docs" / "mlx-differences.md").read_text(encoding="utf-8")
+    tests = ROOT / "tests" / "python"
+    sources = {p.name: p.read_text(encoding="utf-8") for p in tests.glob("*.py")}
+    missing = []
+    for mod, name in re.findall(r"`(?:(\w+\.py)::)?(test_\w+)`", text):
+        where = [sources.get(mod, "")] if mod else list(sources.values())
+        if not any(re.search(rf"^def {name}\(", s, re.M) for s in where):
+            missing.append(f"{mod}::{name}" if mod else name)
+    for mod in set(re.findall(r"`(\w+\.py)(?:::|`)", text)):
+        if mod not in sources and mod != "mlx_diff.py":
+            missing.append(mod)
+    assert not missing, f"docs/mlx-differences.md names tests that do not exist: {missing}"
