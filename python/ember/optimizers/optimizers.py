@@ -10,7 +10,7 @@ an optimizer sees (so they take the gradients' dtypes), or by :meth:`init`.
 """
 
 import math
-from typing import Any, Callable, List, Optional, Tuple, Union
+from typing import Callable, List, Optional, Tuple, Union
 
 from .. import core as mx
 from ..utils import tree_flatten, tree_map
