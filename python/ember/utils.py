@@ -137,6 +137,8 @@ def tree_unflatten(tree: Union[List[Tuple[str, Any]], Dict[str, Any]]) -> Any:
     Example:
         >>> tree_unflatten([("a.0", 1), ("a.1", 2), ("b", 3)])
         {'a': [1, 2], 'b': 3}
+        >>> tree_unflatten([("a.1", 2)])
+        {'a': [{}, 2]}
     """
     items = list(tree.items()) if isinstance(tree, dict) else list(tree)
     if len(items) == 1 and items[0][0] == "":
@@ -153,8 +155,13 @@ def tree_unflatten(tree: Union[List[Tuple[str, Any]], Dict[str, Any]]) -> Any:
         if not isinstance(d, dict):
             return d
         if d and all(k.isdigit() for k in d):
-            idx = sorted(d, key=int)
-            return [build(d[k]) for k in idx]
+            # a list; positions no path names are empty dicts (as MLX), so
+            # that a list split across several trees keeps its positions
+            n = max(int(k) for k in d) + 1
+            out = [{} for _ in range(n)]
+            for k, v in d.items():
+                out[int(k)] = build(v)
+            return out
         return {k: build(v) for k, v in d.items()}
 
     return build(root)

@@ -696,6 +696,9 @@ def test_tree_utils_match_mlx():
     assert tree_utils.tree_flatten([[[0]]], ".") == [(".0.0.0", 0)]
     assert tree_utils.tree_flatten(5) == [("", 5)]
     assert tree_utils.tree_unflatten([("a.0", 1), ("a.1", 2), ("b.c", 3)]) == {"a": [1, 2], "b": {"c": 3}}
+    # list positions no path names are empty dicts, in MLX's order of keys
+    assert tree_utils.tree_unflatten([("x.3", 2), ("x.1", 1)]) == {"x": [{}, 1, {}, 2]}
+    assert tree_utils.tree_unflatten([("0", 1), ("2", 3)]) == [1, {}, 3]
     assert tree_utils.tree_map(lambda x, y: x + y, [1, 2], [3, 4]) == [4, 6]
     assert tree_utils.tree_map_with_path(lambda p, x: p, {"a": [1, (2, 3)]}) == {"a": ["a.0", ("a.1.0", "a.1.1")]}
     assert tree_utils.tree_reduce(lambda a, x: a + x, t, 0) == 10
