@@ -822,3 +822,11 @@ def test_import_paths():
     if not IS_MLX:
         import ember.nn.losses as direct
         assert direct is L
+
+
+@pytest.mark.parametrize("fname", ["cross_entropy", "nll_loss", "kl_div_loss"])
+def test_axis_out_of_range(fname):
+    x = mx.zeros((2, 3))
+    second = mx.array([0, 1]) if fname != "kl_div_loss" else x
+    with raises(IndexError, "Invalid axis 5 for array with 2 dimensions"):
+        getattr(L, fname)(x, second, axis=5)
