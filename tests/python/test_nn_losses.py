@@ -390,7 +390,7 @@ def _declared(fn):
     for p in inspect.signature(fn).parameters.values():
         if p.default is inspect.Parameter.empty:
             out.append((p.name, "<none>"))
-        elif hasattr(p.default, "__class__") and "Dtype" in type(p.default).__name__:
+        elif "Dtype" in type(p.default).__name__:
             out.append((p.name, str(p.default).rsplit(".", 1)[-1]))
         else:
             out.append((p.name, p.default))
