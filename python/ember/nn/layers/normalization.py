@@ -39,7 +39,8 @@ class LayerNorm(Module):
         return f"{self.dims}, eps={self.eps}, affine={'weight' in self}"
 
     def __call__(self, x):
-        _check_features("LayerNorm", x, self.dims)
+        if "weight" in self:
+            _check_features("LayerNorm", x, self.dims)
         return _fast.layer_norm(x, self.get("weight"), self.get("bias"), self.eps)
 
 
@@ -115,7 +116,8 @@ class GroupNorm(Module):
         return x.reshape(batch, *rest, dims)
 
     def __call__(self, x):
-        _check_features("GroupNorm", x, self.dims, min_ndim=2)
+        if "weight" in self:
+            _check_features("GroupNorm", x, self.dims, min_ndim=2)
         x = self._pytorch_groups(x) if self.pytorch_compatible else self._strided_groups(x)
         if "weight" in self:
             x = self["weight"] * x + self["bias"]
@@ -145,7 +147,8 @@ class InstanceNorm(Module):
         return f"{self.dims}, eps={self.eps}, affine={'weight' in self}"
 
     def __call__(self, x: mx.array) -> mx.array:
-        _check_features("InstanceNorm", x, self.dims, min_ndim=3)
+        if "weight" in self:
+            _check_features("InstanceNorm", x, self.dims, min_ndim=3)
         axes = tuple(range(1, x.ndim - 1))
         mean = mx.mean(x, axis=axes, keepdims=True)
         var = mx.var(x, axis=axes, keepdims=True)
@@ -219,7 +222,8 @@ class BatchNorm(Module):
     def __call__(self, x: mx.array) -> mx.array:
         if x.ndim < 2 or x.ndim > 4:
             raise ValueError(f"Expected input tensor to have 2, 3 or 4 dimensions, but got {x.ndim}")
-        _check_features("BatchNorm", x, self.num_features, min_ndim=2)
+        if "weight" in self or self.track_running_stats:
+            _check_features("BatchNorm", x, self.num_features, min_ndim=2)
         n = x.size // x.shape[-1] if x.shape[-1] else 0
         if self.training and n <= 1:
             raise ValueError("BatchNorm training requires more than one value per channel.")

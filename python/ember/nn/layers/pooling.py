@@ -53,10 +53,10 @@ class _Pool(Module):
             x = mx.pad(x, [(0, 0)] + [(p, p) for p in self._padding] + [(0, 0)],
                        constant_values=self._pad_value)
         spatial = x.shape[1:-1]
-        if any(k > s for k, s in zip(self._kernel_size, spatial)):
+        out = [(s - k) // st + 1 for s, k, st in zip(spatial, self._kernel_size, self._stride)]
+        if any(o < 0 for o in out):
             raise ValueError(f"[{name}] The kernel {self._kernel_size} is larger than the (padded) input of "
                              f"spatial shape {tuple(spatial)}.")
-        out = [(s - k) // st + 1 for s, k, st in zip(spatial, self._kernel_size, self._stride)]
         # element strides of the contiguous layout
         strides = [1] * x.ndim
         for i in range(x.ndim - 2, -1, -1):

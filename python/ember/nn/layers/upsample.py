@@ -5,7 +5,8 @@ Each axis is resampled by gathering a few input positions per output
 position (``take``) and summing them with weights: the tables of positions
 and weights depend only on the sizes, so they are small arrays computed
 with float32 ops (the arithmetic MLX uses), and gradients flow through
-``take`` and the products.
+``take`` and the products. As in MLX the weights are float32, so linear and
+cubic results of half-precision inputs are float32.
 """
 
 import math
@@ -74,7 +75,7 @@ def _resample_axis(x, axis, scale, mode, align_corners):
     for idx, w in _taps(n, m, scale, mode, align_corners):
         part = mx.take(x, idx, axis=axis)
         if w is not None:
-            part = part * w.astype(x.dtype).reshape(bshape)
+            part = part * w.reshape(bshape)
         out = part if out is None else out + part
     return out
 
@@ -191,7 +192,7 @@ def _antialias_axis(x, axis, scale, mode, align_corners):
         for j, wj in zip(range(lo, hi), w):
             row[j] = wj / total if total else 0.0
         rows.append(row)
-    wmat = mx.array(rows, dtype=mx.float32).astype(x.dtype)
+    wmat = mx.array(rows, dtype=mx.float32)
     xt = mx.moveaxis(x, axis, -1)
     y = xt @ wmat.T
     return mx.moveaxis(y, -1, axis)
