@@ -610,6 +610,8 @@ def test_upsample_errors():
         nn.Upsample(2)(mx.zeros((4, 3)))
     with raises(ValueError, "Antialiasing is not supported for nearest", mlx_msg=True):
         nn.Upsample(2, antialias=True)
+    with raises(ValueError, "antialias=True with align_corners=True is not supported", mlx_msg=True):
+        nn.Upsample(0.5, mode="linear", antialias=True, align_corners=True)
 
 
 # values MLX 0.32.4 gives for x = arange(10)**2 with antialias=True

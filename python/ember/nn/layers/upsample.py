@@ -116,7 +116,7 @@ class Upsample(Module):
         align_corners (bool): for linear and cubic, map the corner samples
             of input and output onto each other. Default: False.
         antialias (bool): low-pass filter when downsampling (linear and
-            cubic). Default: False.
+            cubic, without ``align_corners``). Default: False.
     """
 
     def __init__(self, scale_factor: Union[float, Tuple], mode: Literal["nearest", "linear", "cubic"] = "nearest",
@@ -126,6 +126,9 @@ class Upsample(Module):
             raise ValueError(f"[Upsample] Got unsupported upsampling algorithm: {mode}")
         if antialias and mode == "nearest":
             raise ValueError("[Upsample] Antialiasing is not supported for nearest neighbor upsampling")
+        if antialias and align_corners:
+            raise ValueError("[Upsample] antialias=True with align_corners=True is not supported. Use "
+                             "align_corners=False for antialiased interpolation.")
         if isinstance(scale_factor, (list, tuple)):
             self.scale_factor = tuple(map(float, scale_factor))
         else:
@@ -150,13 +153,13 @@ class Upsample(Module):
         else:
             scale = (scale,) * dims
         if self.antialias:
-            return _antialiased(x, scale, self.mode, self.align_corners)
+            return _antialiased(x, scale, self.mode)
         return _upsample(x, scale, self.mode, self.align_corners)
 
 
-def _antialiased(x, scale_factor, mode, align_corners):
+def _antialiased(x, scale_factor, mode):
     for d, s in enumerate(scale_factor):
-        x = _antialias_axis(x, d + 1, s, mode, align_corners)
+        x = _antialias_axis(x, d + 1, s, mode)
     return x
 
 
@@ -172,21 +175,21 @@ def _filter(mode, d):
     return 0.0
 
 
-def _antialias_axis(x, axis, scale, mode, align_corners):
+def _antialias_axis(x, axis, scale, mode):
     """Resampling with the interpolation filter (cubic: a = -0.5) widened
     by 1/scale when downsampling and normalised over the taps inside the input (PyTorch's antialiased
     resampling): a dense (m, n) weight matrix applied along the axis."""
     n = x.shape[axis]
     m = _out_size(n, scale)
-    ratio = (n - 1) / (m - 1) if align_corners and m > 1 else 1 / scale
+    ratio = 1 / scale
     width = max(1 / scale, 1.0)
     support = (1.0 if mode == "linear" else 2.0) * width
     rows = []
     for i in range(m):
-        centre = ratio * (i + (0.0 if align_corners else 0.5))
+        centre = ratio * (i + 0.5)
         lo = max(int(centre - support + 0.5), 0)
         hi = min(int(centre + support + 0.5), n)
-        w = [_filter(mode, (j - centre + (0.0 if align_corners else 0.5)) / width) for j in range(lo, hi)]
+        w = [_filter(mode, (j - centre + 0.5) / width) for j in range(lo, hi)]
         total = sum(w)
         row = [0.0] * n
         for j, wj in zip(range(lo, hi), w):
