@@ -7,7 +7,7 @@ choice of singular and eigen vectors); vmap against a loop."""
 import numpy as np
 import pytest
 
-from conftest import ember_only, mx
+from conftest import IS_EMBER, ember_only, mx
 from gradcheck import check_grads, check_vmap
 
 LA = mx.linalg
@@ -63,19 +63,30 @@ def close(got, want, dtype):
 @pytest.mark.parametrize("dtype", FL)
 @pytest.mark.parametrize("shape", SQUARE)
 @pytest.mark.parametrize("layout", ["contiguous", "transposed"])
-def test_inv_det_slogdet(dtype, shape, layout):
+def test_inv_slogdet(dtype, shape, layout):
     a = well(shape, dtype)
     x = arr(a, layout)
     r = LA.inv(x)
     assert r.dtype == x.dtype and r.shape == a.shape
     close(r, np.linalg.inv(a.astype(np.float64)), dtype)
-    d = LA.det(x)
-    assert d.dtype == x.dtype and d.shape == a.shape[:-2]
-    np.testing.assert_allclose(npy(d), np.linalg.det(a.astype(np.float64)), rtol=TOL[dtype]["rtol"] * 10)
     sign, logabs = LA.slogdet(x)
     ws, wl = np.linalg.slogdet(a.astype(np.float64))
     np.testing.assert_array_equal(npy(sign), ws)
     close(logabs, wl, dtype)
+
+
+@pytest.mark.parametrize("dtype", [
+    "float32",
+    # MLX: a float64 det computes in float32 (1e-7 relative from the exact one)
+    pytest.param("float64", marks=[ember_only])])
+@pytest.mark.parametrize("shape", SQUARE)
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+def test_det(dtype, shape, layout):
+    a = well(shape, dtype)
+    x = arr(a, layout)
+    d = LA.det(x)
+    assert d.dtype == x.dtype and d.shape == a.shape[:-2]
+    np.testing.assert_allclose(npy(d), np.linalg.det(a.astype(np.float64)), rtol=TOL[dtype]["rtol"] * 10)
 
 
 def test_det_signs_singular_and_dtypes():
@@ -97,6 +108,23 @@ def test_det_signs_singular_and_dtypes():
 @pytest.mark.parametrize("layout", ["contiguous", "transposed"])
 def test_solve(dtype, layout):
     a = well((2, 3, 4, 4), dtype)
+    b = rng(1).standard_normal((2, 3, 4, 2)).astype(dtype)
+    x = LA.solve(arr(a, layout), arr(b, layout))
+    assert x.shape == (2, 3, 4, 2) and x.dtype == getattr(mx, dtype)
+    close(x, np.linalg.solve(a.astype(np.float64), b), dtype)
+    v = rng(2).standard_normal(4).astype(dtype)
+    xv = LA.solve(arr(a[0, 0], layout), arr(v))
+    assert xv.shape == (4,)
+    close(xv, np.linalg.solve(a[0, 0].astype(np.float64), v), dtype)
+    # mixed float32/float64 promotes
+    assert LA.solve(arr(well((3, 3), "float64")), mx.ones((3,))).dtype == mx.float64
+
+
+@ember_only  # MLX: a b whose batch broadcasts (or a vector b for a batch of a) fails in take_along_axis
+@pytest.mark.parametrize("dtype", FL)
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+def test_solve_broadcasts_the_batch(dtype, layout):
+    a = well((2, 3, 4, 4), dtype)
     b = rng(1).standard_normal((3, 4, 2)).astype(dtype)  # batch broadcasts
     x = LA.solve(arr(a, layout), arr(b, layout))
     assert x.shape == (2, 3, 4, 2) and x.dtype == getattr(mx, dtype)
@@ -105,8 +133,6 @@ def test_solve(dtype, layout):
     xv = LA.solve(arr(a, layout), arr(v))
     assert xv.shape == (2, 3, 4)
     close(xv, np.linalg.solve(a.astype(np.float64), v[..., None])[..., 0], dtype)
-    # mixed float32/float64 promotes
-    assert LA.solve(arr(well((3, 3), "float64")), mx.ones((3,))).dtype == mx.float64
 
 
 @pytest.mark.parametrize("dtype", FL)
@@ -335,13 +361,24 @@ def test_eigh_complex64(uplo):
     np.testing.assert_allclose(npy(LA.eigvalsh(arr(h), UPLO=uplo)), npy(w), rtol=1e-5, atol=1e-5)
 
 
-def test_eig_complex64_and_norms():
+def test_eigvals_complex64():
+    a = cplx((2, 4, 4))
+    want = np.sort_complex(np.linalg.eigvals(a.astype(np.complex128)))
+    np.testing.assert_allclose(np.sort_complex(npy(LA.eig(arr(a))[0])), want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(np.sort_complex(npy(LA.eigvals(arr(a)))), want, rtol=1e-4, atol=1e-4)
+
+
+@ember_only  # MLX: the eigenvectors of a complex matrix are conjugated (conj(A) v = conj(w) v)
+def test_eig_complex64():
     a = cplx((2, 4, 4))
     w, v = LA.eig(arr(a))
     wn, vn = npy(w), npy(v)
     np.testing.assert_allclose(a @ vn, vn * wn[..., None, :], rtol=1e-4, atol=1e-4)
-    np.testing.assert_allclose(np.sort_complex(npy(LA.eigvals(arr(a)))),
-                               np.sort_complex(np.linalg.eigvals(a.astype(np.complex128))), rtol=1e-4, atol=1e-4)
+
+
+def test_matrix_norms_complex64():
+    # MLX 0.32.4 returns complex64 (zero imaginary part) for ord 2, -2, 1, inf
+    a = cplx((2, 4, 4))
     for ord in [2, -2, "nuc", "fro", 1, np.inf]:
         got = LA.norm(arr(a), ord=ord, axis=(1, 2))
         assert got.dtype == mx.float32
@@ -359,10 +396,13 @@ def test_complex_derivatives_raise():
 # ---------------------------------------------------------------------------
 
 def raises(exc, frag, f):
+    """f() (evaluated) raises exc; the message holds frag on Ember (MLX
+    words its messages differently)."""
     with pytest.raises(exc) as e:
         out = f()
         mx.eval(out)
-    assert frag in str(e.value), str(e.value)
+    if IS_EMBER:
+        assert frag in str(e.value), str(e.value)
 
 
 SQ_OPS = ["inv", "tri_inv", "cholesky", "cholesky_inv", "det", "slogdet", "eigh", "eigvalsh", "eig", "eigvals"]
@@ -404,10 +444,14 @@ def test_singular_errors():
     raises(ValueError, "[linalg::solve] Matrix is singular", lambda: LA.solve(z, mx.ones((3,))))
     raises(ValueError, "[linalg::solve_triangular] Matrix is singular",
            lambda: LA.solve_triangular(z, mx.ones((3,))))
-    raises(ValueError, "not positive definite", lambda: LA.cholesky(-mx.eye(3)))
     # one bad matrix in a batch fails the whole batch
     b = np.stack([np.eye(3), np.zeros((3, 3))])
     raises(ValueError, "singular", lambda: LA.inv(mx.array(b)))
+
+
+@ember_only  # MLX: cholesky of a matrix that is not positive definite returns garbage
+def test_cholesky_not_positive_definite_raises():
+    raises(ValueError, "not positive definite", lambda: LA.cholesky(-mx.eye(3)))
 
 
 def test_argument_errors():
@@ -417,8 +461,6 @@ def test_argument_errors():
     raises(ValueError, "do not broadcast", lambda: LA.solve(mx.zeros((2, 3, 3)) + a, mx.ones((4, 3, 1))))
     raises(ValueError, "float32 or float64", lambda: LA.solve(mx.eye(3, dtype=mx.int32), mx.ones((3,), mx.int32)))
     raises(ValueError, "int32 and float32", lambda: LA.solve(mx.eye(3, dtype=mx.int32), mx.ones((3,))))
-    raises(ValueError, "float32 and int32", lambda: LA.solve_triangular(a, mx.ones((3,), mx.int32)))
-    raises(ValueError, "UPLO", lambda: LA.eigh(a, UPLO="X"))
     raises(ValueError, "Complex", lambda: LA.det(mx.zeros((2, 2), mx.complex64)))
     raises(ValueError, "float32 or float64. Received array with type complex64",
            lambda: LA.inv(mx.zeros((2, 2), mx.complex64)))
@@ -436,6 +478,18 @@ def test_argument_errors():
         LA.norm(mx.ones(3), ord=[1])
 
 
+def test_solve_triangular_integer_b_raises():
+    # MLX 0.32.4 promotes the int32 b to float32 and solves
+    raises(ValueError, "float32 and int32", lambda: LA.solve_triangular(mx.eye(3), mx.ones((3,), mx.int32)))
+
+
+@ember_only  # MLX: an UPLO other than 'L' or 'U' is taken as 'L'
+def test_eigh_bad_uplo_raises():
+    raises(ValueError, "UPLO", lambda: LA.eigh(mx.eye(3), UPLO="X"))
+
+
+# MLX: NaN inputs are not checked (NaN results, or RuntimeError "SVD failed"/"Eigenvalue decomposition failed")
+@ember_only
 @pytest.mark.parametrize("name", ["inv", "cholesky", "qr", "svd", "eigh", "eigvalsh", "eig", "tri_inv"])
 def test_nan_input_raises(name):
     a = np.eye(3)
@@ -449,13 +503,21 @@ def test_nan_input_propagates_in_det_and_lu():
     a = np.eye(3)
     a[1, 1] = np.nan
     assert np.isnan(LA.det(mx.array(a)).item())
-    assert all(np.isnan(x.item()) for x in LA.slogdet(mx.array(a)))
+    assert np.isnan(LA.slogdet(mx.array(a))[1].item())
     p, l, u = LA.lu(mx.array(a))
     assert npy(p).tolist() == [0, 1, 2] and np.isnan(npy(u)).any()
     lu, piv = LA.lu_factor(mx.array(a))
     assert npy(piv).tolist() == [0, 1, 2]
 
 
+@ember_only  # MLX: the sign of slogdet of a NaN matrix is 0 (NumPy: 1)
+def test_nan_input_gives_a_nan_slogdet_sign():
+    a = np.eye(3)
+    a[1, 1] = np.nan
+    assert np.isnan(LA.slogdet(mx.array(a))[0].item())
+
+
+@ember_only  # MLX: no derivatives of the decompositions ("[Primitive::jvp] Not implemented for ...")
 # ---------------------------------------------------------------------------
 # derivatives (float64 finite differences)
 # ---------------------------------------------------------------------------
@@ -469,6 +531,7 @@ def test_grad_inv_det_slogdet():
     check_grads(LA.det, [well((2, 2), seed=2) - 10 * np.eye(2)])  # negative determinant
 
 
+@ember_only  # MLX: no derivatives of the decompositions ("[Primitive::jvp] Not implemented for ...")
 def test_grad_solve():
     a, b = well((2, 4, 4)), rng(1).standard_normal((4, 2))
     check_grads(LA.solve, [a, b], order=2)
@@ -476,6 +539,7 @@ def test_grad_solve():
     check_grads(lambda x: LA.solve(x, arr(b)), [a])
 
 
+@ember_only  # MLX: no derivatives of the decompositions ("[Primitive::jvp] Not implemented for ...")
 @pytest.mark.parametrize("upper", [False, True])
 def test_grad_triangular(upper):
     a, b = well((2, 4, 4)), rng(1).standard_normal((2, 4, 3))
@@ -483,6 +547,7 @@ def test_grad_triangular(upper):
     check_grads(lambda x: LA.tri_inv(x, upper=upper), [a], order=2)
 
 
+@ember_only  # MLX: no derivatives of the decompositions ("[Primitive::jvp] Not implemented for ...")
 @pytest.mark.parametrize("upper", [False, True])
 def test_grad_cholesky(upper):
     check_grads(lambda x: LA.cholesky(x, upper=upper), [spd((2, 4, 4))], order=2)
@@ -490,6 +555,7 @@ def test_grad_cholesky(upper):
     check_grads(lambda x: LA.cholesky_inv(x, upper=upper), [c.T if upper else c])
 
 
+@ember_only  # MLX: no derivatives of the decompositions ("[Primitive::jvp] Not implemented for ...")
 @pytest.mark.parametrize("shape", [(4, 4), (5, 3), (2, 4, 2)])
 def test_grad_qr(shape):
     a = rng().standard_normal(shape) + np.eye(*shape[-2:])
@@ -498,10 +564,12 @@ def test_grad_qr(shape):
     check_grads(lambda x: LA.qr(x)[1], [a])
 
 
+@ember_only  # MLX: no derivatives of the decompositions ("[Primitive::jvp] Not implemented for ...")
 def test_grad_qr_wide_raises():
     raises(ValueError, "at least as many rows", lambda: mx.grad(lambda x: mx.sum(LA.qr(x)[1]))(mx.ones((2, 3))))
 
 
+@ember_only  # MLX: no derivatives of the decompositions ("[Primitive::jvp] Not implemented for ...")
 def test_grad_svd():
     u, _ = np.linalg.qr(rng().standard_normal((4, 4)))
     v, _ = np.linalg.qr(rng(1).standard_normal((4, 4)))
@@ -517,6 +585,7 @@ def test_grad_svd():
         check_grads(lambda x: LA.svd(x, compute_uv=False), [rng(2).standard_normal(shape)], order=2)
 
 
+@ember_only  # MLX: no derivatives of the decompositions ("[Primitive::jvp] Not implemented for ...")
 @pytest.mark.parametrize("shape", [(5, 3), (3, 5), (2, 4, 3)])
 def test_grad_svd_rectangular(shape):
     # the thin factors of a non-square matrix (K = min(M, N) columns of U and
@@ -533,6 +602,7 @@ def test_grad_svd_rectangular(shape):
     check_grads(invariants, [a], order=2)
 
 
+@ember_only  # MLX: no derivatives of the decompositions ("[Primitive::jvp] Not implemented for ...")
 def test_grad_svd_rectangular_extra_columns_ignored():
     # columns of the full U past K are any basis of the rest of the space:
     # their cotangents are ignored (as PyTorch does) and their tangents are 0
@@ -548,6 +618,7 @@ def test_grad_svd_rectangular_extra_columns_ignored():
     np.testing.assert_array_equal(npy(dvt)[2:], np.zeros((2, 4)))
 
 
+@ember_only  # MLX: no derivatives of the decompositions ("[Primitive::jvp] Not implemented for ...")
 @pytest.mark.parametrize("shape", [(4, 2), (2, 5), (2, 3, 4)])
 def test_grad_pinv_rectangular(shape):
     # pinv is built on the svd: its derivative of a non-square, full-rank
@@ -555,6 +626,7 @@ def test_grad_pinv_rectangular(shape):
     check_grads(lambda x: LA.pinv(x), [rng(6).standard_normal(shape)], order=2)
 
 
+@ember_only  # MLX: no derivatives of the decompositions ("[Primitive::jvp] Not implemented for ...")
 @pytest.mark.parametrize("uplo", ["L", "U"])
 def test_grad_eigh(uplo):
     a = sym_separated(4)
@@ -567,7 +639,12 @@ def test_grad_eigh(uplo):
     check_grads(lambda x: LA.eigvalsh(x, UPLO=uplo), [np.stack([a, sym_separated(4, 1)])], order=2)
 
 
-@pytest.mark.parametrize("ord", [None, "fro", "nuc", 2, -2, 1, -1, np.inf, -np.inf])
+@pytest.mark.parametrize("ord", [
+    None, "fro",
+    # MLX: the nuclear and spectral norms have no derivative ("Not implemented for SVD")
+    pytest.param("nuc", marks=[ember_only]), pytest.param(2, marks=[ember_only]),
+    pytest.param(-2, marks=[ember_only]),
+    1, -1, np.inf, -np.inf])
 def test_grad_matrix_norms(ord):
     a = rng().standard_normal((2, 4, 3))
     check_grads(lambda x: LA.norm(x, ord=ord, axis=(1, 2)), [a])
@@ -578,8 +655,12 @@ def test_grad_vector_norms(ord):
     check_grads(lambda x: LA.norm(x, ord=ord, axis=-1), [rng().standard_normal((3, 4))])
 
 
-def test_grad_pinv_cross():
+@ember_only  # MLX: no derivatives of the decompositions ("[Primitive::jvp] Not implemented for ...")
+def test_grad_pinv():
     check_grads(LA.pinv, [well((3, 3))])
+
+
+def test_grad_cross():
     check_grads(LA.cross, [rng().standard_normal((4, 3)), rng(1).standard_normal((3,))], order=2)
 
 
@@ -594,25 +675,31 @@ def test_no_rule_for_eig_and_lu():
 
 def test_vmap():
     a = well((3, 4, 4))
-    b = rng(1).standard_normal((3, 4, 2))
     check_vmap(LA.inv, [a], rtol=1e-10, atol=1e-12)
+    check_vmap(lambda x: LA.cholesky(x, upper=True), [spd((3, 4, 4))], rtol=1e-10, atol=1e-12)
+    check_vmap(LA.svd, [a], out_axes=1, rtol=1e-10, atol=1e-12)
+    check_vmap(LA.eigh, [spd((3, 4, 4))], rtol=1e-10, atol=1e-12)
+    check_vmap(LA.eigvals, [a], rtol=1e-5, atol=1e-6)
+    check_vmap(lambda x: LA.norm(x, ord=2), [a], rtol=1e-10, atol=1e-12)
+    check_vmap(LA.pinv, [a], rtol=1e-10, atol=1e-12)
+
+
+@ember_only  # MLX: "[Primitive::vmap] Not implemented for LUF" (det, slogdet, solve, lu) and "for QRF" (qr)
+def test_vmap_of_lu_and_qr_based_ops():
+    a = well((3, 4, 4))
+    b = rng(1).standard_normal((3, 4, 2))
     check_vmap(LA.det, [a], rtol=1e-10, atol=1e-12)
     check_vmap(LA.slogdet, [a], rtol=1e-10, atol=1e-12)
     check_vmap(LA.solve, [a, b], rtol=1e-10, atol=1e-12)
     check_vmap(LA.solve, [a, b[0]], in_axes=(0, None), rtol=1e-10, atol=1e-12)
     check_vmap(LA.solve, [a[0], b], in_axes=(None, 0), rtol=1e-10, atol=1e-12)
     check_vmap(LA.solve, [np.moveaxis(a, 0, 2), np.moveaxis(b, 0, 1)], in_axes=(2, 1), rtol=1e-10, atol=1e-12)
-    check_vmap(lambda x: LA.cholesky(x, upper=True), [spd((3, 4, 4))], rtol=1e-10, atol=1e-12)
     check_vmap(LA.qr, [a], in_axes=1, rtol=1e-10, atol=1e-12)
-    check_vmap(LA.svd, [a], out_axes=1, rtol=1e-10, atol=1e-12)
-    check_vmap(LA.eigh, [spd((3, 4, 4))], rtol=1e-10, atol=1e-12)
     check_vmap(LA.lu, [a], rtol=1e-10, atol=1e-12)
     check_vmap(LA.lu_factor, [a], rtol=1e-10, atol=1e-12)
-    check_vmap(LA.eigvals, [a], rtol=1e-5, atol=1e-6)
-    check_vmap(lambda x: LA.norm(x, ord=2), [a], rtol=1e-10, atol=1e-12)
-    check_vmap(LA.pinv, [a], rtol=1e-10, atol=1e-12)
 
 
+@ember_only  # MLX: no derivatives of the decompositions ("[Primitive::jvp] Not implemented for ...")
 def test_vmap_of_grad():
     a = well((3, 4, 4))
     g = mx.vmap(mx.grad(lambda x: LA.slogdet(x)[1]))(arr(a))
