@@ -25,7 +25,7 @@ import zlib
 import numpy as np
 import pytest
 
-from conftest import mx
+from conftest import ember_only, mx
 from gradcheck import check_grads, check_vmap
 from transform_samples import as_mx
 
@@ -77,7 +77,17 @@ UNARY = [
 ]
 
 
-@pytest.mark.parametrize("name,domain,both_signs", UNARY, ids=[u[0] for u in UNARY])
+# MLX 0.32.4 computes these in float32 for float64 inputs (1e-7 relative), too
+# coarse for float64 finite differences (tan: its float64 derivative is float32's)
+MLX_F64_IS_F32 = {"exp", "sin", "cos", "tan", "sigmoid", "erf", "erfinv", "logaddexp", "logsumexp", "softmax"}
+
+
+def _f64_cases(cases, name_of=lambda c: c[0] if isinstance(c, tuple) else c):
+    return [pytest.param(*(c if isinstance(c, tuple) else (c,)), marks=[ember_only] if name_of(c) in MLX_F64_IS_F32
+                         else [], id=name_of(c)) for c in cases]
+
+
+@pytest.mark.parametrize("name,domain,both_signs", _f64_cases(UNARY))
 def test_unary_grad(name, domain, both_signs):
     rng = rng_for("unary", name)
     draw = signed if both_signs else uniform
@@ -146,7 +156,7 @@ BINARY = ["add", "subtract", "multiply", "divide", "power", "maximum", "minimum"
 
 
 @pytest.mark.parametrize("shapes", BINARY_SHAPES, ids=lambda s: f"{s[0]}-{s[1]}")
-@pytest.mark.parametrize("name", BINARY)
+@pytest.mark.parametrize("name", _f64_cases(BINARY))
 def test_binary_grad(name, shapes):
     rng = rng_for("binary", name, shapes)
     a, b = _binary_args(name, rng, *shapes)
@@ -235,10 +245,19 @@ def test_max_min_ties_split(fn):
     np.testing.assert_allclose(npa(g), expected, rtol=1e-15)
     (g,) = grads(fn, as_mx(x))  # over everything: the single extreme 5 (or -5)
     np.testing.assert_array_equal(npa(g), (x == (x.max() if fn is mx.max else x.min())).astype(float))
+
+
+@ember_only  # MLX: the jvp of max/min at ties takes the first tied element
+@pytest.mark.parametrize("fn", [mx.max, mx.min])
+def test_max_min_jvp_ties_split(fn):
+    x = np.array([[1.0, 3.0, 3.0, 0.0], [2.0, 2.0, 2.0, 2.0], [5.0, -1.0, 0.5, 4.0]])
+    if fn is mx.min:
+        x = -x
     _, (t,) = mx.jvp(lambda v: fn(v, axis=1, keepdims=True), [as_mx(x)], [as_mx(np.arange(12.0).reshape(3, 4))])
     np.testing.assert_allclose(npa(t), [[1.5], [5.5], [8.0]])
 
 
+@ember_only  # MLX: the gradient of max over a NaN is NaN everywhere
 def test_max_nan_gets_the_gradient():
     x = as_mx(np.array([1.0, np.nan, 3.0]))
     (g,) = grads(mx.max, x)
@@ -278,8 +297,6 @@ def test_power_at_zero():
     x = as_mx(np.array([0.0, 0.0, 2.0]))
     (g,) = grads(lambda v: v ** 2, x)
     np.testing.assert_array_equal(npa(g), [0.0, 0.0, 4.0])
-    (g,) = grads(lambda v: mx.power(v, 0.0), x)  # constant 1: no 0 * inf
-    np.testing.assert_array_equal(npa(g), [0.0, 0.0, 0.0])
     y = as_mx(np.array([2.0, 0.5, 3.0]))
     gx, gy = grads(mx.power, x, y)  # d/dy 0 ** y = 0, not 0 * log 0
     np.testing.assert_allclose(npa(gy), [0.0, 0.0, np.log(2.0) * 8.0])
@@ -289,6 +306,14 @@ def test_power_at_zero():
     np.testing.assert_allclose(npa(g), [12.0])
 
 
+@ember_only  # MLX: d/dx x ** 0 at x = 0 is NaN (0 * inf)
+def test_power_with_zero_exponent_at_zero():
+    x = as_mx(np.array([0.0, 0.0, 2.0]))
+    (g,) = grads(lambda v: mx.power(v, 0.0), x)  # constant 1: no 0 * inf
+    np.testing.assert_array_equal(npa(g), [0.0, 0.0, 0.0])
+
+
+@ember_only  # MLX: the gradient of logaddexp of two equal infinities is NaN
 def test_logaddexp_infinities():
     a = as_mx(np.array([-np.inf, np.inf, -np.inf, 0.0]))
     b = as_mx(np.array([-np.inf, np.inf, 1.0, 0.0]))
@@ -331,7 +356,12 @@ REDUCE_CASES = [
 
 
 @pytest.mark.parametrize("shape,kw", REDUCE_CASES, ids=lambda v: str(v))
-@pytest.mark.parametrize("name", ["sum", "prod", "max", "min", "mean", "var", "std", "logsumexp"])
+@pytest.mark.parametrize("name", [
+    "sum",
+    # MLX: "JVP is not implemented for cumulative prod/min/max" (the second order)
+    pytest.param("prod", marks=[ember_only]),
+    "max", "min", "mean", "var", "std",
+    pytest.param("logsumexp", marks=[ember_only])])  # MLX: float64 logsumexp is float32-accurate
 def test_reduction_grad(name, shape, kw):
     rng = rng_for("reduce", name, shape, str(kw))
     if name in ("max", "min"):  # distinct values
@@ -353,12 +383,14 @@ def test_var_std_ddof(ddof):
     check_grads(lambda v: mx.std(v, axis=0, ddof=ddof), [x], order=2)
 
 
+@ember_only  # MLX: float64 softmax is float32-accurate, too coarse for finite differences
 @pytest.mark.parametrize("kw", [{}, {"axis": 0}, {"axis": -1, "precise": True}, {"axis": (0, 2)}])
 def test_softmax_grad(kw):
     x = np.random.default_rng(4).uniform(-3, 3, (2, 3, 4))
     check_grads(lambda v: mx.softmax(v, **kw), [x], order=2)
 
 
+@ember_only  # MLX: float64 logsumexp is float32-accurate (2e-8 relative)
 def test_logsumexp_large_values():
     x = np.array([[1000.0, 999.0, -np.inf], [1.0, 2.0, 3.0]])
     (g,) = grads(lambda v: mx.logsumexp(v, axis=1), as_mx(x))
@@ -515,11 +547,13 @@ COMPLEX_UNARY = [
     ("arctanh", np.arctanh, 0),
     # not holomorphic
     ("abs", np.abs, 0), ("real", np.real, 0), ("imag", np.imag, 0), ("conj", np.conj, 0),
-    ("sign", lambda z: z / np.abs(z), 0),
+    # MLX: the derivative of a complex sign is zero
+    pytest.param("sign", lambda z: z / np.abs(z), 0, marks=[ember_only], id="sign"),
 ]
 
 
-@pytest.mark.parametrize("name,ref,shift", COMPLEX_UNARY, ids=[c[0] for c in COMPLEX_UNARY])
+@pytest.mark.parametrize("name,ref,shift", COMPLEX_UNARY, ids=[c[0] if isinstance(c, tuple) else c.id
+                                                                for c in COMPLEX_UNARY])
 def test_complex_unary(name, ref, shift):
     z = _z((2, 3), scale=0.5, shift=shift)
     check_complex(getattr(mx, name), ref, [z])
@@ -540,12 +574,15 @@ def test_complex_known_values():
 
 COMPLEX_BINARY = [
     ("add", mx.add, np.add), ("subtract", mx.subtract, np.subtract), ("multiply", mx.multiply, np.multiply),
-    ("divide", mx.divide, np.divide), ("power", mx.power, np.power),
+    ("divide", mx.divide, np.divide),
+    # MLX: the vjp of a complex power is wrong (values up to 1.1 off)
+    pytest.param("power", mx.power, np.power, marks=[ember_only], id="power"),
 ]
 
 
 @pytest.mark.parametrize("sa,sb", [((2, 3), (2, 3)), ((2, 1), (3,)), ((), (2,))], ids=str)
-@pytest.mark.parametrize("name,f,ref", COMPLEX_BINARY, ids=[c[0] for c in COMPLEX_BINARY])
+@pytest.mark.parametrize("name,f,ref", COMPLEX_BINARY, ids=[c[0] if isinstance(c, tuple) else c.id
+                                                             for c in COMPLEX_BINARY])
 def test_complex_binary(name, f, ref, sa, sb):
     a = _z(sa, seed=2, scale=0.5, shift=1.5)
     b = _z(sb, seed=3, scale=0.5, shift=1.0)
@@ -586,6 +623,11 @@ def test_astype_grads():
     np.testing.assert_array_equal(npa(g), [3.0, 3.0, 3.0])
     _, (t,) = mx.jvp(lambda v: v.astype(mx.float32), [x], [as_mx(np.array([1.0, 2.0, 3.0]))])
     assert t.dtype == mx.float32 and npa(t).tolist() == [1.0, 2.0, 3.0]
+
+
+@ember_only  # MLX: the cotangent passes through a float -> int cast unchanged
+def test_astype_to_int_has_no_derivative():
+    x = as_mx(np.array([1.0, -2.0, 3.5]))
     # through an integer cast no derivative flows
     (g,) = grads(lambda v: v.astype(mx.int32).astype(mx.float64) + v, x)
     np.testing.assert_array_equal(npa(g), [1.0, 1.0, 1.0])
@@ -626,10 +668,18 @@ VMAP_BINARY = [
 ]
 
 
-@pytest.mark.parametrize("sa,aa,sb,ab", VMAP_BINARY, ids=str)
-@pytest.mark.parametrize("name,kind", [("add", "f"), ("multiply", "f"), ("power", "f+"), ("maximum", "f"),
-                                       ("greater", "f"), ("arctan2", "f"), ("bitwise_xor", "i"),
-                                       ("floor_divide", "i+"), ("logaddexp", "f")])
+def _vmap_binary_cases():
+    for name, kind in [("add", "f"), ("multiply", "f"), ("power", "f+"), ("maximum", "f"), ("greater", "f"),
+                       ("arctan2", "f"), ("bitwise_xor", "i"), ("floor_divide", "i+"), ("logaddexp", "f")]:
+        for sa, aa, sb, ab in VMAP_BINARY:
+            # MLX: vmap of bitwise_xor with one operand unbatched gets the shape wrong
+            # ((2, 4, 1) for the loop's (2, 4, 3))
+            wrong = name == "bitwise_xor" and (aa is None or ab is None) and sa != (3,)
+            yield pytest.param(name, kind, sa, aa, sb, ab, marks=[ember_only] if wrong else [],
+                               id="-".join(map(str, (name, kind, sa, aa, sb, ab))))
+
+
+@pytest.mark.parametrize("name,kind,sa,aa,sb,ab", _vmap_binary_cases())
 @pytest.mark.parametrize("out_axes", [0, -1])
 def test_vmap_binary(name, kind, sa, aa, sb, ab, out_axes):
     rng = rng_for("vmap-binary", name, sa, sb)
@@ -716,7 +766,10 @@ def _batched(rng, shape, axis, n, make):
 
 
 @pytest.mark.parametrize("sa,aa,sb,ab", VMAP_MATMUL, ids=str)
-@pytest.mark.parametrize("make", [f32, i32], ids=["float32", "int32"])
+@pytest.mark.parametrize("make", [
+    pytest.param(f32, id="float32"),
+    # MLX: matmul of integers raises "[matmul] Only inexact types are supported"
+    pytest.param(i32, id="int32", marks=[ember_only])])
 def test_vmap_matmul(sa, aa, sb, ab, make):
     rng = rng_for("vmap-matmul", sa, sb, aa, ab)
     a, b = _batched(rng, sa, aa, 3, make), _batched(rng, sb, ab, 3, make)
@@ -739,6 +792,7 @@ def test_grad_of_vmapped_matmul():
                 order=2)
 
 
+@ember_only  # MLX: float64 sin is float32-accurate (checked to 1e-12 here)
 def test_vmap_of_grad_elementwise():
     rng = np.random.default_rng(14)
     x, y = rng.uniform(0.5, 2, (3, 4)), rng.uniform(0.5, 2, (4,))
