@@ -102,7 +102,13 @@ void async_eval(const std::vector<array>& outputs) {
   for (const array& a : outputs) {
     if (a.is_tracer()) throw std::invalid_argument("[async_eval] Not allowed inside a graph transformation.");
   }
-  eval(outputs);
+  // An error surfaces at the next synchronisation point (eval, item,
+  // conversion), as in MLX: a failed node keeps its outputs uncomputed, so
+  // evaluating them again raises the same error there.
+  try {
+    eval(outputs);
+  } catch (const std::exception&) {
+  }
 }
 
 }  // namespace ember

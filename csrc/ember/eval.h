@@ -13,7 +13,9 @@ namespace ember {
 
 void eval(const std::vector<array>& outputs);
 // Ember evaluates on the calling thread; async_eval computes now as well, so
-// a later eval of the same arrays is free.
+// a later eval of the same arrays is free. Its errors are not raised there
+// but at the next synchronisation (the failed arrays stay uncomputed), and
+// arrays a transform is tracing are refused (invalid_argument).
 void async_eval(const std::vector<array>& outputs);
 
 }  // namespace ember

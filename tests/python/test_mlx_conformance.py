@@ -6,7 +6,7 @@ line of docs/mlx-differences.md."""
 import numpy as np
 import pytest
 
-from conftest import ember_only, mx, raises
+from conftest import IS_EMBER, ember_only, mx, raises
 
 
 # --------------------------------------------------------------------------
@@ -347,3 +347,28 @@ def test_float64_trig_at_large_arguments():
     for name in ("sin", "cos", "tan"):
         got = np.array(getattr(mx, name)(mx.array(x, dtype=mx.float64)))
         np.testing.assert_allclose(got, getattr(np, name)(x), rtol=1e-14, atol=1e-15)
+
+
+def test_async_eval_error_surfaces_at_the_next_synchronisation():
+    """The error of an asynchronous evaluation is raised no later than the
+    next eval (MLX raises it at async_eval when the worker has already
+    failed, else at the eval; Ember always at the eval)."""
+    a = mx.linalg.inv(mx.zeros((2, 2)), stream=mx.cpu)
+    try:
+        mx.async_eval(a)
+    except (ValueError, RuntimeError):
+        assert not IS_EMBER, "Ember's async_eval defers its errors"
+        return
+    with pytest.raises((ValueError, RuntimeError)):
+        mx.eval(a)
+
+
+@ember_only
+def test_async_eval_error_is_raised_on_every_later_access():
+    """MLX leaves the failed array holding zeros after the error; Ember keeps
+    it uncomputed, so every access raises again."""
+    a = mx.linalg.inv(mx.zeros((2, 2)))
+    mx.async_eval(a)
+    for access in (lambda: mx.eval(a), a.tolist, lambda: np.array(a)):
+        with pytest.raises(ValueError, match="singular"):
+            access()
