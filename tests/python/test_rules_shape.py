@@ -16,7 +16,7 @@ Concatenate, Pad, View) and of the ops composed from them.
 import numpy as np
 import pytest
 
-from conftest import dtype_name, make_values, mx, mx_dtype, round_to
+from conftest import dtype_name, ember_only, make_values, mx, mx_dtype, round_to
 from gradcheck import check_grads, check_vmap
 from op_table import OPS, Fixed
 from transform_samples import as_mx
@@ -252,6 +252,9 @@ def test_as_strided_vjp_scatter_adds(shape, strides, offset, rng):
     check_grads(f, [x], order=2)
 
 
+# MLX: the cotangent of the pad value is not summed (shape (5, 4) for a scalar value),
+# and the derivative checks crash the process (SIGSEGV)
+@ember_only
 def test_pad_value_gets_padding_sum(rng):
     x = rng.standard_normal((2, 3))
     v = np.array(0.5)
