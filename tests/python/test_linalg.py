@@ -376,8 +376,8 @@ def test_eig_complex64():
     np.testing.assert_allclose(a @ vn, vn * wn[..., None, :], rtol=1e-4, atol=1e-4)
 
 
+@ember_only  # MLX 0.32.4 returns complex64 (zero imaginary part) for ord 2, -2, 1, inf
 def test_matrix_norms_complex64():
-    # MLX 0.32.4 returns complex64 (zero imaginary part) for ord 2, -2, 1, inf
     a = cplx((2, 4, 4))
     for ord in [2, -2, "nuc", "fro", 1, np.inf]:
         got = LA.norm(arr(a), ord=ord, axis=(1, 2))
@@ -437,6 +437,7 @@ def test_dimensions_beyond_lapack_int_raise():
     raises(ValueError, "Too many right-hand sides", lambda: LA.solve(mx.eye(1), long(1)))
 
 
+@ember_only  # MLX raises RuntimeError ("LU factorization failed with error code 1")
 def test_singular_errors():
     z = mx.zeros((2, 3, 3))
     raises(ValueError, "[linalg::inv] Matrix is singular", lambda: LA.inv(z))
@@ -478,9 +479,13 @@ def test_argument_errors():
         LA.norm(mx.ones(3), ord=[1])
 
 
-def test_solve_triangular_integer_b_raises():
-    # MLX 0.32.4 promotes the int32 b to float32 and solves
-    raises(ValueError, "float32 and int32", lambda: LA.solve_triangular(mx.eye(3), mx.ones((3,), mx.int32)))
+def test_solves_promote_an_integer_or_half_b():
+    """MLX: the matrix must be float32/float64, b promotes with it."""
+    for b in (mx.ones((3,), mx.int32), mx.ones((3,), mx.float16), mx.ones((3,), mx.bool_)):
+        for f in (LA.solve_triangular, LA.solve):
+            x = f(mx.eye(3), b, stream=mx.cpu) if f is LA.solve else f(mx.eye(3), b, upper=False, stream=mx.cpu)
+            assert x.dtype == mx.float32 and x.tolist() == [1.0, 1.0, 1.0]
+    raises(ValueError, "float32 or float64", lambda: LA.solve(mx.eye(3, dtype=mx.float16), mx.ones((3,)), stream=mx.cpu))
 
 
 @ember_only  # MLX: an UPLO other than 'L' or 'U' is taken as 'L'

@@ -82,12 +82,13 @@ array solve_impl(const char* op, K kind, bool upper, const array& a, const array
   check_matrix(op, a);
   check_square(op, a);
   if (b.ndim() < 1) fail(op, "The second input must have >= 1 dimensions; received a scalar.");
-  // as MLX: both operands float32/float64 (no integer promotion), mixed widths promote
+  // as MLX: the matrix must be float32/float64; b promotes with it (an
+  // integer or half b is solved in a's type), unless that gives a complex
   auto ok = [](Dtype d) { return d == Dtype::float32 || d == Dtype::float64; };
-  if (!ok(a.dtype()) || !ok(b.dtype()))
+  Dtype t = promote_types(a.dtype(), b.dtype());
+  if (!ok(a.dtype()) || !ok(t))
     fail(op, "Arrays must have type float32 or float64. Received arrays with types ", dtype_name(a.dtype()), " and ",
          dtype_name(b.dtype()), ".");
-  Dtype t = promote_types(a.dtype(), b.dtype());
   bool vec = b.ndim() == 1;
   int64_t n = a.shape(-1);
   if ((vec ? b.shape(0) : b.shape(-2)) != n)
