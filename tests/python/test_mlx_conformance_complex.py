@@ -190,3 +190,131 @@ def test_complex_functions_at_large_arguments(isa, name):
     for part in (np.real, np.imag):
         err = np.abs(part(got) - part(want))
         assert np.all(err <= 1e-5 * scale + 1e-30), f"{name}({z}) = {got}, NumPy {want}"
+
+
+# --------------------------------------------------------------------------
+# NaN propagation of complex max/min and their kin (NumPy's rules: a
+# complex value is NaN when either part is; the first NaN wins)
+# --------------------------------------------------------------------------
+
+def _c(*vals):
+    return np.array(vals, np.complex64)
+
+
+NAN_CASES = {
+    "real_nan": _c(1, complex(NAN, 0), 2),
+    "imag_nan": _c(1, complex(0, NAN), 2),
+    "both_parts": _c(3, complex(NAN, NAN), -1),
+    "nan_first": _c(complex(NAN, 1), 5, 6),
+    "nan_last": _c(4, -2j, complex(NAN, 0)),
+    "two_nans": _c(1, complex(0, NAN), complex(NAN, 0), 2),
+    "no_nan": _c(1 + 2j, 1 - 3j, -4j, 1 + 2j),
+}
+# MLX 0.32.4 propagates a NaN real part but not always a NaN imaginary part
+# (ids of the cases where it answers otherwise, per test)
+
+
+def _assert_same_complex(got, want, msg=""):
+    """Equal values; a NaN result where NumPy's is NaN (either part)."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape, msg
+    gn, wn = np.isnan(got), np.isnan(want)
+    assert np.array_equal(gn, wn), f"{msg}: NaN at {np.argwhere(gn).ravel()}, NumPy {np.argwhere(wn).ravel()}"
+    np.testing.assert_array_equal(got[~gn], want[~wn], err_msg=msg)
+
+
+@pytest.mark.parametrize("op,case", cases([(op, c) for op in ("max", "min") for c in NAN_CASES],
+                                          mlx_differs={"max-imag_nan"}))
+def test_complex_max_min_propagate_nan(op, case):
+    z = NAN_CASES[case]
+    got = to_numpy(getattr(mx, op)(mx.array(z)))
+    _assert_same_complex(got, getattr(np, op)(z), f"{op}({z})")
+
+
+@pytest.mark.parametrize("op,case", cases(
+    [(op, c) for op in ("max", "min") for c in NAN_CASES if np.isnan(NAN_CASES[c]).sum() == 1],
+    mlx_differs={f"{op}-{c}" for op in ("max", "min") for c in ("imag_nan", "both_parts", "nan_first")}))
+def test_complex_max_min_return_the_nan_element(op, case):
+    """The NaN element itself, both parts, as NumPy (MLX gives nan+0j at
+    times)."""
+    z = NAN_CASES[case]
+    got = to_numpy(getattr(mx, op)(mx.array(z)))
+    nan = z[np.isnan(z)][0]
+    assert np.array_equal(np.isnan([got.real, got.imag]), np.isnan([nan.real, nan.imag]))
+    assert np.array_equal(np.nan_to_num([got.real, got.imag]), np.nan_to_num([nan.real, nan.imag]))
+
+
+@pytest.mark.parametrize("op,case", cases([(op, c) for op in ("argmax", "argmin") for c in NAN_CASES],
+                                          mlx_differs={"argmax-imag_nan", "argmax-two_nans"}))
+def test_complex_argmax_argmin_find_the_first_nan(op, case):
+    z = NAN_CASES[case]
+    assert to_numpy(getattr(mx, op)(mx.array(z))).item() == getattr(np, op)(z)
+
+
+def _with_nans(shape, where, seed=0, kind="real"):
+    rng = np.random.default_rng(seed)
+    z = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(np.complex64)
+    for idx in where:
+        z[idx] = complex(NAN, 0.5) if kind == "real" else complex(0.5, NAN)
+    return z
+
+
+@pytest.mark.parametrize("op,kind", cases([(op, k) for op in ("max", "min", "argmax", "argmin") for k in ("real", "imag")],
+                                          mlx_differs={f"{op}-imag" for op in ("max", "min", "argmax", "argmin")}))
+def test_complex_reductions_with_nan_on_every_path(op, kind):
+    """Long rows (the pieces and trees of the reduction), columns (strided
+    and vertical paths), a transposed view and rows without a NaN."""
+    z = _with_nans((7, 5000), [(1, 4321), (3, 17), (3, 4000), (5, 0)], kind=kind)
+    ref = getattr(np, op)
+    for axis in (None, 1, 0):
+        got = to_numpy(getattr(mx, op)(mx.array(z), axis=axis))
+        want = ref(z, axis=axis)
+        if op.startswith("arg"):
+            np.testing.assert_array_equal(got, want, err_msg=f"{op} axis={axis}")
+        else:
+            _assert_same_complex(got, want, f"{op} axis={axis}")
+    zt = np.ascontiguousarray(z.T)
+    got = to_numpy(getattr(mx, op)(mx.array(zt).T, axis=1))
+    want = ref(z, axis=1)
+    if op.startswith("arg"):
+        np.testing.assert_array_equal(got, want)
+    else:
+        _assert_same_complex(got, want, f"{op} of a transposed view")
+
+
+_CUM_MLX_AGREES = {"cummax-nan_first-True", "cummax-nan_last-False", "cummin-imag_nan-False",
+                   "cummin-imag_nan-True", "cummin-nan_first-False", "cummin-nan_last-True",
+                   "cummin-two_nans-False"}
+_CUM = [(op, c, r) for op in ("cummax", "cummin") for c in NAN_CASES for r in (False, True)]
+
+
+@pytest.mark.parametrize("op,case,reverse", cases(
+    _CUM, mlx_differs={"-".join(map(str, p)) for p in _CUM if p[1] != "no_nan"} - _CUM_MLX_AGREES))
+def test_complex_cummax_cummin_propagate_nan(op, case, reverse):
+    """NumPy's maximum/minimum.accumulate: NaN from the first NaN on (MLX
+    0.32.4 lets a NaN go again: its cummax([1, nan, 2]) ends in 2)."""
+    z = NAN_CASES[case]
+    ufunc = np.maximum if op == "cummax" else np.minimum
+    want = ufunc.accumulate(z[::-1])[::-1] if reverse else ufunc.accumulate(z)
+    got = to_numpy(getattr(mx, op)(mx.array(z), reverse=reverse))
+    _assert_same_complex(got, want, f"{op}({z}, reverse={reverse})")
+
+
+@pytest.mark.parametrize("op", ["maximum", "minimum"])
+def test_complex_maximum_minimum_propagate_nan(op):
+    a = _c(1, complex(NAN, 0), 3, complex(NAN, 1), 2 + 1j)
+    b = _c(complex(NAN, 2), 2, 1, complex(NAN, 3), 2 - 1j)
+    got = to_numpy(getattr(mx, op)(mx.array(a), mx.array(b)))
+    want = getattr(np, op)(a, b)
+    _assert_same_complex(got, want, op)
+    # the first operand's NaN wins where both are NaN, as in NumPy
+    assert got[3].imag == 1 and got[0].imag == 2
+
+
+@pytest.mark.parametrize("op", cases(["maximum", "minimum"], mlx_differs={"minimum"}))
+def test_complex_maximum_minimum_nan_imaginary_part(op):
+    a = _c(1, complex(0, NAN), 3, complex(1, NAN))
+    b = _c(complex(2, NAN), 2, 1, complex(NAN, 3))
+    got = to_numpy(getattr(mx, op)(mx.array(a), mx.array(b)))
+    _assert_same_complex(got, getattr(np, op)(a, b), op)
+    assert np.isnan(got[3].imag) and got[3].real == 1  # a's NaN, a is first

@@ -91,6 +91,11 @@ inline bool lt(T a, T b) {
   if constexpr (is_complex_v<T>) return a.real() < b.real() || (a.real() == b.real() && a.imag() < b.imag());
   else return a < b;
 }
+// A complex value is NaN when either part is (NumPy's isnan).
+template <class T>
+inline bool c_isnan(T z) {
+  return z.real() != z.real() || z.imag() != z.imag();
+}
 
 template <class Op>
 struct Fn;
@@ -364,10 +369,14 @@ EMBER_FN(Power) {
     return static_cast<T>(r);
   }
 };
-EMBER_FN(Maximum) {  // NaN propagates
+// NaN propagates (a complex value is NaN when either part is): a NaN a wins,
+// else a NaN b, as NumPy. The reductions and scans rely on it (a is the
+// earlier operand there).
+EMBER_FN(Maximum) {
   template <class T>
   T operator()(T a, T b) const {
     if constexpr (is_real_v<T>) return (a > b || a != a) ? a : b;
+    else if constexpr (is_complex_v<T>) return c_isnan(a) ? a : (c_isnan(b) || !lt(b, a)) ? b : a;
     else return lt(b, a) ? a : b;
   }
 };
@@ -375,6 +384,7 @@ EMBER_FN(Minimum) {
   template <class T>
   T operator()(T a, T b) const {
     if constexpr (is_real_v<T>) return (a < b || a != a) ? a : b;
+    else if constexpr (is_complex_v<T>) return c_isnan(a) ? a : (c_isnan(b) || !lt(a, b)) ? b : a;
     else return lt(a, b) ? a : b;
   }
 };
