@@ -11,7 +11,9 @@ ember_only"`` to check the rest against MLX."""
 import numpy as np
 import pytest
 
-from conftest import ISA_LEVELS, IS_MLX, ember_only, mx, round_to, to_numpy
+import gradcheck
+from conftest import ISA_LEVELS, IS_MLX, assert_close, ember_only, mx, round_to, to_numpy
+from gradcheck import check_complex
 
 INF = float("inf")
 NAN = float("nan")
@@ -318,3 +320,138 @@ def test_complex_maximum_minimum_nan_imaginary_part(op):
     got = to_numpy(getattr(mx, op)(mx.array(a), mx.array(b)))
     _assert_same_complex(got, getattr(np, op)(a, b), op)
     assert np.isnan(got[3].imag) and got[3].real == 1  # a's NaN, a is first
+
+
+# --------------------------------------------------------------------------
+# complex isposinf / isneginf
+# --------------------------------------------------------------------------
+
+SPECIAL_Z = _c(complex(INF, 0), complex(INF, 1), complex(-INF, 0), complex(0, INF),
+               complex(INF, NAN), complex(INF, -0.0), complex(NAN, 0), complex(-INF, -0.0),
+               complex(-INF, 2), 1, complex(INF, INF), complex(-INF, -INF), complex(0, -INF))
+
+
+@pytest.mark.parametrize("op,sign", [("isposinf", 1), ("isneginf", -1)])
+def test_complex_isposinf_isneginf(op, sign):
+    """True exactly where z == sign * inf + 0j (so inf + 1j is not +inf)."""
+    got = to_numpy(getattr(mx, op)(mx.array(SPECIAL_Z)))
+    want = (SPECIAL_Z.real == sign * INF) & (SPECIAL_Z.imag == 0)
+    assert got.dtype == np.bool_
+    np.testing.assert_array_equal(got, want)
+    assert want.sum() == 2  # +-0 imaginary parts both count
+
+
+@pytest.mark.parametrize("op", ["isposinf", "isneginf"])
+def test_complex_isposinf_derivatives_are_zero(op):
+    z = mx.array(SPECIAL_Z)
+    _, (ct,) = mx.vjp(getattr(mx, op), [z], [mx.ones(z.shape, dtype=mx.bool_)])
+    assert ct.dtype == mx.complex64 and ct.shape == z.shape
+    assert not np.any(to_numpy(ct))
+    _, (t,) = mx.jvp(getattr(mx, op), [z], [mx.array(np.full(SPECIAL_Z.shape, 1 + 1j, np.complex64))])
+    assert t.shape == z.shape and not np.any(to_numpy(t))
+
+
+# --------------------------------------------------------------------------
+# complex logaddexp
+# --------------------------------------------------------------------------
+
+def np_logaddexp(a, b):
+    """MLX's complex logaddexp in complex128: m + log1p(exp(n - m)) with m the
+    larger operand (real part first, then imaginary) and n the other, the
+    imaginary part not wrapped; m where n == -inf or m == +inf; NaN where
+    either input is NaN."""
+    a, b = np.broadcast_arrays(np.asarray(a, np.complex128), np.asarray(b, np.complex128))
+    a_big = (a.real > b.real) | ((a.real == b.real) & (a.imag > b.imag))
+    m, n = np.where(a_big, a, b), np.where(a_big, b, a)
+    with np.errstate(all="ignore"):
+        w = np.exp(n - m)
+        # log1p(w) without losing a tiny w
+        out = m + 0.5 * np.log1p(2 * w.real + np.abs(w) ** 2) + 1j * np.arctan2(w.imag, 1 + w.real)
+    out = np.where((n == -INF) | (m == INF), m, out)
+    return np.where(np.isnan(a) | np.isnan(b), complex(NAN, NAN), out)
+
+
+def test_complex_logaddexp_mlx_values():
+    got = to_numpy(mx.logaddexp(mx.array([1 + 2j, 3 - 1j]), mx.array([0.5 + 1j, -2 + 0.3j])))
+    np.testing.assert_allclose(got, [1.35236 + 1.63301j, 3.00182 - 0.993519j], rtol=1e-5)
+
+
+LAE_A = [1 + 2j, 3 - 1j, complex(-INF, 0), complex(-INF, 0), complex(INF, 0), complex(-INF, 1),
+         complex(INF, 1), 2, 1 + 1j, 100 + 3j, -100 + 2j, 0, complex(1, 1e4), complex(-INF, 0),
+         complex(INF, 0), -50 + 1j, 0.25 - 3j, 1 + 1j]
+LAE_B = [0.5 + 1j, -2 + 0.3j, 1 + 1j, complex(-INF, 0), 1 + 1j, 1 + 1j, 1 + 1j, 2, 1 - 1j,
+         1 + 1j, -100.5 + 2.5j, 0, complex(1.5, -3e4), complex(INF, 0), complex(INF, 0),
+         0.5 - 2j, 0.25 + 3j, complex(NAN, 0)]
+
+
+def test_complex_logaddexp_against_numpy():
+    a, b = np.array(LAE_A, np.complex64), np.array(LAE_B, np.complex64)
+    want = np_logaddexp(a, b)
+    for x, y in ((a, b), (b, a)):  # symmetric
+        got = to_numpy(mx.logaddexp(mx.array(x), mx.array(y)))
+        assert got.dtype == np.complex64
+        assert np.array_equal(np.isnan(got), np.isnan(want))
+        fin = ~np.isnan(want)
+        np.testing.assert_allclose(got[fin], want[fin], rtol=2e-6, atol=1e-6)
+
+
+def test_complex_logaddexp_is_the_log_of_the_summed_exponentials():
+    rng = np.random.default_rng(3)
+    a = (rng.uniform(-5, 5, 200) + 1j * rng.uniform(-3, 3, 200)).astype(np.complex64)
+    b = (rng.uniform(-5, 5, 200) + 1j * rng.uniform(-3, 3, 200)).astype(np.complex64)
+    got = to_numpy(mx.logaddexp(mx.array(a), mx.array(b))).astype(np.complex128)
+    s = np.exp(a.astype(np.complex128)) + np.exp(b.astype(np.complex128))
+    np.testing.assert_allclose(np.exp(got), s, rtol=1e-5)
+    np.testing.assert_allclose(got, np_logaddexp(a, b), rtol=1e-6, atol=1e-6)
+    # far apart: the smaller term survives as log1p of a tiny number
+    got = to_numpy(mx.logaddexp(mx.array(_c(0)), mx.array(_c(-40 + 1j))))
+    np.testing.assert_allclose(got, np_logaddexp(0, -40 + 1j), rtol=1e-6)
+    assert got[0].real > 0 and got[0].imag > 0
+
+
+def test_complex_logaddexp_dtypes_and_broadcasting():
+    """Real and integer operands promote to complex64; shapes broadcast."""
+    out = mx.logaddexp(mx.array([1.0, 2.0]), mx.array([1j, 2 + 0j]))
+    assert out.dtype == mx.complex64
+    np.testing.assert_allclose(to_numpy(out), np_logaddexp([1.0, 2.0], [1j, 2]), rtol=1e-6)
+    out = mx.logaddexp(mx.array([[1], [2]]), mx.array(1j))
+    assert out.dtype == mx.complex64 and out.shape == (2, 1)
+    np.testing.assert_allclose(to_numpy(out), np_logaddexp([[1], [2]], 1j), rtol=1e-6)
+    # real logaddexp is unchanged
+    assert_close(mx.logaddexp(mx.array([0.0, -INF]), mx.array([0.0, 1.0])), np.logaddexp([0.0, -INF], [0.0, 1.0]),
+                 dtype="float32")
+
+
+def _z(shape, seed, scale=1.0, shift=0.0):
+    r = np.random.default_rng(seed)
+    return scale * (r.uniform(-1, 1, shape) + 1j * r.uniform(-1, 1, shape)) + shift
+
+
+@ember_only
+@pytest.mark.parametrize("sa,sb", [((2, 3), (2, 3)), ((2, 1), (3,)), ((), (2,))], ids=str)
+def test_complex_logaddexp_derivatives(sa, sb):
+    """The holomorphic partials e^a / (e^a + e^b), against finite
+    differences in complex128 (MLX 0.32.4 raises: its rule calls sigmoid)."""
+    a, b = _z(sa, 2, shift=0.5), _z(sb, 3, scale=2.0)
+    check_complex(mx.logaddexp, np_logaddexp, [a, b], rtol=1e-3, atol=1e-4)
+    # a real operand gets the real part of its cotangent
+    x = np.random.default_rng(4).standard_normal(sa)
+    check_complex(mx.logaddexp, np_logaddexp, [x, b], rtol=1e-3, atol=1e-4)
+
+
+@ember_only
+def test_complex_logaddexp_derivative_values():
+    a, b = mx.array(_c(1 + 2j, complex(-INF, 0), -30)), mx.array(_c(0.5 - 1j, complex(-INF, 0), 2j))
+    _, (ga, gb) = mx.vjp(mx.logaddexp, [a, b], [mx.array(_c(1, 1, 1))])
+    ea, eb = np.exp(np.array([1 + 2j])), np.exp(np.array([0.5 - 1j]))
+    np.testing.assert_allclose(to_numpy(ga)[0], np.conj(ea / (ea + eb))[0], rtol=1e-5)
+    np.testing.assert_allclose(to_numpy(ga)[1:], [0.5, 0], atol=1e-6)  # -inf tie splits evenly
+    np.testing.assert_allclose(to_numpy(gb)[1:], [0.5, 1], atol=1e-6)
+    _, (t,) = mx.jvp(mx.logaddexp, [a, b], [mx.array(_c(1j, 1, 0)), mx.array(_c(0, 1, 1))])
+    np.testing.assert_allclose(to_numpy(t), [1j * (ea / (ea + eb))[0], 1, 1], rtol=1e-5, atol=1e-6)
+
+
+def test_complex_logaddexp_vmap():
+    a, b = _z((4, 3), 5), _z((3,), 6)
+    gradcheck.check_vmap(mx.logaddexp, [a, b], in_axes=(0, None), rtol=1e-5, atol=1e-6)
+    gradcheck.check_vmap(mx.logaddexp, [a, _z((3, 4), 7)], in_axes=(0, 1), rtol=1e-5, atol=1e-6)

@@ -256,13 +256,14 @@ EMBER_FN(IsInf) {
     else return std::fabs(x) == std::numeric_limits<T>::infinity();
   }
 };
+// complex: z == +-inf + 0i, as MLX (inf + 1i is not +inf)
 EMBER_FN(IsPosInf) {
-  template <class T, if_real<T> = 0>
-  bool operator()(T x) const { return x == std::numeric_limits<T>::infinity(); }
+  template <class T, if_inexact<T> = 0>
+  bool operator()(T x) const { return x == T(std::numeric_limits<float>::infinity()); }
 };
 EMBER_FN(IsNegInf) {
-  template <class T, if_real<T> = 0>
-  bool operator()(T x) const { return x == -std::numeric_limits<T>::infinity(); }
+  template <class T, if_inexact<T> = 0>
+  bool operator()(T x) const { return x == T(-std::numeric_limits<float>::infinity()); }
 };
 EMBER_FN(Real) {
   float operator()(complex64_t x) const { return x.real(); }
@@ -417,6 +418,22 @@ EMBER_FN(LogAddExp) {
     if (a != a || b != b) return a + b;  // NaN
     if (mn == -std::numeric_limits<T>::infinity() || mx == std::numeric_limits<T>::infinity()) return mx;
     return mx + m_log1p(m_exp(mn - mx));
+  }
+  // complex, MLX's form: m = maximum(a, b), n = minimum(a, b) (lexicographic,
+  // NaN propagating); m where n == -inf or m == +inf (as complex values),
+  // else m + log1p(exp(n - m)) with Re(n - m) <= 0, the imaginary part not
+  // wrapped. In double, log1p(w) = log1p(2 Re w + |w|^2) / 2 + i arg(1 + w)
+  // keeps a tiny exp(n - m) (a far smaller n) exact.
+  complex64_t operator()(complex64_t a, complex64_t b) const {
+    const complex64_t m = Fn<op::Maximum>{}(a, b), n = Fn<op::Minimum>{}(a, b);
+    constexpr float inf = std::numeric_limits<float>::infinity();
+    if (n == complex64_t(-inf) || m == complex64_t(inf)) return m;
+    using D = std::complex<double>;
+    const D md(m.real(), m.imag());
+    const D w = std::exp(D(n.real(), n.imag()) - md);
+    const double re = 0.5 * std::log1p(w.real() * 2.0 + std::norm(w));
+    const double im = std::atan2(w.imag(), 1.0 + w.real());
+    return complex64_t(static_cast<float>(md.real() + re), static_cast<float>(md.imag() + im));
   }
 };
 EMBER_FN(NaNEqual) {
