@@ -1862,7 +1862,7 @@ Example:
 )doc"},
     {{"addmm"}, R"doc(Scaled matrix product plus a scaled addend: ``alpha * (a @ b) + beta * c``.
 
-``c`` broadcasts to the shape of the product. Real floating types only.
+``c`` broadcasts to the shape of the product. Real floating types and complex64.
 With ``beta == 0``, ``c`` is not read (NaNs in it do not propagate).
 
 Args:

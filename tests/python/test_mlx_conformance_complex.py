@@ -455,3 +455,104 @@ def test_complex_logaddexp_vmap():
     a, b = _z((4, 3), 5), _z((3,), 6)
     gradcheck.check_vmap(mx.logaddexp, [a, b], in_axes=(0, None), rtol=1e-5, atol=1e-6)
     gradcheck.check_vmap(mx.logaddexp, [a, _z((3, 4), 7)], in_axes=(0, 1), rtol=1e-5, atol=1e-6)
+
+
+# --------------------------------------------------------------------------
+# complex addmm
+# --------------------------------------------------------------------------
+
+def test_complex_addmm_mlx_value():
+    out = mx.addmm(mx.array([[1 + 1j]]), mx.array([[2j]]), mx.array([[1 - 1j]]))
+    assert out.dtype == mx.complex64
+    assert to_numpy(out).tolist() == [[3 + 3j]]
+
+
+def _cplx(rng, shape):
+    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(np.complex64)
+
+
+ADDMM_SHAPES = [  # c, a, b
+    ((4, 5), (4, 3), (3, 5)),
+    ((5,), (4, 3), (3, 5)),        # c broadcasts over the rows
+    ((4, 1), (4, 3), (3, 5)),
+    ((), (4, 3), (3, 5)),          # 0-d c
+    ((2, 4, 5), (2, 4, 3), (2, 3, 5)),  # batch
+    ((4, 5), (2, 4, 3), (3, 5)),   # c and b broadcast over the batch
+    ((0, 5), (0, 3), (3, 5)),      # empty
+    ((4, 5), (4, 0), (0, 5)),      # empty contraction
+    ((1, 6), (1, 7), (7, 6)),      # a row times a matrix (gemv-like)
+    ((6, 1), (6, 7), (7, 1)),      # a matrix times a column
+]
+
+
+@pytest.mark.parametrize("alpha,beta", [(1.0, 1.0), (2.0, 0.5), (-1.5, 0.0), (0.0, 2.0)])
+@pytest.mark.parametrize("cs,as_,bs", ADDMM_SHAPES, ids=str)
+def test_complex_addmm_against_numpy(cs, as_, bs, alpha, beta):
+    rng = np.random.default_rng(11)
+    c, a, b = _cplx(rng, cs), _cplx(rng, as_), _cplx(rng, bs)
+    got = mx.addmm(mx.array(c), mx.array(a), mx.array(b), alpha=alpha, beta=beta)
+    want = alpha * (a.astype(np.complex128) @ b) + beta * c
+    assert got.dtype == mx.complex64 and got.shape == want.shape
+    np.testing.assert_allclose(to_numpy(got), want, rtol=1e-5, atol=1e-5)
+
+
+def test_complex_addmm_transposed_and_strided_inputs():
+    rng = np.random.default_rng(12)
+    a, b, c = _cplx(rng, (3, 4)), _cplx(rng, (5, 3)), _cplx(rng, (4, 5))
+    # a.T, b.T are column-major views, c[::-1] a negatively strided one
+    got = mx.addmm(mx.array(c)[::-1], mx.array(a).T, mx.array(b).T, alpha=0.5, beta=-1.0)
+    want = 0.5 * (a.T.astype(np.complex128) @ b.T) - c[::-1]
+    np.testing.assert_allclose(to_numpy(got), want, rtol=1e-5, atol=1e-5)
+    # step-2/3 slices (neither row- nor column-major) and a reversed batch
+    big, big2 = _cplx(rng, (8, 9)), _cplx(rng, (6, 10))
+    a2, b2 = big[::2, ::3], big2[::2, 1::2]  # (4, 3) and (3, 5)
+    got = mx.addmm(mx.array(c), mx.array(big)[::2, ::3], mx.array(big2)[::2, 1::2], beta=2.0)
+    np.testing.assert_allclose(to_numpy(got), a2.astype(np.complex128) @ b2 + 2.0 * c, rtol=1e-5, atol=1e-5)
+    a3, b3 = _cplx(rng, (3, 4, 3)), _cplx(rng, (3, 3, 5))
+    got = mx.addmm(mx.array(c), mx.array(a3)[::-1], mx.array(b3))
+    np.testing.assert_allclose(to_numpy(got), a3[::-1].astype(np.complex128) @ b3 + c, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtypes", [("float32", "complex64", "float32"), ("float16", "complex64", "bfloat16"),
+                                    ("int32", "complex64", "int32")], ids=str)
+def test_complex_addmm_promotes_real_operands(dtypes):
+    """MLX: one complex operand makes the product complex64 (integers too)."""
+    c, a, b = (mx.array(v).astype(getattr(mx, d)) for v, d in zip(([[1.0]], [[2j]], [[3.0]]), dtypes))
+    out = mx.addmm(c, a, b, alpha=2.0, beta=0.5)
+    assert out.dtype == mx.complex64
+    assert to_numpy(out).tolist() == [[0.5 + 12j]]
+
+
+def test_addmm_integers_still_rejected():
+    with pytest.raises(ValueError, match=r"addmm"):
+        mx.addmm(mx.array([[1]]), mx.array([[2]]), mx.array([[3]]))
+
+
+@ember_only
+def test_complex_addmm_beta_zero_does_not_read_c():
+    """Ember's addmm skips c when beta == 0 (BLAS's rule), complex too: a NaN
+    in c does not reach the result (MLX computes 0 * c)."""
+    out = mx.addmm(mx.array([[complex(NAN, 0)]]), mx.array([[1j]]), mx.array([[1 + 0j]]), beta=0.0)
+    assert to_numpy(out).tolist() == [[1j]]
+
+
+@pytest.mark.parametrize("cs,as_,bs", [((2, 4), (2, 3), (3, 4)), ((4,), (2, 3), (3, 4)), ((), (2, 2, 3), (3, 4))],
+                         ids=str)
+def test_complex_addmm_derivatives(cs, as_, bs):
+    """vjp and jvp of every operand against finite differences in complex128
+    (MLX's convention for complex cotangents)."""
+    c, a, b = _z(cs, 20), _z(as_, 21), _z(bs, 22)
+    check_complex(lambda c, a, b: mx.addmm(c, a, b, alpha=0.7, beta=1.3),
+                  lambda c, a, b: 0.7 * (a @ b) + 1.3 * c, [c, a, b], rtol=1e-3, atol=1e-4)
+    # a real addend of a complex product gets the real part of its cotangent
+    x = np.random.default_rng(23).standard_normal(cs)
+    check_complex(lambda c, a, b: mx.addmm(c, a, b, alpha=2.0, beta=0.5),
+                  lambda c, a, b: 2.0 * (a @ b) + 0.5 * c, [x, a, b], rtol=1e-3, atol=1e-4)
+
+
+def test_complex_addmm_vmap():
+    c, a, b = _z((3, 2, 4), 30), _z((2, 3), 31), _z((3, 3, 4), 32)
+    gradcheck.check_vmap(lambda c, a, b: mx.addmm(c, a, b, alpha=2.0, beta=0.5), [c, a, b],
+                         in_axes=(0, None, 0), rtol=1e-5, atol=1e-5)
+    gradcheck.check_vmap(lambda c, a, b: mx.addmm(c, a, b), [_z((4,), 33), _z((2, 3, 3), 34), b],
+                         in_axes=(None, 1, 0), rtol=1e-5, atol=1e-5)
