@@ -147,45 +147,40 @@ EMBER_FN(Square) {
     else return static_cast<T>(x * x);
   }
 };
-#define EMBER_FN_MATH(OP, FN)                        \
-  EMBER_FN(OP) {                                     \
-    template <class T, if_inexact<T> = 0>            \
-    T operator()(T x) const {                        \
+// EXTRA: more members. sin/cos/tan: the float32 vector path (simd_math.h)
+// is accurate for |x| <= kSinCosAccurateBound only, so these functors also
+// give that bound (far_bound) and the exact value beyond it (far_value);
+// unary.cpp's loop redoes those lanes (half types are computed in float32
+// and covered too).
+#define EMBER_FN_MATH(OP, FN, EXTRA)                    \
+  EMBER_FN(OP) {                                        \
+    template <class T, if_inexact<T> = 0>               \
+    T operator()(T x) const {                           \
       if constexpr (is_complex_v<T>) return std::FN(x); \
-      else return m_##FN(x);                         \
-    }                                                \
+      else return m_##FN(x);                            \
+    }                                                   \
+    EXTRA                                               \
   };
-EMBER_FN_MATH(Exp, exp)
-EMBER_FN_MATH(Log, log)
-EMBER_FN_MATH(Log10, log10)
-EMBER_FN_MATH(Sinh, sinh)
-EMBER_FN_MATH(Cosh, cosh)
-EMBER_FN_MATH(Tanh, tanh)
-EMBER_FN_MATH(ArcSin, asin)
-EMBER_FN_MATH(ArcCos, acos)
-EMBER_FN_MATH(ArcTan, atan)
-EMBER_FN_MATH(ArcSinh, asinh)
-EMBER_FN_MATH(ArcCosh, acosh)
-EMBER_FN_MATH(ArcTanh, atanh)
+#define EMBER_FAR(FN)                                             \
+  static float far_bound() { return simd::kSinCosAccurateBound; } \
+  static float far_value(float x) { return simd::FN##_far(x); }
+EMBER_FN_MATH(Exp, exp, )
+EMBER_FN_MATH(Log, log, )
+EMBER_FN_MATH(Log10, log10, )
+EMBER_FN_MATH(Sin, sin, EMBER_FAR(sin))
+EMBER_FN_MATH(Cos, cos, EMBER_FAR(cos))
+EMBER_FN_MATH(Tan, tan, EMBER_FAR(tan))
+EMBER_FN_MATH(Sinh, sinh, )
+EMBER_FN_MATH(Cosh, cosh, )
+EMBER_FN_MATH(Tanh, tanh, )
+EMBER_FN_MATH(ArcSin, asin, )
+EMBER_FN_MATH(ArcCos, acos, )
+EMBER_FN_MATH(ArcTan, atan, )
+EMBER_FN_MATH(ArcSinh, asinh, )
+EMBER_FN_MATH(ArcCosh, acosh, )
+EMBER_FN_MATH(ArcTanh, atanh, )
+#undef EMBER_FAR
 #undef EMBER_FN_MATH
-// sin/cos/tan: the float32 vector path (simd_math.h) is accurate for
-// |x| <= kSinCosAccurateBound only, so these functors also give that bound
-// (far_bound) and the exact value beyond it (far_value); unary.cpp's loop
-// redoes those lanes (half types are computed in float32 and covered too).
-#define EMBER_FN_TRIG(OP, FN)                                       \
-  EMBER_FN(OP) {                                                    \
-    template <class T, if_inexact<T> = 0>                           \
-    T operator()(T x) const {                                       \
-      if constexpr (is_complex_v<T>) return std::FN(x);             \
-      else return m_##FN(x);                                        \
-    }                                                               \
-    static float far_bound() { return simd::kSinCosAccurateBound; } \
-    static float far_value(float x) { return simd::FN##_far(x); }   \
-  };
-EMBER_FN_TRIG(Sin, sin)
-EMBER_FN_TRIG(Cos, cos)
-EMBER_FN_TRIG(Tan, tan)
-#undef EMBER_FN_TRIG
 #define EMBER_FN_REAL(OP, EXPR)          \
   EMBER_FN(OP) {                         \
     template <class T, if_real<T> = 0>   \
