@@ -276,10 +276,10 @@ const Entry kDocs[] = {
      EMBER_DOC_UNARY("Tests each element for positive or negative infinity.",
                      "a boolean array, True where ``a`` is inf or -inf.", "")},
     {{"isposinf"},
-     EMBER_DOC_UNARY("Tests each element for positive infinity.",
+     EMBER_DOC_UNARY("Tests each element for positive infinity (a complex element: equal to ``inf + 0j``).",
                      "a boolean array, True where ``a`` is inf.", "")},
     {{"isneginf"},
-     EMBER_DOC_UNARY("Tests each element for negative infinity.",
+     EMBER_DOC_UNARY("Tests each element for negative infinity (a complex element: equal to ``-inf + 0j``).",
                      "a boolean array, True where ``a`` is -inf.", "")},
     {{"isfinite"},
      EMBER_DOC_UNARY("Tests each element for being finite (neither infinite nor NaN).",
@@ -396,7 +396,9 @@ Example:
                       "the angles, an inexact array.", "")},
     {{"logaddexp"},
      EMBER_DOC_BINARY("Element-wise ``log(exp(a) + exp(b))``, computed without overflow.\n\n"
-                      "Integer inputs are computed in float32.",
+                      "Integer inputs are computed in float32. For complex inputs the operand that is "
+                      "larger (real part first) is factored out and the imaginary part is not wrapped "
+                      "into (-pi, pi].",
                       "the log of the summed exponentials, an inexact array.",
                       "\nExample:\n    >>> mx.logaddexp(mx.array([0.0]), mx.array([0.0]))\n    array([0.693147], dtype=float32)\n")},
     {{"equal"},
@@ -1896,7 +1898,7 @@ Example:
 )doc"},
     {{"addmm"}, R"doc(Scaled matrix product plus a scaled addend: ``alpha * (a @ b) + beta * c``.
 
-``c`` broadcasts to the shape of the product. Real floating types only.
+``c`` broadcasts to the shape of the product. Real floating types and complex64.
 With ``beta == 0``, ``c`` is not read (NaNs in it do not propagate).
 
 Args:

@@ -3,6 +3,7 @@
     check_grads(fun, [x, y])          # jvp and vjp against central differences
     check_grads(fun, [x], order=2)    # ... and of the derivative itself
     check_vmap(fun, [x, y], in_axes=(0, None))   # vmap against a Python loop
+    check_complex(f_mx, f_np, [z, w])   # complex64 vjp/jvp against complex128 differences
 
 ``fun`` takes mx arrays (one per argument) and returns an mx array or a
 list/tuple of them. Arguments are NumPy arrays; ``argnums`` names the ones
@@ -142,3 +143,57 @@ def check_vmap(fun, args, in_axes=0, out_axes=0, rtol=1e-6, atol=1e-6):
             np.testing.assert_allclose(gn, want, rtol=rtol, atol=atol, err_msg=f"vmap output {k}")
         else:
             np.testing.assert_array_equal(gn, want, err_msg=f"vmap output {k}")
+
+
+# complex inputs: ct -> dL/dRe + i dL/dIm of L = Re(sum(conj(ct) * f(z)))
+
+def _complex_fd(fun_np, args, ct, ts, h=1e-6):
+    """(vjp of every argument, jvp along ts) of fun_np by central differences
+    in complex128 / float64."""
+    def L(xs):
+        return np.real(np.sum(np.conj(ct) * fun_np(*xs)))
+
+    vjps = []
+    for k, a in enumerate(args):
+        g = np.zeros(a.shape, a.dtype)
+        for idx in np.ndindex(a.shape):
+            parts = [1.0, 1j] if np.iscomplexobj(a) else [1.0]
+            for p in parts:
+                xs_p = [x.copy() for x in args]
+                xs_m = [x.copy() for x in args]
+                xs_p[k][idx] += h * p
+                xs_m[k][idx] -= h * p
+                g[idx] += p * (L(xs_p) - L(xs_m)) / (2 * h)
+        vjps.append(g)
+    plus = fun_np(*[x + h * t for x, t in zip(args, ts)])
+    minus = fun_np(*[x - h * t for x, t in zip(args, ts)])
+    return vjps, (plus - minus) / (2 * h)
+
+
+def _mx_c(a):
+    a = np.asarray(a)
+    return mx.array(a.astype(np.complex64 if np.iscomplexobj(a) else np.float32))
+
+
+def check_complex(fun_mx, fun_np, args, rtol=2e-4, atol=2e-5, seed=0):
+    """vjp (every argument) and jvp of fun_mx in complex64/float32 against
+    central differences of fun_np in complex128/float64; a real argument's
+    cotangent is real."""
+    rng = np.random.default_rng(seed)
+    args = [np.asarray(a) for a in args]
+
+    def draw(shape, cplx):
+        v = rng.standard_normal(shape)
+        return v + 1j * rng.standard_normal(shape) if cplx else v
+
+    out = fun_np(*args)
+    ct = draw(np.shape(out), np.iscomplexobj(out))
+    ts = [draw(a.shape, np.iscomplexobj(a)) for a in args]
+    ref_vjps, ref_jvp = _complex_fd(fun_np, args, ct, ts)
+    _, vjps = mx.vjp(fun_mx, [_mx_c(a) for a in args], [_mx_c(ct)])
+    _, (jvp,) = mx.jvp(fun_mx, [_mx_c(a) for a in args], [_mx_c(t) for t in ts])
+    for k, (v, r, a) in enumerate(zip(vjps, ref_vjps, args)):
+        assert v.dtype == (mx.complex64 if np.iscomplexobj(a) else mx.float32), f"vjp {k} dtype {v.dtype}"
+        assert v.shape == a.shape
+        np.testing.assert_allclose(np.array(v), r, rtol=rtol, atol=atol, err_msg=f"vjp {k}")
+    np.testing.assert_allclose(np.array(jvp), ref_jvp, rtol=rtol, atol=atol, err_msg="jvp")

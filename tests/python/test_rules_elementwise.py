@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 
 from conftest import ember_only, mx
-from gradcheck import check_grads, check_vmap
+from gradcheck import check_complex, check_grads, check_vmap
 from transform_samples import as_mx
 
 
@@ -482,55 +482,6 @@ def test_low_precision_cotangents(name, fun, ref, dtype):
 # --------------------------------------------------------------------------
 # complex inputs: ct -> dL/dRe + i dL/dIm of L = Re(sum(conj(ct) * f(z)))
 # --------------------------------------------------------------------------
-
-def _complex_fd(fun_np, args, ct, ts, h=1e-6):
-    """(vjp of every argument, jvp along ts) of fun_np by central differences
-    in complex128 / float64."""
-    def L(xs):
-        return np.real(np.sum(np.conj(ct) * fun_np(*xs)))
-
-    vjps = []
-    for k, a in enumerate(args):
-        g = np.zeros(a.shape, a.dtype)
-        for idx in np.ndindex(a.shape):
-            parts = [1.0, 1j] if np.iscomplexobj(a) else [1.0]
-            for p in parts:
-                xs_p = [x.copy() for x in args]
-                xs_m = [x.copy() for x in args]
-                xs_p[k][idx] += h * p
-                xs_m[k][idx] -= h * p
-                g[idx] += p * (L(xs_p) - L(xs_m)) / (2 * h)
-        vjps.append(g)
-    plus = fun_np(*[x + h * t for x, t in zip(args, ts)])
-    minus = fun_np(*[x - h * t for x, t in zip(args, ts)])
-    return vjps, (plus - minus) / (2 * h)
-
-
-def _mx_c(a):
-    a = np.asarray(a)
-    return mx.array(a.astype(np.complex64 if np.iscomplexobj(a) else np.float32))
-
-
-def check_complex(fun_mx, fun_np, args, rtol=2e-4, atol=2e-5, seed=0):
-    rng = np.random.default_rng(seed)
-    args = [np.asarray(a) for a in args]
-
-    def draw(shape, cplx):
-        v = rng.standard_normal(shape)
-        return v + 1j * rng.standard_normal(shape) if cplx else v
-
-    out = fun_np(*args)
-    ct = draw(np.shape(out), np.iscomplexobj(out))
-    ts = [draw(a.shape, np.iscomplexobj(a)) for a in args]
-    ref_vjps, ref_jvp = _complex_fd(fun_np, args, ct, ts)
-    _, vjps = mx.vjp(fun_mx, [_mx_c(a) for a in args], [_mx_c(ct)])
-    _, (jvp,) = mx.jvp(fun_mx, [_mx_c(a) for a in args], [_mx_c(t) for t in ts])
-    for k, (v, r, a) in enumerate(zip(vjps, ref_vjps, args)):
-        assert v.dtype == (mx.complex64 if np.iscomplexobj(a) else mx.float32), f"vjp {k} dtype {v.dtype}"
-        assert v.shape == a.shape
-        np.testing.assert_allclose(npa(v), r, rtol=rtol, atol=atol, err_msg=f"vjp {k}")
-    np.testing.assert_allclose(npa(jvp), ref_jvp, rtol=rtol, atol=atol, err_msg="jvp")
-
 
 def _z(shape, seed=1, scale=1.0, shift=0.0):
     r = np.random.default_rng(seed)

@@ -69,17 +69,17 @@ void no_complex(Dtype t, const char* name) {
 }
 
 // The In rules of ops/elementwise_table.h.
-enum class UnaryIn { Same, Float, RealFloat, Rounding, Predicate, RealPredicate, ComplexOnly };
+enum class UnaryIn { Same, Float, RealFloat, Rounding, Predicate, ComplexOnly };
 enum class BinaryIn { Arith, RealArith, Float, RealFloat, Bitwise, Shift, Logical };
 
 template <class Op, UnaryIn In>
 array unary_fn(const array& a, const StreamOrDevice& s, const char* name) {
   const Dtype t = a.dtype();
-  constexpr bool real_only = In == UnaryIn::RealFloat || In == UnaryIn::Rounding || In == UnaryIn::RealPredicate;
+  constexpr bool real_only = In == UnaryIn::RealFloat || In == UnaryIn::Rounding;
   if constexpr (In == UnaryIn::Rounding) {
     if (!is_inexact(t)) return a;
   }
-  if constexpr (In == UnaryIn::Predicate || In == UnaryIn::RealPredicate) {
+  if constexpr (In == UnaryIn::Predicate) {
     if (!is_inexact(t)) return full(a.shape(), array(false, Dtype::bool_), {}, s);
   }
   if constexpr (In == UnaryIn::ComplexOnly) {
@@ -125,7 +125,6 @@ array scalar_like(double v, Dtype t) { return array(v, t); }
 #define EMBER_UNARY_DEF_RealFloat EMBER_UNARY_DEF_RULE
 #define EMBER_UNARY_DEF_Rounding EMBER_UNARY_DEF_RULE
 #define EMBER_UNARY_DEF_Predicate EMBER_UNARY_DEF_RULE
-#define EMBER_UNARY_DEF_RealPredicate EMBER_UNARY_DEF_RULE
 #define EMBER_UNARY_DEF_ComplexOnly EMBER_UNARY_DEF_RULE
 EMBER_UNARY_FUNCTIONS(EMBER_UNARY_DEF)
 #undef EMBER_UNARY_DEF
@@ -136,7 +135,6 @@ EMBER_UNARY_FUNCTIONS(EMBER_UNARY_DEF)
 #undef EMBER_UNARY_DEF_RealFloat
 #undef EMBER_UNARY_DEF_Rounding
 #undef EMBER_UNARY_DEF_Predicate
-#undef EMBER_UNARY_DEF_RealPredicate
 #undef EMBER_UNARY_DEF_ComplexOnly
 
 #define EMBER_BINARY_DEF(fn, Prim, In, Sig)                           \

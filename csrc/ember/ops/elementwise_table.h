@@ -18,7 +18,6 @@
 //   RealFloat      Float, complex input rejected
 //   Rounding       non-float input returned as is, complex rejected
 //   Predicate      a non-float input gives all false
-//   RealPredicate  Predicate, complex input rejected
 //   ComplexOnly    a non-complex input returned as is
 // Binary In rules (the inputs promoted to one dtype first):
 //   Arith          the promoted dtype
@@ -67,8 +66,8 @@
   X(bitwise_invert, BitwiseInvert, Custom,        Plain)      \
   X(isnan,          IsNaN,         Predicate,     Plain)      \
   X(isinf,          IsInf,         Predicate,     Plain)      \
-  X(isposinf,       IsPosInf,      RealPredicate, Plain)      \
-  X(isneginf,       IsNegInf,      RealPredicate, Plain)      \
+  X(isposinf,       IsPosInf,      Predicate,     Plain)      \
+  X(isneginf,       IsNegInf,      Predicate,     Plain)      \
   X(isfinite,       ,              Custom,        Plain)      \
   X(real,           Real,          ComplexOnly,   PosOnly)    \
   X(imag,           Imag,          Custom,        PosOnly)    \
@@ -101,5 +100,5 @@
   X(left_shift,     LeftShift,     Shift,         Plain)      \
   X(right_shift,    RightShift,    Shift,         Plain)      \
   X(arctan2,        ArcTan2,       RealFloat,     PosOnly)    \
-  X(logaddexp,      LogAddExp,     RealFloat,     PosOnly)
+  X(logaddexp,      LogAddExp,     Float,         PosOnly)
 // clang-format on

@@ -45,14 +45,16 @@ array matmul(const array& a_in, const array& b_in, const StreamOrDevice& s) {
 
 namespace {
 
-Dtype real_floating_result(const char* op, std::initializer_list<Dtype> ts) {
+// The inputs' promoted dtype, which must be a real floating point type (or,
+// with allow_complex, complex64 too; MLX's message either way).
+Dtype real_floating_result(const char* op, std::initializer_list<Dtype> ts, bool allow_complex = false) {
   Dtype t = *ts.begin();
   std::string names;
   for (Dtype d : ts) {
     t = promote_types(t, d);
     names += std::string(names.empty() ? "" : ", ") + dtype_name(d);
   }
-  if (!is_floating(t)) {
+  if (!is_floating(t) && !(allow_complex && is_complex(t))) {
     fail(op, "Only real floating point types are supported; got ", names, ", which promote to ", dtype_name(t),
          ".");
   }
@@ -68,7 +70,8 @@ int64_t prod(const Shape& s) {
 }  // namespace
 
 array addmm(const array& c, const array& a, const array& b, float alpha, float beta, const StreamOrDevice& s) {
-  Dtype t = real_floating_result("addmm", {c.dtype(), a.dtype(), b.dtype()});
+  // complex64 too, as MLX (alpha and beta stay real, as MLX's)
+  Dtype t = real_floating_result("addmm", {c.dtype(), a.dtype(), b.dtype()}, /*allow_complex=*/true);
   array ab = matmul(astype(a, t, s), astype(b, t, s), s);
   if (broadcast_shapes(c.shape(), ab.shape(), "addmm") != ab.shape()) {
     fail("addmm", "The addend of shape ", shape_str(c.shape()), " does not broadcast to the product's shape ",

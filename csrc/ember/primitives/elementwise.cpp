@@ -198,6 +198,12 @@ array logaddexp_delta(const array& a, const array& b, Stream s) {
   array inf_tie = logical_and(equal(a, b, s), isinf(a, s), s);
   return where(inf_tie, c(0, a), subtract(a, b, s), s);
 }
+// sigmoid(d) = 1 / (1 + exp(-d)), written out for complex d (the holomorphic
+// partial e^a / (e^a + e^b)), which sigmoid does not take
+array logaddexp_weight(const array& d, Stream s) {
+  if (!is_complex(d.dtype())) return sigmoid(d, s);
+  return reciprocal(add(c(1, d), exp(negative(d, s), s), s), s);
+}
 
 // clang-format off
 EMBER_BINARY_D(Add,       std::nullopt, std::nullopt)
@@ -212,7 +218,8 @@ EMBER_BINARY_D(Maximum,   greater(a, b, s), less_equal(a, b, s))
 EMBER_BINARY_D(Minimum,   less(a, b, s), greater_equal(a, b, s))
 EMBER_BINARY_D(ArcTan2,   divide(b, add(square(a, s), square(b, s), s), s),
                           negative(divide(a, add(square(a, s), square(b, s), s), s), s))
-EMBER_BINARY_D(LogAddExp, sigmoid(logaddexp_delta(a, b, s), s), sigmoid(negative(logaddexp_delta(a, b, s), s), s))
+EMBER_BINARY_D(LogAddExp, logaddexp_weight(logaddexp_delta(a, b, s), s),
+                          logaddexp_weight(negative(logaddexp_delta(a, b, s), s), s))
 // clang-format on
 #undef EMBER_BINARY_D
 

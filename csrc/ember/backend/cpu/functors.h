@@ -93,6 +93,11 @@ inline bool lt(T a, T b) {
   if constexpr (is_complex_v<T>) return a.real() < b.real() || (a.real() == b.real() && a.imag() < b.imag());
   else return a < b;
 }
+// A complex value is NaN when either part is (NumPy's isnan).
+template <class T>
+inline bool c_isnan(T z) {
+  return z.real() != z.real() || z.imag() != z.imag();
+}
 
 template <class Op>
 struct Fn;
@@ -144,29 +149,39 @@ EMBER_FN(Square) {
     else return static_cast<T>(x * x);
   }
 };
-#define EMBER_FN_MATH(OP, FN)                        \
-  EMBER_FN(OP) {                                     \
-    template <class T, if_inexact<T> = 0>            \
-    T operator()(T x) const {                        \
+// EXTRA: more members. sin/cos/tan: the float32 vector path (simd_math.h)
+// is accurate for |x| <= kSinCosAccurateBound only, so these functors also
+// give that bound (far_bound) and the exact value beyond it (far_value);
+// unary.cpp's loop redoes those lanes (half types are computed in float32
+// and covered too).
+#define EMBER_FN_MATH(OP, FN, EXTRA)                    \
+  EMBER_FN(OP) {                                        \
+    template <class T, if_inexact<T> = 0>               \
+    T operator()(T x) const {                           \
       if constexpr (is_complex_v<T>) return std::FN(x); \
-      else return m_##FN(x);                         \
-    }                                                \
+      else return m_##FN(x);                            \
+    }                                                   \
+    EXTRA                                               \
   };
-EMBER_FN_MATH(Exp, exp)
-EMBER_FN_MATH(Log, log)
-EMBER_FN_MATH(Log10, log10)
-EMBER_FN_MATH(Sin, sin)
-EMBER_FN_MATH(Cos, cos)
-EMBER_FN_MATH(Tan, tan)
-EMBER_FN_MATH(Sinh, sinh)
-EMBER_FN_MATH(Cosh, cosh)
-EMBER_FN_MATH(Tanh, tanh)
-EMBER_FN_MATH(ArcSin, asin)
-EMBER_FN_MATH(ArcCos, acos)
-EMBER_FN_MATH(ArcTan, atan)
-EMBER_FN_MATH(ArcSinh, asinh)
-EMBER_FN_MATH(ArcCosh, acosh)
-EMBER_FN_MATH(ArcTanh, atanh)
+#define EMBER_FAR(FN)                                             \
+  static float far_bound() { return simd::kSinCosAccurateBound; } \
+  static float far_value(float x) { return simd::FN##_far(x); }
+EMBER_FN_MATH(Exp, exp, )
+EMBER_FN_MATH(Log, log, )
+EMBER_FN_MATH(Log10, log10, )
+EMBER_FN_MATH(Sin, sin, EMBER_FAR(sin))
+EMBER_FN_MATH(Cos, cos, EMBER_FAR(cos))
+EMBER_FN_MATH(Tan, tan, EMBER_FAR(tan))
+EMBER_FN_MATH(Sinh, sinh, )
+EMBER_FN_MATH(Cosh, cosh, )
+EMBER_FN_MATH(Tanh, tanh, )
+EMBER_FN_MATH(ArcSin, asin, )
+EMBER_FN_MATH(ArcCos, acos, )
+EMBER_FN_MATH(ArcTan, atan, )
+EMBER_FN_MATH(ArcSinh, asinh, )
+EMBER_FN_MATH(ArcCosh, acosh, )
+EMBER_FN_MATH(ArcTanh, atanh, )
+#undef EMBER_FAR
 #undef EMBER_FN_MATH
 #define EMBER_FN_REAL(OP, EXPR)          \
   EMBER_FN(OP) {                         \
@@ -238,13 +253,14 @@ EMBER_FN(IsInf) {
     else return std::fabs(x) == std::numeric_limits<T>::infinity();
   }
 };
+// complex: z == +-inf + 0i, as MLX (inf + 1i is not +inf)
 EMBER_FN(IsPosInf) {
-  template <class T, if_real<T> = 0>
-  bool operator()(T x) const { return x == std::numeric_limits<T>::infinity(); }
+  template <class T, if_inexact<T> = 0>
+  bool operator()(T x) const { return x == T(std::numeric_limits<float>::infinity()); }
 };
 EMBER_FN(IsNegInf) {
-  template <class T, if_real<T> = 0>
-  bool operator()(T x) const { return x == -std::numeric_limits<T>::infinity(); }
+  template <class T, if_inexact<T> = 0>
+  bool operator()(T x) const { return x == T(-std::numeric_limits<float>::infinity()); }
 };
 EMBER_FN(Real) {
   float operator()(complex64_t x) const { return x.real(); }
@@ -412,10 +428,14 @@ EMBER_FN(Power) {
     return static_cast<T>(r);
   }
 };
-EMBER_FN(Maximum) {  // NaN propagates
+// NaN propagates (a complex value is NaN when either part is): a NaN a wins,
+// else a NaN b, as NumPy. The reductions and scans rely on it (a is the
+// earlier operand there).
+EMBER_FN(Maximum) {
   template <class T>
   T operator()(T a, T b) const {
     if constexpr (is_real_v<T>) return (a > b || a != a) ? a : b;
+    else if constexpr (is_complex_v<T>) return c_isnan(a) ? a : (c_isnan(b) || !lt(b, a)) ? b : a;
     else return lt(b, a) ? a : b;
   }
 };
@@ -423,6 +443,7 @@ EMBER_FN(Minimum) {
   template <class T>
   T operator()(T a, T b) const {
     if constexpr (is_real_v<T>) return (a < b || a != a) ? a : b;
+    else if constexpr (is_complex_v<T>) return c_isnan(a) ? a : (c_isnan(b) || !lt(a, b)) ? b : a;
     else return lt(a, b) ? a : b;
   }
 };
@@ -455,6 +476,22 @@ EMBER_FN(LogAddExp) {
     if (a != a || b != b) return a + b;  // NaN
     if (mn == -std::numeric_limits<T>::infinity() || mx == std::numeric_limits<T>::infinity()) return mx;
     return mx + m_log1p(m_exp(mn - mx));
+  }
+  // complex, MLX's form: m = maximum(a, b), n = minimum(a, b) (lexicographic,
+  // NaN propagating); m where n == -inf or m == +inf (as complex values),
+  // else m + log1p(exp(n - m)) with Re(n - m) <= 0, the imaginary part not
+  // wrapped. In double, log1p(w) = log1p(2 Re w + |w|^2) / 2 + i arg(1 + w)
+  // keeps a tiny exp(n - m) (a far smaller n) exact.
+  complex64_t operator()(complex64_t a, complex64_t b) const {
+    const complex64_t m = Fn<op::Maximum>{}(a, b), n = Fn<op::Minimum>{}(a, b);
+    constexpr float inf = std::numeric_limits<float>::infinity();
+    if (n == complex64_t(-inf) || m == complex64_t(inf)) return m;
+    using D = std::complex<double>;
+    const D md(m.real(), m.imag());
+    const D w = std::exp(D(n.real(), n.imag()) - md);
+    const double re = 0.5 * std::log1p(w.real() * 2.0 + std::norm(w));
+    const double im = std::atan2(w.imag(), 1.0 + w.real());
+    return complex64_t(static_cast<float>(md.real() + re), static_cast<float>(md.imag() + im));
   }
 };
 EMBER_FN(NaNEqual) {

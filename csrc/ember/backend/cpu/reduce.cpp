@@ -986,7 +986,9 @@ void arg_reduce_eval(const ArgReduce& p, const std::vector<array>& inputs, std::
               for (int64_t j = 1; j < len; ++j) {
                 C v = static_cast<C>(col[j * ax_stride]);
                 bool better = is_max ? cpu::lt(best, v) : cpu::lt(v, best);
+                // the first NaN wins (complex: either part NaN), as NumPy
                 if constexpr (std::is_floating_point_v<C>) better = better || (v != v && best == best);
+                else if constexpr (is_complex_v<C>) better = !cpu::c_isnan(best) && (better || cpu::c_isnan(v));
                 if (better) {
                   best = v;
                   bi = static_cast<uint32_t>(j);

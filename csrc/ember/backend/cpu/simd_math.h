@@ -17,7 +17,8 @@
 //
 // Functions (namespace ember::simd):
 //   float32: exp expm1 log log1p log2 log10 sin cos tan sinh cosh tanh
-//            sigmoid erf erfinv atan atan2 asin acos asinh acosh atanh
+//            sigmoid erf erfinv atan atan2 asin acos asinh acosh atanh;
+//            scalar: sin_far cos_far tan_far (any |x|, see trig_far)
 //   float64: exp log tanh sigmoid sin cos erf (other float64 functions:
 //            call std::)
 //
@@ -43,7 +44,10 @@
 // for |x| <= kSinCosAccurateBound = 6.5e6 (every float checked, with and
 // without FMA: sin/cos 2 ulp, tan 3 ulp). Beyond 2^22 * pi/2 ~ 6.59e6 the
 // reduction is invalid and the result is meaningless but finite and in
-// [-1, 1] (tan: finite). float64 sin/cos: within 1 ulp in random tests up to
+// [-1, 1] (tan: finite): callers redo those lanes (trig_far(x)) with
+// sin_far/cos_far/tan_far, a scalar exact (Payne-Hanek) reduction valid for
+// every float, within 1 ulp (every float checked; see the end of the file).
+// float64 sin/cos: within 1 ulp in random tests up to
 // |x| = 1e14 with FMA (~1.6e6 without); beyond, finite and in [-1, 1].
 //
 // Writing rules (why the code looks the way it does): GCC refuses to
@@ -1022,6 +1026,116 @@ EMBER_SIMD_INLINE double erf(double x) {
   ex = mad(-ex, x2lo, ex);
   const double res = sel(m1, mad(-ex, p, 1.0), mad(a, p, a));
   return copysign_(res, x);
+}
+
+// ====================================================================
+// float32 sin/cos/tan beyond kSinCosAccurateBound: an exact reduction by
+// pi/2 for every float (Payne-Hanek), evaluated in double. Scalar code: the
+// kernels run the vectorized functions above on every lane and redo only the
+// lanes where trig_far(x) holds (backend/cpu/unary.cpp: a piece of a row is
+// looked at again only if its largest |x| passes the bound).
+// ====================================================================
+
+namespace detail {
+
+// The bits of 2/pi after the binary point, 32 a word, behind two zero words
+// (bit i of the string, counted from 0 at the first word's top, is the
+// (i - 63)-th bit of 2/pi, the bits at i < 64 being 0). 256 bits: a float's
+// reduction reads at most the bits up to 230 (see trig_reduce_far).
+constexpr uint32_t kTwoOverPiBits[10] = {
+    0x00000000u, 0x00000000u, 0xA2F9836Eu, 0x4E441529u, 0xFC2757D1u,
+    0xF534DDC0u, 0xDB629599u, 0x3C439041u, 0xFE5163ABu, 0xDEBBC561u};
+
+// x finite with |x| >= pi/4 (then x is normal): x = (q + f) pi/2 with the
+// integer q (low 2 bits meaningful) and |f| <= 1/2; returns f pi/2 in
+// double. With x = M 2^k (M < 2^24 an integer, -24 <= k <= 104) and 2/pi =
+// sum_j b_j 2^-j, x 2/pi mod 4 needs only the bits j >= k - 1 (every earlier
+// bit adds a multiple of 4): the 96 of them from j = k - 1 on give
+// P = M * F mod 2^96 = (x 2/pi mod 4) 2^94, short by less than
+// M 2^(k - (k + 94)) < 2^-70 quadrants from the bits left out. Float32's
+// nearest approach to a multiple of pi/2 leaves |f| well above 2^-40, so f
+// keeps at least 2^-30 relative accuracy here before rounding to double
+// (its 94 fraction bits are exact up to that tail).
+inline double trig_reduce_far(float x, int32_t& q) {
+  using u128 = unsigned __int128;
+  const uint32_t u = as_u(x) & 0x7fffffffu;
+  const int32_t k = static_cast<int32_t>(u >> 23) - 150;
+  const uint64_t m = (u & 0x007fffffu) | 0x00800000u;
+  // the 96 bits of 2/pi from bit j = k - 1: string position s = k - 2 + 64
+  const int32_t s = k + 62;
+  const int32_t w = s >> 5, b = s & 31;
+  auto word = [](int32_t i) { return static_cast<u128>(kTwoOverPiBits[i]); };
+  u128 win = (word(w) << 96) | (word(w + 1) << 64) | (word(w + 2) << 32) | word(w + 3);
+  if (b != 0) win = (win << b) | (word(w + 4) >> (32 - b));
+  const u128 f96 = win >> 32;
+  const u128 f_lo = static_cast<uint64_t>(f96), f_hi = f96 >> 64;
+  const u128 mask96 = (static_cast<u128>(1) << 96) - 1;
+  const u128 p = (m * f_lo + ((m * f_hi) << 64)) & mask96;
+  // p / 2^94 in [0, 4): quadrant above, fraction below; round to nearest
+  int32_t quad = static_cast<int32_t>(p >> 94);
+  const u128 frac = p & ((static_cast<u128>(1) << 94) - 1);
+  const bool up = (frac >> 93) != 0;
+  quad += up;
+  // signed fraction (in units of 2^-94) as a double, rounded once: the high
+  // part is below 2^54 and its double exact, the low 40 bits likewise
+  const u128 mag = up ? (static_cast<u128>(1) << 94) - frac : frac;
+  const double hi = static_cast<double>(static_cast<uint64_t>(mag >> 40)) * 0x1p40;
+  const double lo = static_cast<double>(static_cast<uint64_t>(mag & ((static_cast<u128>(1) << 40) - 1)));
+  double f = (hi + lo) * 0x1p-94;
+  f = up ? -f : f;
+  double r = f * 0x1.921fb54442d18p+0;
+  if (as_u(x) >> 31) {  // x < 0: -x = q pi/2 + r
+    r = -r;
+    quad = -quad;
+  }
+  q = quad;
+  return r;
+}
+
+// r and q for any finite x: the exact reduction, or x itself below pi/4
+inline double trig_reduce_any(float x, int32_t& q) {
+  if (fabs_(x) < 0x1.921fb6p-1f) {
+    q = 0;
+    return static_cast<double>(x);
+  }
+  return trig_reduce_far(x, q);
+}
+
+inline double sin_quadrant(double r, int32_t q) {
+  const double z = r * r;
+  const double v = (q & 1) ? cos_kernel(z) : sin_kernel(r, z);
+  return (q & 2) ? -v : v;
+}
+
+}  // namespace detail
+
+// Lanes the vectorized sin/cos/tan do not cover: |x| beyond their accurate
+// bound (infinities included; NaN is handled on the fast path).
+EMBER_SIMD_INLINE bool trig_far(float x) { return detail::fabs_(x) > kSinCosAccurateBound; }
+
+// sin/cos/tan of any float (NaN for inf/NaN) through the exact reduction:
+// within 1 ulp (the double result, rounded once), at every ISA level.
+inline float sin_far(float x) {
+  if (!(detail::fabs_(x) < detail::kInf)) return x - x;
+  if (x == 0.0f) return x;
+  int32_t q;
+  const double r = detail::trig_reduce_any(x, q);
+  return static_cast<float>(detail::sin_quadrant(r, q));
+}
+inline float cos_far(float x) {
+  if (!(detail::fabs_(x) < detail::kInf)) return x - x;
+  int32_t q;
+  const double r = detail::trig_reduce_any(x, q);
+  return static_cast<float>(detail::sin_quadrant(r, q + 1));
+}
+inline float tan_far(float x) {
+  if (!(detail::fabs_(x) < detail::kInf)) return x - x;
+  if (x == 0.0f) return x;
+  int32_t q;
+  const double r = detail::trig_reduce_any(x, q);
+  const double z = r * r;
+  const double s = detail::sin_kernel(r, z), c = detail::cos_kernel(z);
+  return static_cast<float>((q & 1) ? -c / s : s / c);
 }
 
 }  // namespace EMBER_ISA_NS
