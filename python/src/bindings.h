@@ -57,6 +57,7 @@ void init_transforms(py::module_& m);
 void init_random(py::module_& m);
 void init_fft(py::module_& m);
 void init_linalg(py::module_& m);
+void init_fast(py::module_& m);
 void init_trees(py::module_& m);
 
 }  // namespace ember::py_bind

@@ -2279,6 +2279,93 @@ Args:
 Returns:
     array: the output, shape ``(N, D_out, H_out, W_out, C_out)``.
 )doc"},
+    // ---- fast ----
+    {{"fast"}, R"doc(Fused kernels: normalisations, rotary embeddings and attention.
+
+Each function is one fused node with its own multithreaded kernel; the
+results equal the composition of ordinary ops within rounding, and all of
+them support grad, jvp and vmap.
+)doc"},
+    {{"fast.rms_norm"}, R"doc(Root-mean-square normalisation over the last axis.
+
+Computes ``x / sqrt(mean(x ** 2, axis=-1) + eps) * weight``, in float32 for
+float16 and bfloat16 inputs. The output dtype promotes ``x`` and ``weight``.
+
+Args:
+    x (array): input with at least one dimension.
+    weight (array, optional): scale of shape ``(x.shape[-1],)``, or None for
+        no scale.
+    eps (float): added to the mean square for numerical stability.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the normalised array, shape of ``x``.
+
+Example:
+    >>> mx.fast.rms_norm(mx.array([[3.0, 4.0]]), None, 0.0)
+    array([[0.848528, 1.13137]], dtype=float32)
+)doc"},
+    {{"fast.layer_norm"}, R"doc(Layer normalisation over the last axis.
+
+Computes ``(x - mean) / sqrt(var + eps) * weight + bias`` with the mean and
+(biased) variance of the last axis, in float32 for half inputs. The output
+dtype promotes ``x`` and ``weight`` (the bias takes that dtype, as in MLX).
+
+Args:
+    x (array): input with at least one dimension.
+    weight (array, optional): scale of shape ``(x.shape[-1],)``, or None.
+    bias (array, optional): shift of shape ``(x.shape[-1],)``, or None.
+    eps (float): added to the variance for numerical stability.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the normalised array, shape of ``x``.
+)doc"},
+    {{"fast.rope"}, R"doc(Rotary position embedding.
+
+Row ``l`` of the second-to-last axis has position ``(offset + l) * scale``;
+feature pair ``i`` of the first ``dims`` features is rotated by the angle
+``position * base ** (-2 i / dims)``, or ``position / freqs[i]``. The pairs
+are ``(i, i + dims / 2)``, or ``(2 i, 2 i + 1)`` when ``traditional``; the
+features past ``dims`` pass through unchanged.
+
+Args:
+    a (array): input of shape ``(..., L, D)`` with at least 3 dimensions.
+    dims (int): the number of features to rotate (even, at most ``D``).
+    traditional (bool): rotate consecutive pairs instead of the two halves.
+    base (float, optional): base of the frequencies; exactly one of ``base``
+        and ``freqs`` is given.
+    scale (float): multiplies the positions.
+    offset (int or array): position of the first row: an integer, or an
+        integer array that is a scalar or has one entry per ``a.shape[0]``.
+    freqs (array, optional): the ``dims / 2`` wavelengths, instead of
+        ``base``. Default: None.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the rotated array, shape and dtype of ``a``.
+)doc"},
+    {{"fast.scaled_dot_product_attention"}, R"doc(Scaled dot-product attention.
+
+Computes ``softmax(scale * q @ k.T + mask) @ v`` per head without forming the
+whole score matrix: keys are taken a block at a time with a running
+(online) softmax. ``k`` and ``v`` may have fewer heads than ``q`` (grouped
+query attention): query head ``h`` uses key/value head ``h // (Hq // Hk)``.
+
+Args:
+    q (array): queries ``(B, Hq, L, D)``.
+    k (array): keys ``(B, Hk, S, D)``, ``Hq`` a multiple of ``Hk``.
+    v (array): values ``(B, Hk, S, Dv)``.
+    scale (float): multiplies the scores, usually ``1 / sqrt(D)``.
+    mask (str or array, optional): None; ``"causal"`` (query ``l`` sees the
+        keys ``j <= l + S - L``); a boolean array (keep where True); or an
+        array added to the scores. Arrays broadcast to ``(B, Hq, L, S)``.
+        Default: None.
+    sinks (array, optional): one logit per query head ``(Hq,)``, an extra
+        key without value that takes part in the softmax. Default: None.
+    force_fused (bool): accepted for MLX compatibility; the CPU kernel is
+        always fused. Default: False.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: ``(B, Hq, L, Dv)`` in the promoted dtype of ``q``, ``k``, ``v``.
+)doc"},
     // ---- linalg ----
     {{"linalg"}, R"doc(Linear algebra: norms, inverses, linear solves and matrix factorizations.
 

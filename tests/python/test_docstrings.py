@@ -31,7 +31,7 @@ import ember.utils as utils
 pytestmark = pytest.mark.ember_only
 
 MIN_LINES = 3
-SUBMODULES = ("linalg", "fft", "random", "metal", "cuda")
+SUBMODULES = ("linalg", "fft", "random", "metal", "cuda", "fast")
 
 BUILTIN_FUNCTION = type(len)
 

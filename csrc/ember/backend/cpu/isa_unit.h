@@ -64,6 +64,7 @@
 #include "ember/dtype.h"
 #include "ember/primitives/conv.h"
 #include "ember/primitives/elementwise.h"
+#include "ember/primitives/fast.h"
 #include "ember/primitives/fft.h"
 #include "ember/primitives/linalg.h"
 #include "ember/primitives/random.h"

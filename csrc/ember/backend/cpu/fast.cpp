@@ -1,0 +1,413 @@
+// Kernels of the fused primitives (primitives/fast.h): RMSNorm, LayerNorm,
+// RoPE and ScaledDotProductAttention, compiled once per ISA level.
+//
+// Half types compute in float32, float64 in float64. Sums over a row run in
+// 16 fixed lanes (then a fixed tree), so every level gives the same bits;
+// attention's products are per output lane in sequential order (no sum
+// across lanes), so the vector width does not change them either. The rows
+// (norms, rope) or the query blocks (attention) are spread over the pool.
+#include "ember/backend/cpu/isa_unit.h"
+#include "ember/backend/cpu/kernel_utils.h"
+#include "ember/backend/cpu/loops.h"
+#include "ember/backend/cpu/simd_math.h"
+#include "ember/backend/cpu/vec.h"
+
+namespace ember::cpu::EMBER_ISA_NS {
+namespace {
+
+// `a`'s elements in row-major order: its own data when dense, else a copy.
+template <class T>
+const T* dense(const array& a, std::vector<T>& scratch) {
+  if (a.row_contiguous()) return a.data<const T>();
+  scratch.resize(static_cast<size_t>(a.size()));
+  copy_to_dense(a, scratch.data());
+  return scratch.data();
+}
+
+// n values of x as C (a view when T is C, else converted into buf)
+template <class T, class C>
+const C* as_compute(const T* x, int64_t n, C* buf) {
+  if constexpr (std::is_same_v<T, C>) {
+    return x;
+  } else {
+    for (int64_t k = 0; k < n; ++k) buf[k] = convert<C>(x[k]);
+    return buf;
+  }
+}
+
+// sum over k of x[k] (Mode 0), x[k]^2 (1) or (x[k] - m)^2 (2) in 16 fixed
+// lanes, then a fixed tree, then the tail
+template <int Mode, class C>
+C lane_sum(const C* x, int64_t n, C m = C(0)) {
+  using V16 = VecN<C, 16>;
+  V16 acc = V16{};
+  int64_t k = 0;
+  for (; k + 16 <= n; k += 16) {
+    V16 v;
+    std::memcpy(&v, x + k, sizeof v);
+    if constexpr (Mode == 1) v = v * v;
+    if constexpr (Mode == 2) v = (v - m) * (v - m);
+    acc = acc + v;
+  }
+  C l[16];
+  std::memcpy(l, &acc, sizeof l);
+  for (int w = 8; w >= 1; w /= 2)
+    for (int i = 0; i < w; ++i) l[i] = l[i] + l[i + w];
+  C s = l[0];
+  for (; k < n; ++k) {
+    C v = x[k];
+    if constexpr (Mode == 1) v = v * v;
+    if constexpr (Mode == 2) v = (v - m) * (v - m);
+    s = s + v;
+  }
+  return s;
+}
+
+int64_t row_grain(int64_t n) { return std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(n, 1)); }
+
+// ---- RMSNorm, LayerNorm ---------------------------------------------------------
+
+template <class T>
+void norm_rows(const std::vector<array>& inputs, array& out, double eps, bool rms, bool has_w, bool has_b) {
+  using C = compute_t<T>;
+  const array& in = inputs[0];
+  const int64_t n = in.ndim() ? in.shape().back() : 1;
+  const int64_t rows = n ? in.size() / n : 0;
+  std::vector<T> xs, ws, bs;
+  const T* x = dense<T>(in, xs);
+  const T* w = has_w ? dense<T>(inputs[1], ws) : nullptr;
+  const T* bias = has_b ? dense<T>(inputs[has_w ? 2 : 1], bs) : nullptr;
+  T* o = out.data<T>();
+  std::vector<C> wc(w ? n : 0), bc(bias ? n : 0);
+  for (int64_t k = 0; k < static_cast<int64_t>(wc.size()); ++k) wc[k] = convert<C>(w[k]);
+  for (int64_t k = 0; k < static_cast<int64_t>(bc.size()); ++k) bc[k] = convert<C>(bias[k]);
+  const C ce = static_cast<C>(eps), cn = static_cast<C>(n);
+  parallel_for(rows, row_grain(n), [&](int64_t b, int64_t e) {
+    std::vector<C> buf(std::is_same_v<T, C> ? 0 : n);
+    for (int64_t r = b; r < e; ++r) {
+      const C* xr = as_compute<T, C>(x + r * n, n, buf.data());
+      T* orow = o + r * n;
+      if (rms) {
+        const C ss = lane_sum<1>(xr, n);
+        const C inv = C(1) / std::sqrt(ss / cn + ce);
+        if (w) {
+          for (int64_t k = 0; k < n; ++k) orow[k] = convert<T>(xr[k] * inv * wc[k]);
+        } else {
+          for (int64_t k = 0; k < n; ++k) orow[k] = convert<T>(xr[k] * inv);
+        }
+      } else {
+        const C mean = lane_sum<0>(xr, n) / cn;
+        const C var = lane_sum<2>(xr, n, mean) / cn;
+        const C inv = C(1) / std::sqrt(var + ce);
+        for (int64_t k = 0; k < n; ++k) {
+          C y = (xr[k] - mean) * inv;
+          if (w) y = y * wc[k];
+          if (bias) y = y + bc[k];
+          orow[k] = convert<T>(y);
+        }
+      }
+    }
+  });
+}
+
+// ---- RoPE -------------------------------------------------------------------------
+
+template <class T>
+void rope_rows(const RoPE& p, const std::vector<array>& inputs, array& out) {
+  using C = compute_t<T>;
+  const array& in = inputs[0];
+  const int nd = in.ndim();
+  const int64_t D = in.shape(nd - 1), L = in.shape(nd - 2), B0 = in.shape(0);
+  const int64_t rows = in.size() / D;
+  const int64_t h = p.dims() / 2;
+  std::vector<T> xs;
+  const T* x = dense<T>(in, xs);
+  std::vector<int64_t> offs_s;  // int64 (the op's cast), one or B0 values
+  const int64_t* offs = dense<int64_t>(inputs[1], offs_s);
+  std::vector<double> inv(static_cast<size_t>(h));
+  if (p.has_freqs()) {
+    std::vector<float> fs;
+    const float* f = dense<float>(inputs[2], fs);
+    for (int64_t i = 0; i < h; ++i) inv[i] = 1.0 / static_cast<double>(f[i]);
+  } else {
+    for (int64_t i = 0; i < h; ++i) inv[i] = std::pow(p.base(), -2.0 * static_cast<double>(i) / p.dims());
+  }
+  // cos/sin of every (offset, row position, pair)
+  const int64_t nb = inputs[1].size();
+  std::vector<C> cs(static_cast<size_t>(nb * L * h * 2));
+  parallel_for(nb * L, row_grain(h * 8), [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      const double pos = static_cast<double>(offs[t / L] + t % L) * p.scale();
+      C* c = cs.data() + t * h * 2;
+      for (int64_t i = 0; i < h; ++i) {
+        const double th = pos * inv[i];
+        c[i] = static_cast<C>(std::cos(th));
+        c[h + i] = static_cast<C>(std::sin(th));
+      }
+    }
+  });
+  T* o = out.data<T>();
+  const int64_t per_b = rows / B0;
+  const bool trad = p.traditional();
+  parallel_for(rows, row_grain(D), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const T* xr = x + r * D;
+      T* orow = o + r * D;
+      const int64_t tb = nb == 1 ? 0 : r / per_b;
+      const C* c = cs.data() + (tb * L + r % L) * h * 2;
+      const C* s = c + h;
+      const int64_t st = trad ? 2 : 1, sh = trad ? 1 : h;
+      for (int64_t i = 0; i < h; ++i) {
+        const C a = convert<C>(xr[i * st]), bb = convert<C>(xr[i * st + sh]);
+        orow[i * st] = convert<T>(a * c[i] - bb * s[i]);
+        orow[i * st + sh] = convert<T>(a * s[i] + bb * c[i]);
+      }
+      for (int64_t k = 2 * h; k < D; ++k) orow[k] = xr[k];
+    }
+  });
+}
+
+// ---- Scaled dot-product attention -------------------------------------------------
+// A task is one (batch, kv head, block of up to kBq query rows), the rows
+// being the (query head of the group, position) pairs that share the kv
+// head. Keys go kBk at a time: scores (rows x keys, from q scaled and k
+// transposed), mask, online softmax (running max and sum per row), then
+// acc += p v. Causal blocks past the last visible key are skipped.
+
+constexpr int64_t kBq = 32, kBk = 128;
+
+template <class T>
+void sdpa_rows(const ScaledDotProductAttention& p, const std::vector<array>& inputs, array& out) {
+  using C = compute_t<T>;
+  using V = typename Vec<C>::V;
+  constexpr int W = Vec<C>::W;
+  const array &q = inputs[0], &k = inputs[1], &v = inputs[2];
+  const int64_t B = q.shape(0), Hq = q.shape(1), L = q.shape(2), D = q.shape(3);
+  const int64_t Hk = k.shape(1), S = k.shape(2), Dv = v.shape(3);
+  const int64_t g = Hq / Hk, R = g * L, nblk = (R + kBq - 1) / kBq;
+  const int64_t Dp = (Dv + W - 1) / W * W;
+  using MK = ScaledDotProductAttention::MaskKind;
+  const MK mk = p.mask();
+  const array* mask = (mk == MK::Bool || mk == MK::Additive) ? &inputs[3] : nullptr;
+  std::vector<T> sinks_s;
+  const T* sinks = p.has_sinks() ? dense<T>(inputs[mask ? 4 : 3], sinks_s) : nullptr;
+  const T* qd = q.data<const T>();
+  const T* kd = k.data<const T>();
+  const T* vd = v.data<const T>();
+  const auto &qs = q.strides(), &ks = k.strides(), &vs = v.strides();
+  T* od = out.data<T>();  // dense (B, Hq, L, Dv)
+  const C cscale = static_cast<C>(p.scale());
+  const C masked = std::numeric_limits<C>::lowest();
+  struct State {
+    std::vector<C> Q, KT, Vb, Sc, acc, m, l;
+    std::vector<int64_t> hrow, lrow;
+  };
+  auto make = [&] {
+    State st;
+    st.Q.resize(kBq * D);
+    st.KT.assign(D * kBk, C(0));
+    st.Vb.assign(kBk * Dp, C(0));
+    st.Sc.resize(kBq * kBk);
+    st.acc.resize(kBq * Dp);
+    st.m.resize(kBq);
+    st.l.resize(kBq);
+    st.hrow.resize(kBq);
+    st.lrow.resize(kBq);
+    return st;
+  };
+  dynamic_for(B * Hk * nblk, make, [&](int64_t task, State& st) {
+    const int64_t blk = task % nblk, kh = (task / nblk) % Hk, b = task / (nblk * Hk);
+    const int64_t r0 = blk * kBq, nr = std::min(kBq, R - r0), nr4 = (nr + 3) / 4 * 4;
+    C* Q = st.Q.data();
+    int64_t lmax = 0;
+    for (int64_t i = 0; i < kBq; ++i) {
+      if (i < nr) {
+        const int64_t h = kh * g + (r0 + i) / L, l = (r0 + i) % L;
+        st.hrow[i] = h;
+        st.lrow[i] = l;
+        lmax = std::max(lmax, l);
+        const T* qr = qd + b * qs[0] + h * qs[1] + l * qs[2];
+        for (int64_t d = 0; d < D; ++d) Q[i * D + d] = convert<C>(qr[d * qs[3]]) * cscale;
+        st.m[i] = sinks ? convert<C>(sinks[h]) : -std::numeric_limits<C>::infinity();
+        st.l[i] = sinks ? C(1) : C(0);
+      } else if (i < nr4) {
+        for (int64_t d = 0; d < D; ++d) Q[i * D + d] = C(0);
+        st.m[i] = C(0);
+        st.l[i] = C(1);
+      }
+    }
+    std::fill(st.acc.begin(), st.acc.begin() + nr4 * Dp, C(0));
+    int64_t send = S;
+    if (mk == MK::Causal) send = std::min(S, std::max<int64_t>(0, lmax + S - L + 1));
+    for (int64_t j0 = 0; j0 < send; j0 += kBk) {
+      const int64_t nk = std::min(kBk, send - j0), nkp = (nk + W - 1) / W * W;
+      C* KT = st.KT.data();
+      C* Vb = st.Vb.data();
+      C* Sc = st.Sc.data();
+      for (int64_t j = 0; j < nk; ++j) {
+        const T* kr = kd + b * ks[0] + kh * ks[1] + (j0 + j) * ks[2];
+        for (int64_t d = 0; d < D; ++d) KT[d * kBk + j] = convert<C>(kr[d * ks[3]]);
+        const T* vr = vd + b * vs[0] + kh * vs[1] + (j0 + j) * vs[2];
+        for (int64_t e = 0; e < Dv; ++e) Vb[j * Dp + e] = convert<C>(vr[e * vs[3]]);
+      }
+      // scores: 4 rows x one vector of keys at a time, d in order
+      for (int64_t i = 0; i < nr4; i += 4) {
+        for (int64_t j = 0; j < nkp; j += W) {
+          V a0 = V{}, a1 = V{}, a2 = V{}, a3 = V{};
+          const C* q0 = Q + i * D;
+          for (int64_t d = 0; d < D; ++d) {
+            const V kv = vload<V>(KT + d * kBk + j);
+            a0 = a0 + splat<V>(q0[d]) * kv;
+            a1 = a1 + splat<V>(q0[D + d]) * kv;
+            a2 = a2 + splat<V>(q0[2 * D + d]) * kv;
+            a3 = a3 + splat<V>(q0[3 * D + d]) * kv;
+          }
+          vstore(Sc + i * kBk + j, a0);
+          vstore(Sc + (i + 1) * kBk + j, a1);
+          vstore(Sc + (i + 2) * kBk + j, a2);
+          vstore(Sc + (i + 3) * kBk + j, a3);
+        }
+      }
+      // mask, online softmax
+      for (int64_t i = 0; i < nr4; ++i) {
+        C* s = Sc + i * kBk;
+        if (i < nr) {
+          const int64_t h = st.hrow[i], l = st.lrow[i];
+          if (mk == MK::Causal) {
+            const int64_t last = l + S - L;  // keys <= last are visible
+            for (int64_t j = std::max<int64_t>(0, last + 1 - j0); j < nk; ++j) s[j] = masked;
+          } else if (mask) {
+            const auto& ms = mask->strides();
+            const int64_t base = b * ms[0] + h * ms[1] + l * ms[2];
+            if (mk == MK::Bool) {
+              const bool* mr = mask->data<const bool>() + base;
+              for (int64_t j = 0; j < nk; ++j)
+                if (!mr[(j0 + j) * ms[3]]) s[j] = masked;
+            } else {
+              const T* mr = mask->data<const T>() + base;
+              for (int64_t j = 0; j < nk; ++j) s[j] = s[j] + convert<C>(mr[(j0 + j) * ms[3]]);
+            }
+          }
+        }
+        C mb = st.m[i];
+        for (int64_t j = 0; j < nk; ++j) mb = std::max(mb, s[j]);
+        const C corr = std::exp(st.m[i] - mb);
+        C sum = C(0);
+        for (int64_t j = 0; j < nk; ++j) {
+          s[j] = simd::exp(s[j] - mb);
+          sum = sum + s[j];
+        }
+        st.l[i] = st.l[i] * corr + sum;
+        st.m[i] = mb;
+        if (corr != C(1)) {
+          C* a = st.acc.data() + i * Dp;
+          for (int64_t e = 0; e < Dp; ++e) a[e] = a[e] * corr;
+        }
+      }
+      // acc += p v: 4 rows x one vector of features, keys in order
+      for (int64_t i = 0; i < nr4; i += 4) {
+        for (int64_t e = 0; e < Dp; e += W) {
+          C* a = st.acc.data() + i * Dp + e;
+          V a0 = vload<V>(a), a1 = vload<V>(a + Dp), a2 = vload<V>(a + 2 * Dp), a3 = vload<V>(a + 3 * Dp);
+          const C* s0 = Sc + i * kBk;
+          for (int64_t j = 0; j < nk; ++j) {
+            const V vv = vload<V>(Vb + j * Dp + e);
+            a0 = a0 + splat<V>(s0[j]) * vv;
+            a1 = a1 + splat<V>(s0[kBk + j]) * vv;
+            a2 = a2 + splat<V>(s0[2 * kBk + j]) * vv;
+            a3 = a3 + splat<V>(s0[3 * kBk + j]) * vv;
+          }
+          vstore(a, a0);
+          vstore(a + Dp, a1);
+          vstore(a + 2 * Dp, a2);
+          vstore(a + 3 * Dp, a3);
+        }
+      }
+    }
+    for (int64_t i = 0; i < nr; ++i) {
+      const C inv = C(1) / st.l[i];
+      const C* a = st.acc.data() + i * Dp;
+      T* orow = od + ((b * Hq + st.hrow[i]) * L + st.lrow[i]) * Dv;
+      for (int64_t e = 0; e < Dv; ++e) orow[e] = convert<T>(a[e] * inv);
+    }
+  });
+}
+
+template <class F>
+void float_dispatch(const char* op, Dtype t, F&& f) {
+  dispatch_all(t, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (!is_float_v<T>) {
+      cpu::unsupported(op, t);
+    } else {
+      f(tag);
+    }
+  });
+}
+
+}  // namespace
+
+void fast_eval(const Primitive& prim, const std::vector<array>& inputs, std::vector<array>& outputs) {
+  array& out = outputs[0];
+  if (auto p = dynamic_cast<const RMSNorm*>(&prim)) {
+    out.alloc();
+    if (out.size() == 0) return;
+    float_dispatch("RMSNorm", out.dtype(), [&](auto tag) {
+      norm_rows<typename decltype(tag)::type>(inputs, out, p->eps(), true, p->has_weight(), false);
+    });
+  } else if (auto p = dynamic_cast<const LayerNorm*>(&prim)) {
+    out.alloc();
+    if (out.size() == 0) return;
+    float_dispatch("LayerNorm", out.dtype(), [&](auto tag) {
+      norm_rows<typename decltype(tag)::type>(inputs, out, p->eps(), false, p->has_weight(), p->has_bias());
+    });
+  } else if (auto p = dynamic_cast<const RoPE*>(&prim)) {
+    out.alloc();
+    if (out.size() == 0) return;
+    float_dispatch("RoPE", out.dtype(), [&](auto tag) { rope_rows<typename decltype(tag)::type>(*p, inputs, out); });
+  } else if (auto p = dynamic_cast<const ScaledDotProductAttention*>(&prim)) {
+    out.alloc();
+    if (out.size() == 0) return;
+    float_dispatch("ScaledDotProductAttention", out.dtype(),
+                   [&](auto tag) { sdpa_rows<typename decltype(tag)::type>(*p, inputs, out); });
+  }
+}
+
+}  // namespace ember::cpu::EMBER_ISA_NS
+
+#if EMBER_ISA_BASE_UNIT
+namespace ember {
+
+bool RMSNorm::is_equivalent(const Primitive& o) const {
+  auto p = dynamic_cast<const RMSNorm*>(&o);
+  return p && p->eps_ == eps_ && p->has_weight_ == has_weight_;
+}
+bool LayerNorm::is_equivalent(const Primitive& o) const {
+  auto p = dynamic_cast<const LayerNorm*>(&o);
+  return p && p->eps_ == eps_ && p->has_weight_ == has_weight_ && p->has_bias_ == has_bias_;
+}
+bool RoPE::is_equivalent(const Primitive& o) const {
+  auto p = dynamic_cast<const RoPE*>(&o);
+  return p && p->dims_ == dims_ && p->traditional_ == traditional_ && p->base_ == base_ && p->scale_ == scale_ &&
+         p->has_freqs_ == has_freqs_;
+}
+bool ScaledDotProductAttention::is_equivalent(const Primitive& o) const {
+  auto p = dynamic_cast<const ScaledDotProductAttention*>(&o);
+  return p && p->scale_ == scale_ && p->mask_ == mask_ && p->has_sinks_ == has_sinks_;
+}
+
+void RMSNorm::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  EMBER_ISA_CALL(fast_eval)(*this, inputs, outputs);
+}
+void LayerNorm::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  EMBER_ISA_CALL(fast_eval)(*this, inputs, outputs);
+}
+void RoPE::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  EMBER_ISA_CALL(fast_eval)(*this, inputs, outputs);
+}
+void ScaledDotProductAttention::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  EMBER_ISA_CALL(fast_eval)(*this, inputs, outputs);
+}
+
+}  // namespace ember
+#endif
