@@ -18,7 +18,8 @@
 // Functions (namespace ember::simd):
 //   float32: exp expm1 log log1p log2 log10 sin cos tan sinh cosh tanh
 //            sigmoid erf erfinv atan atan2 asin acos asinh acosh atanh;
-//            scalar: sin_far cos_far tan_far (any |x|, see trig_far)
+//            sin_near cos_near tan_near (|x| <= 6.5e6); scalar: sin_far
+//            cos_far tan_far (any |x|, see trig_far)
 //   float64: exp log tanh sigmoid sin cos erf (other float64 functions:
 //            call std::)
 //
@@ -284,7 +285,10 @@ EMBER_SIMD_INLINE float sqrt_pos(float x) {
 
 // ---------------------------------------------------------- sin/cos kernel
 // Reduce x by pi/2: returns r in ~[-pi/4, pi/4] and the quadrant q (low 2
-// bits meaningful).
+// bits meaningful). Bounded: |x| beyond kSinCosAccurateBound, where the
+// reduction is invalid, still gives |r| <= 0.8 (callers that redo those
+// lanes leave that out).
+template <bool Bounded>
 EMBER_SIMD_INLINE float trig_reduce(float x, int32_t& q) {
 #if EMBER_SIMD_FMA
   const float t = mad(x, k2OverPi, kShifter);
@@ -311,7 +315,7 @@ EMBER_SIMD_INLINE float trig_reduce(float x, int32_t& q) {
   float r = static_cast<float>(rd);
 #endif
   // Only reached with huge |x| (reduction invalid): keep the result bounded.
-  r = sel(mask(fabs_(r) > 0.8f), 0.5f, r);
+  if constexpr (Bounded) r = sel(mask(fabs_(r) > 0.8f), 0.5f, r);
   return r;
 }
 // sin(r) = r + r^3 S(r^2), |r| <= pi/4, rel. err 3.8e-9
@@ -437,24 +441,27 @@ EMBER_SIMD_INLINE float log1p(float x) {
   return r;
 }
 
-EMBER_SIMD_INLINE float sin(float x) {
-  using namespace detail;
+namespace detail {
+// sin, cos, tan; Guarded: also right (bounded, NaN for +-inf) beyond
+// kSinCosAccurateBound, else right for |x| <= kSinCosAccurateBound and NaN
+// only (the public *_near functions).
+template <bool Guarded>
+EMBER_SIMD_INLINE float sin_impl(float x) {
   int32_t q;
-  const float r = trig_reduce(x, q);
+  const float r = trig_reduce<Guarded>(x, q);
   const float r2 = r * r;
   const float s = sin_kernel(r, r2);
   const float c = cos_kernel(r2);
   float res = sel(mask((q & 1) != 0), c, s);
   res = as_f(as_u(res) ^ (static_cast<uint32_t>(q & 2) << 30));
   res = sel(mask(x == 0.0f), x, res);
-  res = sel(mask(fabs_(x) == kInf), kNaN, res);
+  if constexpr (Guarded) res = sel(mask(fabs_(x) == kInf), kNaN, res);
   return res;
 }
-
-EMBER_SIMD_INLINE float cos(float x) {
-  using namespace detail;
+template <bool Guarded>
+EMBER_SIMD_INLINE float cos_impl(float x) {
   int32_t q;
-  const float r = trig_reduce(x, q);
+  const float r = trig_reduce<Guarded>(x, q);
   const float r2 = r * r;
   const float s = sin_kernel(r, r2);
   const float c = cos_kernel(r2);
@@ -462,14 +469,13 @@ EMBER_SIMD_INLINE float cos(float x) {
   q = q + 1;
   float res = sel(mask((q & 1) != 0), c, s);
   res = as_f(as_u(res) ^ (static_cast<uint32_t>(q & 2) << 30));
-  res = sel(mask(fabs_(x) == kInf), kNaN, res);
+  if constexpr (Guarded) res = sel(mask(fabs_(x) == kInf), kNaN, res);
   return res;
 }
-
-EMBER_SIMD_INLINE float tan(float x) {
-  using namespace detail;
+template <bool Guarded>
+EMBER_SIMD_INLINE float tan_impl(float x) {
   int32_t q;
-  const float r = trig_reduce(x, q);
+  const float r = trig_reduce<Guarded>(x, q);
   const float z = r * r;
   // tan(r) = r + r^3 T(r^2), |r| <= pi/4, rel. err 1.3e-9
   float p = 0x1.1fb48cp-8f;
@@ -484,9 +490,20 @@ EMBER_SIMD_INLINE float tan(float x) {
   // odd quadrant: -1/t (one division, shared operands)
   float res = sel(odd, -1.0f, t) / sel(odd, t, 1.0f);
   res = sel(mask(x == 0.0f), x, res);
-  res = sel(mask(fabs_(x) == kInf), kNaN, res);
+  if constexpr (Guarded) res = sel(mask(fabs_(x) == kInf), kNaN, res);
   return res;
 }
+}  // namespace detail
+
+EMBER_SIMD_INLINE float sin(float x) { return detail::sin_impl<true>(x); }
+EMBER_SIMD_INLINE float cos(float x) { return detail::cos_impl<true>(x); }
+EMBER_SIMD_INLINE float tan(float x) { return detail::tan_impl<true>(x); }
+// The same for |x| <= kSinCosAccurateBound and NaN only, without the guards
+// of larger |x| (two selects fewer): for callers that redo the lanes where
+// trig_far(x) holds (infinities included) with sin_far & co.
+EMBER_SIMD_INLINE float sin_near(float x) { return detail::sin_impl<false>(x); }
+EMBER_SIMD_INLINE float cos_near(float x) { return detail::cos_impl<false>(x); }
+EMBER_SIMD_INLINE float tan_near(float x) { return detail::tan_impl<false>(x); }
 
 EMBER_SIMD_INLINE float tanh(float x) {
   using namespace detail;
