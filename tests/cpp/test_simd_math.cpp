@@ -154,10 +154,11 @@ VEC1(sin, simd::sin) STD1(sin, std::sin)
 VEC1(cos, simd::cos) STD1(cos, std::cos)
 VEC1(tan, simd::tan) STD1(tan, std::tan)
 // sin/cos/tan as the kernels compute them (backend/cpu/unary.cpp): the
-// vectorized function, lanes beyond its bound redone by the exact reduction
+// vectorized function without its guards (*_near), lanes beyond its bound
+// redone by the exact reduction
 #define FULL1(NAME)                                                          \
   NOINLINE void full_##NAME(const float* in, float* out, size_t n) {         \
-    for (size_t i = 0; i < n; ++i) out[i] = simd::NAME(in[i]);               \
+    for (size_t i = 0; i < n; ++i) out[i] = simd::NAME##_near(in[i]);        \
     for (size_t i = 0; i < n; ++i)                                           \
       if (simd::trig_far(in[i])) out[i] = simd::NAME##_far(in[i]);           \
   }

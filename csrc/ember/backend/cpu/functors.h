@@ -151,9 +151,9 @@ EMBER_FN(Square) {
 };
 // EXTRA: more members. sin/cos/tan: the float32 vector path (simd_math.h)
 // is accurate for |x| <= kSinCosAccurateBound only, so these functors also
-// give that bound (far_bound) and the exact value beyond it (far_value);
-// unary.cpp's loop redoes those lanes (half types are computed in float32
-// and covered too).
+// give that bound (far_bound), the vector path without its guards beyond it
+// (near_value) and the exact value beyond it (far_value); unary.cpp's loop
+// redoes those lanes (half types are computed in float32 and covered too).
 #define EMBER_FN_MATH(OP, FN, EXTRA)                    \
   EMBER_FN(OP) {                                        \
     template <class T, if_inexact<T> = 0>               \
@@ -165,6 +165,7 @@ EMBER_FN(Square) {
   };
 #define EMBER_FAR(FN)                                             \
   static float far_bound() { return simd::kSinCosAccurateBound; } \
+  static float near_value(float x) { return simd::FN##_near(x); } \
   static float far_value(float x) { return simd::FN##_far(x); }
 EMBER_FN_MATH(Exp, exp, )
 EMBER_FN_MATH(Log, log, )

@@ -18,7 +18,8 @@
 // Functions (namespace ember::simd):
 //   float32: exp expm1 log log1p log2 log10 sin cos tan sinh cosh tanh
 //            sigmoid erf erfinv atan atan2 asin acos asinh acosh atanh;
-//            scalar: sin_far cos_far tan_far (any |x|, see trig_far)
+//            sin_near cos_near tan_near (|x| <= 6.5e6); scalar: sin_far
+//            cos_far tan_far (any |x|, see trig_far)
 //   float64: exp log tanh sigmoid sin cos erf (other float64 functions:
 //            call std::)
 //
@@ -46,7 +47,9 @@
 // reduction is invalid and the result is meaningless but finite and in
 // [-1, 1] (tan: finite): callers redo those lanes (trig_far(x)) with
 // sin_far/cos_far/tan_far, a scalar exact (Payne-Hanek) reduction valid for
-// every float, within 1 ulp (every float checked; see the end of the file).
+// every float (see the end of the file): 0 ulp from the double libm result
+// rounded to float for every positive float (with FMA; beyond the bound
+// without), the negative ones mirror them.
 // float64 sin/cos: within 1 ulp in random tests up to
 // |x| = 1e14 with FMA (~1.6e6 without); beyond, finite and in [-1, 1].
 //
@@ -284,7 +287,10 @@ EMBER_SIMD_INLINE float sqrt_pos(float x) {
 
 // ---------------------------------------------------------- sin/cos kernel
 // Reduce x by pi/2: returns r in ~[-pi/4, pi/4] and the quadrant q (low 2
-// bits meaningful).
+// bits meaningful). Bounded: |x| beyond kSinCosAccurateBound, where the
+// reduction is invalid, still gives |r| <= 0.8 (callers that redo those
+// lanes leave that out).
+template <bool Bounded>
 EMBER_SIMD_INLINE float trig_reduce(float x, int32_t& q) {
 #if EMBER_SIMD_FMA
   const float t = mad(x, k2OverPi, kShifter);
@@ -311,7 +317,7 @@ EMBER_SIMD_INLINE float trig_reduce(float x, int32_t& q) {
   float r = static_cast<float>(rd);
 #endif
   // Only reached with huge |x| (reduction invalid): keep the result bounded.
-  r = sel(mask(fabs_(r) > 0.8f), 0.5f, r);
+  if constexpr (Bounded) r = sel(mask(fabs_(r) > 0.8f), 0.5f, r);
   return r;
 }
 // sin(r) = r + r^3 S(r^2), |r| <= pi/4, rel. err 3.8e-9
@@ -437,24 +443,27 @@ EMBER_SIMD_INLINE float log1p(float x) {
   return r;
 }
 
-EMBER_SIMD_INLINE float sin(float x) {
-  using namespace detail;
+namespace detail {
+// sin, cos, tan; Guarded: also right (bounded, NaN for +-inf) beyond
+// kSinCosAccurateBound, else right for |x| <= kSinCosAccurateBound and NaN
+// only (the public *_near functions).
+template <bool Guarded>
+EMBER_SIMD_INLINE float sin_impl(float x) {
   int32_t q;
-  const float r = trig_reduce(x, q);
+  const float r = trig_reduce<Guarded>(x, q);
   const float r2 = r * r;
   const float s = sin_kernel(r, r2);
   const float c = cos_kernel(r2);
   float res = sel(mask((q & 1) != 0), c, s);
   res = as_f(as_u(res) ^ (static_cast<uint32_t>(q & 2) << 30));
   res = sel(mask(x == 0.0f), x, res);
-  res = sel(mask(fabs_(x) == kInf), kNaN, res);
+  if constexpr (Guarded) res = sel(mask(fabs_(x) == kInf), kNaN, res);
   return res;
 }
-
-EMBER_SIMD_INLINE float cos(float x) {
-  using namespace detail;
+template <bool Guarded>
+EMBER_SIMD_INLINE float cos_impl(float x) {
   int32_t q;
-  const float r = trig_reduce(x, q);
+  const float r = trig_reduce<Guarded>(x, q);
   const float r2 = r * r;
   const float s = sin_kernel(r, r2);
   const float c = cos_kernel(r2);
@@ -462,14 +471,13 @@ EMBER_SIMD_INLINE float cos(float x) {
   q = q + 1;
   float res = sel(mask((q & 1) != 0), c, s);
   res = as_f(as_u(res) ^ (static_cast<uint32_t>(q & 2) << 30));
-  res = sel(mask(fabs_(x) == kInf), kNaN, res);
+  if constexpr (Guarded) res = sel(mask(fabs_(x) == kInf), kNaN, res);
   return res;
 }
-
-EMBER_SIMD_INLINE float tan(float x) {
-  using namespace detail;
+template <bool Guarded>
+EMBER_SIMD_INLINE float tan_impl(float x) {
   int32_t q;
-  const float r = trig_reduce(x, q);
+  const float r = trig_reduce<Guarded>(x, q);
   const float z = r * r;
   // tan(r) = r + r^3 T(r^2), |r| <= pi/4, rel. err 1.3e-9
   float p = 0x1.1fb48cp-8f;
@@ -484,9 +492,20 @@ EMBER_SIMD_INLINE float tan(float x) {
   // odd quadrant: -1/t (one division, shared operands)
   float res = sel(odd, -1.0f, t) / sel(odd, t, 1.0f);
   res = sel(mask(x == 0.0f), x, res);
-  res = sel(mask(fabs_(x) == kInf), kNaN, res);
+  if constexpr (Guarded) res = sel(mask(fabs_(x) == kInf), kNaN, res);
   return res;
 }
+}  // namespace detail
+
+EMBER_SIMD_INLINE float sin(float x) { return detail::sin_impl<true>(x); }
+EMBER_SIMD_INLINE float cos(float x) { return detail::cos_impl<true>(x); }
+EMBER_SIMD_INLINE float tan(float x) { return detail::tan_impl<true>(x); }
+// The same for |x| <= kSinCosAccurateBound and NaN only, without the guards
+// of larger |x| (two selects fewer): for callers that redo the lanes where
+// trig_far(x) holds (infinities included) with sin_far & co.
+EMBER_SIMD_INLINE float sin_near(float x) { return detail::sin_impl<false>(x); }
+EMBER_SIMD_INLINE float cos_near(float x) { return detail::cos_impl<false>(x); }
+EMBER_SIMD_INLINE float tan_near(float x) { return detail::tan_impl<false>(x); }
 
 EMBER_SIMD_INLINE float tanh(float x) {
   using namespace detail;
@@ -1052,10 +1071,10 @@ constexpr uint32_t kTwoOverPiBits[10] = {
 // sum_j b_j 2^-j, x 2/pi mod 4 needs only the bits j >= k - 1 (every earlier
 // bit adds a multiple of 4): the 96 of them from j = k - 1 on give
 // P = M * F mod 2^96 = (x 2/pi mod 4) 2^94, short by less than
-// M 2^(k - (k + 94)) < 2^-70 quadrants from the bits left out. Float32's
-// nearest approach to a multiple of pi/2 leaves |f| well above 2^-40, so f
-// keeps at least 2^-30 relative accuracy here before rounding to double
-// (its 94 fraction bits are exact up to that tail).
+// M 2^(k - (k + 94)) < 2^-70 quadrants from the bits left out. A float's
+// nearest approach to a multiple of pi/2 leaves |f| >= 2^-29.86 (at
+// x = 0x1.f37c8ap+95; every float checked), so f keeps better than 2^-40
+// relative accuracy before it is rounded to double.
 inline double trig_reduce_far(float x, int32_t& q) {
   using u128 = unsigned __int128;
   const uint32_t u = as_u(x) & 0x7fffffffu;
