@@ -88,6 +88,15 @@ class MultiHeadAttention(Module):
             raise ValueError(f"[MultiHeadAttention] The value dimensions should be divisible by the number "
                              f"of heads ({value_dims} % {self.num_heads}) != 0")
 
+    def _check_mask(self, mask, queries, keys):
+        if mask is None or isinstance(mask, str):
+            return
+        scores = (queries.shape[0], self.num_heads, queries.shape[1], keys.shape[1])
+        shape = tuple(mask.shape)
+        if len(shape) > 4 or any(m not in (1, s) for m, s in zip(shape[::-1], scores[::-1])):
+            raise ValueError(f"[MultiHeadAttention] The mask of shape {shape} does not broadcast to the "
+                             f"scores' shape (B, num_heads, L, S) = {scores}.")
+
     def _heads(self, x):
         """``(B, L, F)`` -> ``(B, num_heads, L, F / num_heads)``."""
         b, n, f = x.shape
@@ -108,6 +117,7 @@ class MultiHeadAttention(Module):
             array: ``(B, L, value_output_dims)``.
         """
         self._check(queries, keys, values)
+        self._check_mask(mask, queries, keys)
         q = self._heads(self.query_proj(queries))
         k = self._heads(self.key_proj(keys))
         v = self._heads(self.value_proj(values))
