@@ -732,26 +732,56 @@ def test_layer_activation(rng):
     close(layer(arr(x), None), np_encoder_layer(p, "", x, None, 2, True, act=np_gelu), **F32_TOL)
 
 
+@pytest.mark.parametrize("dtype,tol", DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("norm_first", [True, False])
-@ember_only  # float64 softmax and layer norm: see DTYPES
-def test_transformer_forward(norm_first, rng):
+def test_transformer_forward(norm_first, dtype, tol, rng):
     t = nn.Transformer(dims=8, num_heads=2, num_encoder_layers=2, num_decoder_layers=1, mlp_dims=16,
                        norm_first=norm_first)
     perturb_norms(t, rng)
-    t.set_dtype(mx.float64)
+    dt = as_dtype(t, dtype)
     p = params_np(t)
     src, tgt = rng.standard_normal((2, 6, 8)), rng.standard_normal((2, 4, 8))
     src_mask = rng.standard_normal((6, 6))
-    y = t(arr(src, mx.float64), arr(tgt, mx.float64), arr(src_mask, mx.float64),
-          nn.MultiHeadAttention.create_additive_causal_mask(4, mx.float64), None)
-    assert y.shape == (2, 4, 8) and y.dtype == mx.float64
+    y = t(arr(src, dt), arr(tgt, dt), arr(src_mask, dt), nn.MultiHeadAttention.create_additive_causal_mask(4, dt),
+          None)
+    assert y.shape == (2, 4, 8) and y.dtype == dt
     tgt_mask = np.where(np.arange(4)[:, None] < np.arange(4)[None, :], -np.inf, 0.0)
-    close(y, np_transformer(p, src, tgt, src_mask, tgt_mask, None, 2, 2, 1, norm_first), **F64_TOL)
+    close(y, np_transformer(p, src, tgt, src_mask, tgt_mask, None, 2, 2, 1, norm_first), **tol)
     # the stacks alone
-    mem = t.encoder(arr(src, mx.float64), None)
-    assert mem.shape == (2, 6, 8)
-    y2 = t.decoder(arr(tgt, mx.float64), mem, None, None)
-    close(y2, np_transformer(p, src, tgt, None, None, None, 2, 2, 1, norm_first), **F64_TOL)
+    mem = t.encoder(arr(src, dt), None)
+    assert mem.shape == (2, 6, 8) and mem.dtype == dt
+    y2 = t.decoder(arr(tgt, dt), mem, None, None)
+    close(y2, np_transformer(p, src, tgt, None, None, None, 2, 2, 1, norm_first), **tol)
+
+
+FLOAT64_LAYERS = {
+    "RNN": (lambda: nn.RNN(3, 4), lambda m, x: m(x), lambda p, x: np_rnn(x, p)),
+    "GRU": (lambda: nn.GRU(3, 4), lambda m, x: m(x), lambda p, x: np_gru(x, p)),
+    "LSTM": (lambda: nn.LSTM(3, 4), lambda m, x: m(x)[1], lambda p, x: np_lstm(x, p)[1]),
+    "MultiHeadAttention": (lambda: nn.MultiHeadAttention(3, 1, bias=True), lambda m, x: m(x, x, x, mask="causal"),
+                           lambda p, x: np_mha(p, "", x, x, x, 1, "causal")),
+    "TransformerEncoderLayer": (lambda: nn.TransformerEncoderLayer(3, 1), lambda m, x: m(x, None),
+                                lambda p, x: np_encoder_layer(p, "", x, None, 1, True)),
+    "RoPE": (lambda: nn.RoPE(2), lambda m, x: m(x[None], offset=1)[0],
+             lambda p, x: np_rope(x[None], 2, False, 10000.0, 1.0, 1)[0]),
+    "SinusoidalPositionalEncoding": (lambda: nn.SinusoidalPositionalEncoding(4), lambda m, x: m(x),
+                                     lambda p, x: np_sinusoidal(x, 4)),
+    "ALiBi": (lambda: nn.ALiBi(), lambda m, x: m(x[None]), lambda p, x: np_alibi(x[None])),
+}
+
+
+@pytest.mark.parametrize("name", list(FLOAT64_LAYERS))
+def test_float64_flows_through(name, rng):
+    """float64 parameters and inputs give float64 results (on MLX too, at
+    its float32-accurate exp: values only to 1e-6 here; DTYPES holds
+    Ember's float64 accuracy)."""
+    make, call, ref = FLOAT64_LAYERS[name]
+    layer = make()
+    layer.set_dtype(mx.float64)
+    x = rng.standard_normal((2, 5, 3))
+    y = call(layer, arr(x, mx.float64))
+    assert y.dtype == mx.float64
+    close(y, ref(params_np(layer), x), rtol=1e-6, atol=1e-6)
 
 
 def test_transformer_shapes():
