@@ -2280,7 +2280,7 @@ Returns:
     array: the output, shape ``(N, D_out, H_out, W_out, C_out)``.
 )doc"},
     // ---- fast ----
-    {{"fast"}, R"doc(Fused kernels: normalisations, rotary embeddings and attention.
+    {{"fast"}, R"doc(Fused kernels: normalisations, rotary embeddings, attention, cross entropy and the gated delta rule.
 
 Each function is one fused node with its own multithreaded kernel; the
 results equal the composition of ordinary ops within rounding, and all of
@@ -2365,6 +2365,49 @@ Args:
 )doc" EMBER_DOC_STREAM R"doc(
 Returns:
     array: ``(B, Hq, L, Dv)`` in the promoted dtype of ``q``, ``k``, ``v``.
+)doc"},
+    {{"fast.cross_entropy"}, R"doc(Cross entropy with class indices as targets.
+
+Computes ``logsumexp(logits, axis=-1) - take_along_axis(logits, targets)``
+in one pass over each row, accumulating in float32 (float64 for float64
+logits). Negative targets count from the end; a target outside
+``[-C, C)`` raises IndexError when the result is evaluated.
+
+Args:
+    logits (array): unnormalised scores ``(..., C)`` of a floating type.
+    targets (array): integer class indices of shape ``logits.shape[:-1]``.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the per-element loss, shape of ``targets``, float32 (float64 for
+    float64 logits).
+
+Example:
+    >>> mx.fast.cross_entropy(mx.array([[0.0, 0.0]]), mx.array([1]))
+    array([0.693147], dtype=float32)
+)doc"},
+    {{"fast.gated_delta_update"}, R"doc(The gated delta rule (Gated DeltaNet's recurrence).
+
+For each batch element and value head, with the state ``S`` of shape
+``(Dv, Dk)`` and key head ``h // (Hv // Hk)``, each time step computes
+``S = S * g_t``, ``S = S + beta_t * (v_t - S @ k_t) k_t^T`` and
+``y_t = S @ q_t``. A masked-out step leaves ``S`` unchanged and gives
+``y_t = 0``. The state is kept in float32 (float64 for float64 inputs).
+
+Args:
+    q (array): queries ``(B, T, Hk, Dk)``.
+    k (array): keys ``(B, T, Hk, Dk)``.
+    v (array): values ``(B, T, Hv, Dv)``, ``Hv`` a multiple of ``Hk``.
+    gamma (array): the decay ``(B, T, Hv)``, or ``(B, T, Hv, Dk)`` for a
+        decay per key feature.
+    beta (array): the update rates ``(B, T, Hv)``.
+    initial_state (array, optional): ``(B, Hv, Dv, Dk)``; zeros when None.
+        Default: None.
+    mask (array, optional): ``(B, T)``; steps where it is False (0) are
+        skipped. Default: None.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    list(array): ``[y, state]``: the outputs ``(B, T, Hv, Dv)`` in the dtype
+    of ``q`` and the final state ``(B, Hv, Dv, Dk)``.
 )doc"},
     // ---- linalg ----
     {{"linalg"}, R"doc(Linear algebra: norms, inverses, linear solves and matrix factorizations.

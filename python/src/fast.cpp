@@ -1,12 +1,12 @@
-// The `fast` submodule (ember/ops/fast.h): fused norms, rope and attention
-// with MLX's argument names.
+// The `fast` submodule (ember/ops/fast.h): fused norms, rope, attention,
+// cross entropy and the gated delta rule with MLX's argument names.
 #include "bindings.h"
 #include "ember/ops/fast.h"
 
 namespace ember::py_bind {
 
 void init_fast(py::module_& parent) {
-  auto m = parent.def_submodule("fast", "Fused kernels: RMS and layer norm, rotary embeddings, attention.");
+  auto m = parent.def_submodule("fast", "Fused kernels: RMS and layer norm, rotary embeddings, attention, cross entropy, gated delta rule.");
 
   m.def("rms_norm", [](const ArrayLike& x, const std::optional<ArrayLike>& weight, double eps, StreamOrDevice s) {
         return fast::rms_norm(x, opt(weight), eps, s);
@@ -40,6 +40,16 @@ void init_fast(py::module_& parent) {
         },
         "q"_a, "k"_a, "v"_a, py::kw_only(), "scale"_a, "mask"_a = py::none(), "sinks"_a = py::none(),
         "force_fused"_a = false, kStream, "Scaled dot-product attention.");
+  m.def("cross_entropy", [](const ArrayLike& logits, const ArrayLike& targets, StreamOrDevice s) {
+        return fast::cross_entropy(logits, targets, s);
+      }, "logits"_a, "targets"_a, py::kw_only(), kStream, "Cross entropy over class indices.");
+  m.def("gated_delta_update",
+        [](const ArrayLike& q, const ArrayLike& k, const ArrayLike& v, const ArrayLike& gamma, const ArrayLike& beta,
+           const std::optional<ArrayLike>& initial_state, const std::optional<ArrayLike>& mask, StreamOrDevice s) {
+          return fast::gated_delta_update(q, k, v, gamma, beta, opt(initial_state), opt(mask), s);
+        },
+        "q"_a, "k"_a, "v"_a, "gamma"_a, "beta"_a, "initial_state"_a = py::none(), "mask"_a = py::none(), kStream,
+        "The gated delta rule.");
 }
 
 }  // namespace ember::py_bind

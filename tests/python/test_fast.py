@@ -366,3 +366,259 @@ def test_sdpa_errors():
     raises(ValueError, f"{op} Received invalid shape for sinks (2)", lambda: S(q, k, v, sinks=mx.zeros((2,))))
     raises(ValueError, f"{op} Received unsupported type int32",
            lambda: S(q.astype(mx.int32), k.astype(mx.int32), v.astype(mx.int32)))
+
+
+# ---- cross_entropy ----------------------------------------------------------------
+
+def ce_ref(x, t):
+    m = x.max(-1, keepdims=True)
+    lse = (m + np.log(np.exp(x - m).sum(-1, keepdims=True)))[..., 0]
+    return lse - np.take_along_axis(x, t[..., None] % x.shape[-1], -1)[..., 0]
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("shape", [(10,), (4, 7), (2, 3, 33), (3, 5000)])
+def test_cross_entropy(dt, shape):
+    x = rnd(*shape) * 3
+    t = rng.integers(0, shape[-1], shape[:-1])
+    xm = arr(x, dt)
+    out = F.cross_entropy(xm, mx.array(t.astype(np.int32)))
+    assert out.dtype == mx.float32 and out.shape == shape[:-1]
+    # Ember accumulates in float32; MLX's CPU path reduces in the logits' dtype
+    close(out, ce_ref(back(xm), t), dt if IS_MLX else "float32", 20)
+
+
+def test_cross_entropy_targets_layouts_and_special_values():
+    x = rnd(6, 9)
+    t = rng.integers(0, 9, 6)
+    xm = mx.array(x.astype(np.float32))
+    for tdt in (np.int8, np.uint8, np.int64, np.uint32):
+        close(F.cross_entropy(xm, mx.array(t.astype(tdt))), ce_ref(x, t), "float32", 5)
+    # non-contiguous logits and targets: transposed, reversed, strided
+    xt = mx.array(x.T.copy().astype(np.float32)).T
+    close(F.cross_entropy(xt[::-1], mx.array(t)[::-1]), ce_ref(x[::-1], t[::-1]), "float32", 5)
+    close(F.cross_entropy(xm[::2, 1:], mx.array(t % 8)[::2]), ce_ref(x[::2, 1:], t[::2] % 8), "float32", 5)
+    # large logits stay finite; -inf logits elsewhere in the row are fine
+    big = np.array([[1000.0, 0.0, -1000.0]], np.float32)
+    close(F.cross_entropy(mx.array(big), mx.array([1])), np.array([1000.0]), "float32")
+    ninf = np.array([[0.0, -np.inf, 0.0]], np.float32)
+    close(F.cross_entropy(mx.array(ninf), mx.array([0])), np.array([np.log(2.0)]), "float32")
+    assert np.isnan(np.array(F.cross_entropy(mx.array([[0.0, np.nan]]), mx.array([0])))).all()
+    # 0-d targets for 1-d logits; empty rows
+    close(F.cross_entropy(mx.array(x[0].astype(np.float32)), mx.array(int(t[0]))), ce_ref(x[:1], t[:1])[0], "float32", 5)
+
+
+@ember_only
+def test_cross_entropy_float64_negative_targets_and_bounds():
+    x = rnd(5, 6)
+    t = np.array([0, -1, 3, -6, 5])
+    out = F.cross_entropy(mx.array(x, dtype=mx.float64), mx.array(t))
+    assert out.dtype == mx.float64  # MLX narrows float64 logits to float32
+    np.testing.assert_allclose(np.array(out), ce_ref(x, t), rtol=1e-12)
+    # no rows: an empty result (MLX raises from logsumexp)
+    assert F.cross_entropy(mx.zeros((0, 5)), mx.zeros((0,), dtype=mx.int32)).shape == (0,)
+    for bad in (6, -7):
+        with pytest.raises(IndexError, match=r"\[cross_entropy\] Target .* out of bounds for 6 classes"):
+            mx.eval(F.cross_entropy(mx.array(x), mx.array([0, 1, bad, 2, 3])))
+
+
+def test_cross_entropy_matches_op_composition():
+    x = mx.array(rnd(8, 50).astype(np.float32))
+    t = mx.array(rng.integers(0, 50, 8))
+    comp = mx.logsumexp(x, axis=-1) - mx.take_along_axis(x, t[:, None], axis=-1)[:, 0]
+    np.testing.assert_allclose(np.array(F.cross_entropy(x, t)), np.array(comp), rtol=1e-5, atol=1e-5)
+
+
+@ember_only
+def test_cross_entropy_grads():
+    x = rnd(4, 7)
+    t = rng.integers(-7, 7, 4)
+    check_grads(lambda x, t: F.cross_entropy(x, t), [x, t], order=2)
+    x3 = rnd(2, 3, 5)
+    check_grads(lambda x, t: F.cross_entropy(x, t), [x3, rng.integers(0, 5, (2, 3))])
+
+
+def test_cross_entropy_grad_float32():
+    x = rnd(3, 6).astype(np.float32)
+    t = rng.integers(0, 6, 3)
+    g = mx.grad(lambda x: F.cross_entropy(x, mx.array(t)).sum())(mx.array(x))
+    p = np.exp(x - x.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    np.testing.assert_allclose(np.array(g), p - np.eye(6)[t], rtol=1e-5, atol=1e-6)
+    gh = mx.grad(lambda x: F.cross_entropy(x, mx.array(t)).sum())(mx.array(x).astype(mx.bfloat16))
+    assert gh.dtype == mx.bfloat16
+
+
+def test_cross_entropy_vmap():
+    x = rnd(3, 4, 6)
+    t = rng.integers(0, 6, (3, 4))
+    check_vmap(lambda x, t: F.cross_entropy(x, t), [x, t], in_axes=(0, 0), rtol=1e-5, atol=1e-5)
+    check_vmap(lambda x, t: F.cross_entropy(x, t), [x, t[:, 0]], in_axes=(1, None), rtol=1e-5, atol=1e-5)
+    check_vmap(lambda x, t: F.cross_entropy(x, t), [x[0], t.T], in_axes=(None, 1), rtol=1e-5, atol=1e-5)
+
+
+def test_cross_entropy_errors():
+    x = mx.zeros((3, 5))
+    op = "[cross_entropy]"
+    raises(ValueError, f"{op} targets shape (2) does not match logits shape (3,5) with the last axis removed.",
+           lambda: F.cross_entropy(x, mx.array([0, 1])))
+    raises(ValueError, f"{op} Received unsupported logits type int32.",
+           lambda: F.cross_entropy(x.astype(mx.int32), mx.array([0, 1, 2])))
+    raises(ValueError, f"{op} targets must be integer class indices but got float32.",
+           lambda: F.cross_entropy(x, mx.array([0.0, 1.0, 2.0])))
+    raises(ValueError, f"{op} logits must have at least 1 dimension",
+           lambda: F.cross_entropy(mx.array(1.0), mx.array(0)))
+
+
+# ---- gated_delta_update -------------------------------------------------------------
+
+def gdn_ref(q, k, v, g, beta, s0=None, mask=None):
+    B, T, Hk, Dk = q.shape
+    Hv, Dv = v.shape[2], v.shape[3]
+    r = Hv // Hk
+    q, k = np.repeat(q, r, 2), np.repeat(k, r, 2)
+    s = np.zeros((B, Hv, Dv, Dk)) if s0 is None else s0.astype(np.float64)
+    ys = np.zeros((B, T, Hv, Dv))
+    for t in range(T):
+        gt = g[:, t, :, None, :] if g.ndim == 4 else g[:, t, :, None, None]
+        sn = s * gt
+        mem = (sn * k[:, t, :, None, :]).sum(-1)
+        sn = sn + k[:, t, :, None, :] * ((v[:, t] - mem) * beta[:, t, :, None])[..., None]
+        y = (sn * q[:, t, :, None, :]).sum(-1)
+        if mask is not None:
+            m = mask[:, t].astype(bool)
+            sn = np.where(m[:, None, None, None], sn, s)
+            y = np.where(m[:, None, None], y, 0.0)
+        s = sn
+        ys[:, t] = y
+    return ys, s
+
+
+def gdn_args(B=2, T=5, Hk=2, Hv=4, Dk=8, Dv=3, vector_gate=False):
+    q, k = rnd(B, T, Hk, Dk) * 0.5, rnd(B, T, Hk, Dk) * 0.5
+    v = rnd(B, T, Hv, Dv)
+    g = rng.uniform(0.5, 1.0, (B, T, Hv, Dk) if vector_gate else (B, T, Hv))
+    beta = rng.uniform(0.1, 0.9, (B, T, Hv))
+    s0 = rnd(B, Hv, Dv, Dk) * 0.3
+    return q, k, v, g, beta, s0
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("vector_gate", [False, True])
+@pytest.mark.parametrize("dims", [(2, 5, 2, 4, 8, 3), (1, 7, 1, 1, 33, 17), (3, 1, 2, 2, 4, 4)])
+def test_gated_delta_update(dt, vector_gate, dims):
+    B, T, Hk, Hv, Dk, Dv = dims
+    a = gdn_args(B, T, Hk, Hv, Dk, Dv, vector_gate)
+    am = [arr(x, dt) for x in a[:5]]
+    an = [back(x) for x in am]
+    y, s = F.gated_delta_update(*am)
+    assert y.dtype == getattr(mx, dt) and s.dtype == mx.float32
+    assert y.shape == (B, T, Hv, Dv) and s.shape == (B, Hv, Dv, Dk)
+    ry, rs = gdn_ref(*an)
+    close(y, ry, dt, 20)
+    np.testing.assert_allclose(back(s), rs, rtol=1e-4, atol=1e-4)
+    s0 = mx.array(a[5].astype(np.float32))
+    y, s = F.gated_delta_update(*am, initial_state=s0)
+    ry, rs = gdn_ref(*an, back(s0))
+    close(y, ry, dt, 20)
+    np.testing.assert_allclose(back(s), rs, rtol=1e-4, atol=1e-4)
+
+
+def test_gated_delta_update_mask_layouts_dtypes():
+    q, k, v, g, beta, s0 = gdn_args()
+    mask = np.array([[1, 1, 0, 1, 0], [0, 1, 1, 1, 1]], bool)
+    f = lambda x: mx.array(x.astype(np.float32))
+    y, s = F.gated_delta_update(f(q), f(k), f(v), f(g), f(beta), f(s0), mx.array(mask))
+    ry, rs = gdn_ref(q, k, v, g, beta, s0, mask)
+    np.testing.assert_allclose(np.array(y), ry, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(np.array(s), rs, rtol=1e-4, atol=1e-5)
+    assert (np.array(y)[0, 2] == 0).all()
+    # a float mask counts nonzero as kept
+    y2, _ = F.gated_delta_update(f(q), f(k), f(v), f(g), f(beta), f(s0), mx.array(mask.astype(np.float32)))
+    np.testing.assert_array_equal(np.array(y2), np.array(y))
+    # non-contiguous inputs: q and v built transposed, k reversed in time
+    qt = mx.array(np.ascontiguousarray(q.transpose(3, 2, 1, 0)).astype(np.float32)).transpose(3, 2, 1, 0)
+    kr = f(k[:, ::-1].copy())[:, ::-1]
+    vt = mx.array(np.ascontiguousarray(v.transpose(1, 0, 2, 3)).astype(np.float32)).transpose(1, 0, 2, 3)
+    y3, s3 = F.gated_delta_update(qt, kr, vt, f(g), f(beta), f(s0))
+    ry, rs = gdn_ref(q, k, v, g, beta, s0)
+    np.testing.assert_allclose(np.array(y3), ry, rtol=1e-4, atol=1e-5)
+    # half inputs with a float32 state: y in q's dtype, the state float32
+    h = lambda x: f(x).astype(mx.float16)
+    y4, s4 = F.gated_delta_update(h(q), h(k), h(v), h(g), h(beta), h(s0))
+    assert y4.dtype == mx.float16 and s4.dtype == mx.float32
+    y5, _ = F.gated_delta_update(f(q), f(k), h(v), f(g), f(beta))
+    assert y5.dtype == mx.float32
+
+
+def test_gated_delta_update_matches_op_composition():
+    q, k, v, g, beta, s0 = [mx.array(x.astype(np.float32)) for x in gdn_args(Hk=1, Hv=1)]
+    s = s0
+    ys = []
+    for t in range(q.shape[1]):
+        s = s * g[:, t, :, None, None]
+        kt = k[:, t, :, None, :]
+        d = (v[:, t] - (s * kt).sum(-1)) * beta[:, t, :, None]
+        s = s + kt * d[..., None]
+        ys.append((s * q[:, t, :, None, :]).sum(-1))
+    y, sf = F.gated_delta_update(q, k, v, g, beta, s0)
+    np.testing.assert_allclose(np.array(y), np.array(mx.stack(ys, 1)), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.array(sf), np.array(s), rtol=1e-5, atol=1e-5)
+
+
+@ember_only
+def test_gated_delta_update_float64_and_empty_time():
+    a = gdn_args()
+    y, s = F.gated_delta_update(*[mx.array(x, dtype=mx.float64) for x in a])
+    assert y.dtype == mx.float64 and s.dtype == mx.float64
+    ry, rs = gdn_ref(*a)
+    np.testing.assert_allclose(np.array(y), ry, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(np.array(s), rs, rtol=1e-12, atol=1e-12)
+    # T = 0: no steps, the state is the initial one (MLX raises from stack)
+    e = [x[:, :0] for x in a[:5]]
+    y, s = F.gated_delta_update(*[mx.array(x) for x in e], initial_state=mx.array(a[5].astype(np.float32)))
+    assert y.shape == (2, 0, 4, 3)
+    np.testing.assert_allclose(np.array(s), a[5].astype(np.float32))
+
+
+@ember_only
+def test_gated_delta_update_grads():
+    q, k, v, g, beta, s0 = gdn_args(B=1, T=3, Hk=1, Hv=2, Dk=3, Dv=2)
+    check_grads(lambda *x: F.gated_delta_update(*x), [q, k, v, g, beta, s0])
+    mask = np.array([[1, 0, 1]], bool)
+    check_grads(lambda q, k, v, g, b, s, m: F.gated_delta_update(q, k, v, g, b, s, m), [q, k, v, g, beta, s0, mask])
+    qv, kv, vv, gv, bv, sv = gdn_args(B=1, T=2, Hk=1, Hv=1, Dk=3, Dv=2, vector_gate=True)
+    check_grads(lambda *x: F.gated_delta_update(*x), [qv, kv, vv, gv, bv, sv])
+
+
+def test_gated_delta_update_vmap():
+    q, k, v, g, beta, s0 = gdn_args(B=2, T=3, Hk=1, Hv=2, Dk=4, Dv=3)
+    st = lambda x: np.stack([x, x * 0.5 + 0.1, -x])
+    fn = lambda *x: F.gated_delta_update(*x)
+    check_vmap(fn, [st(q), k, st(v), g, beta, s0], in_axes=(0, None, 0, None, None, None), rtol=1e-5, atol=1e-5)
+    check_vmap(fn, [q, k, v, g, st(beta).transpose(1, 0, 2, 3), st(s0)], in_axes=(None, None, None, None, 1, 0),
+               rtol=1e-5, atol=1e-5)
+
+
+@ember_only
+def test_gated_delta_update_rank_error():
+    q, k, v, g, beta, _ = [mx.array(x.astype(np.float32)) for x in gdn_args()]
+    # MLX raises IndexError ("SmallVector out of range") from inside
+    raises(ValueError, "[gated_delta_update] q, k and v must have 4 dimensions",
+           lambda: F.gated_delta_update(q[0], k[0], v[0], g, beta))
+
+
+def test_gated_delta_update_errors():
+    q, k, v, g, beta, s0 = [mx.array(x.astype(np.float32)) for x in gdn_args(Hk=2, Hv=4)]
+    op = "[gated_delta_update]"
+    G = F.gated_delta_update
+    raises(ValueError, f"{op} k of shape (2,5,2,7)", lambda: G(q, k[..., :7], v, g, beta))
+    raises(ValueError, f"{op} v of shape (2,4,4,3)", lambda: G(q, k, v[:, :4], g, beta))
+    raises(ValueError, f"{op} the value heads of v (2,5,3,3)", lambda: G(q, k, v[:, :, :3], g[..., :3], beta[..., :3]))
+    raises(ValueError, f"{op} g of shape (2,5,2) must have shape (2,5,4) or (2,5,4,8)",
+           lambda: G(q, k, v, g[..., :2], beta))
+    raises(ValueError, f"{op} beta of shape (2,5,4,1)", lambda: G(q, k, v, g, beta[..., None]))
+    raises(ValueError, f"{op} initial_state of shape (2,4,8,3) must have shape (2,4,3,8)",
+           lambda: G(q, k, v, g, beta, s0.transpose(0, 1, 3, 2)))
+    raises(ValueError, f"{op} mask of shape (2,4) must have shape (2,5)",
+           lambda: G(q, k, v, g, beta, mask=mx.ones((2, 4), dtype=mx.bool_)))

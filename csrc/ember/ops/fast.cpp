@@ -1,5 +1,6 @@
 // The mx.fast ops (ops/fast.h): MLX's argument checks and messages, the
-// output dtype, and one fused node each.
+// output dtype, and one fused node each (two outputs for the gated delta
+// rule).
 #include "ember/ops/fast.h"
 
 #include <sstream>
@@ -148,6 +149,62 @@ array scaled_dot_product_attention(const array& q, const array& k, const array& 
   }
   Shape out_shape{B, Hq, L, v.shape(3)};
   return make_node<P>(out_shape, t, std::move(in), to_stream(s), scale, kind, sinks.has_value());
+}
+
+array cross_entropy(const array& logits, const array& targets, const StreamOrDevice& s) {
+  const char* op = "cross_entropy";
+  if (logits.ndim() == 0)
+    fail(op, "logits must have at least 1 dimension but got input with 0 dimensions.");
+  if (!is_floating(logits.dtype())) fail(op, "Received unsupported logits type ", dtype_name(logits.dtype()), ".");
+  if (!is_integral(targets.dtype()))
+    fail(op, "targets must be integer class indices but got ", dtype_name(targets.dtype()), ".");
+  Shape rows(logits.shape().begin(), logits.shape().end() - 1);
+  if (targets.shape() != rows)
+    fail(op, "targets shape ", shp(targets.shape()), " does not match logits shape ", shp(logits.shape()),
+         " with the last axis removed.");
+  if (logits.shape(-1) == 0 && targets.size() > 0)
+    fail(op, "logits of shape ", shp(logits.shape()), " have no classes to take targets from.");
+  const Dtype out = logits.dtype() == Dtype::float64 ? Dtype::float64 : Dtype::float32;
+  return make_node<CrossEntropy>(rows, out, {logits, astype(targets, Dtype::int64, s)}, to_stream(s));
+}
+
+std::vector<array> gated_delta_update(const array& q, const array& k, const array& v, const array& g,
+                                      const array& beta, const std::optional<array>& initial_state,
+                                      const std::optional<array>& mask, const StreamOrDevice& s) {
+  const char* op = "gated_delta_update";
+  for (const array* x : {&q, &k, &v})
+    if (x->ndim() != 4)
+      fail(op, "q, k and v must have 4 dimensions (B, T, H, D) but got an input of shape ", shp(x->shape()), ".");
+  if (k.shape() != q.shape())
+    fail(op, "k of shape ", shp(k.shape()), " must have the shape of q ", shp(q.shape()), ".");
+  const int64_t B = q.shape(0), T = q.shape(1), Hk = q.shape(2), Dk = q.shape(3);
+  const int64_t Hv = v.shape(2), Dv = v.shape(3);
+  if (v.shape(0) != B || v.shape(1) != T)
+    fail(op, "v of shape ", shp(v.shape()), " must have the batch and time sizes of q ", shp(q.shape()), ".");
+  if (Hk == 0 || Hv % Hk != 0)
+    fail(op, "the value heads of v ", shp(v.shape()), " must be a multiple of the key heads of q ", shp(q.shape()),
+         ".");
+  const Shape gs{B, T, Hv}, gvs{B, T, Hv, Dk};
+  if (g.shape() != gs && g.shape() != gvs)
+    fail(op, "g of shape ", shp(g.shape()), " must have shape ", shp(gs), " or ", shp(gvs), ".");
+  if (beta.shape() != gs) fail(op, "beta of shape ", shp(beta.shape()), " must have shape ", shp(gs), ".");
+  const Shape ss{B, Hv, Dv, Dk};
+  if (initial_state && initial_state->shape() != ss)
+    fail(op, "initial_state of shape ", shp(initial_state->shape()), " must have shape ", shp(ss), ".");
+  if (mask && mask->shape() != Shape{B, T})
+    fail(op, "mask of shape ", shp(mask->shape()), " must have shape ", shp(Shape{B, T}), ".");
+  Dtype t = Dtype::float32;
+  for (const array* x : {&q, &k, &v, &g, &beta}) t = promote_types(t, x->dtype());
+  if (initial_state) t = promote_types(t, initial_state->dtype());
+  if (!is_floating(t)) fail(op, "Received unsupported type ", dtype_name(t), ".");
+  std::vector<array> in;
+  for (const array* x : {&q, &k, &v, &g, &beta}) in.push_back(astype(*x, t, s));
+  in.push_back(initial_state ? astype(*initial_state, t, s) : zeros(ss, t, s));
+  if (mask) in.push_back(astype(astype(*mask, Dtype::bool_, s), Dtype::uint8, s));
+  auto outs = make_nodes<GatedDeltaUpdate>({Shape{B, T, Hv, Dv}, ss}, {t, t}, std::move(in), to_stream(s),
+                                           g.ndim() == 4, mask.has_value());
+  const Dtype yt = is_floating(q.dtype()) ? q.dtype() : t;
+  return {astype(outs[0], yt, s), outs[1]};
 }
 
 }  // namespace ember::fast

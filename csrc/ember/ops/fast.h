@@ -30,6 +30,19 @@ array scaled_dot_product_attention(const array& q, const array& k, const array& 
                                    const std::optional<std::string>& mask_mode = {}, const std::optional<array>& mask = {},
                                    const std::optional<array>& sinks = {}, EMBER_S);
 
+// logsumexp(logits, -1) - logits[..., targets] for integer class indices
+// targets of logits' shape without the last axis; float32 (float64 for
+// float64 logits).
+array cross_entropy(const array& logits, const array& targets, EMBER_S);
+// The gated delta rule (primitives/fast.h: GatedDeltaUpdate) over q, k
+// (B, T, Hk, Dk), v (B, T, Hv, Dv), g (B, T, Hv) or (B, T, Hv, Dk), beta
+// (B, T, Hv); the state (B, Hv, Dv, Dk) starts at initial_state or zeros;
+// mask (B, T) skips steps. Returns {y (B, T, Hv, Dv) in q's dtype, the final
+// state in float32 or wider}.
+std::vector<array> gated_delta_update(const array& q, const array& k, const array& v, const array& g,
+                                      const array& beta, const std::optional<array>& initial_state = {},
+                                      const std::optional<array>& mask = {}, EMBER_S);
+
 #undef EMBER_S
 
 }  // namespace ember::fast

@@ -1,5 +1,6 @@
 // Transform rules of the fused primitives (primitives/fast.h; kernels in
-// backend/cpu/fast.cpp), written with ops. vmap moves or folds the batch
+// backend/cpu/fast.cpp), written with ops (the gated delta rule's vjp and jvp
+// differentiate its recurrence unrolled into ops). vmap moves or folds the batch
 // axis into the axes the primitive already loops over.
 #include "ember/primitives/fast.h"
 
@@ -427,6 +428,156 @@ std::pair<std::vector<array>, std::vector<int>> ScaledDotProductAttention::vmap(
   array y = fast::scaled_dot_product_attention(q, k, v, scale_, mode, mask, sinks, s);
   const int64_t B = y.shape(0) / N;
   return {{reshape(y, Shape{N, B, y.shape(1), y.shape(2), y.shape(3)}, s)}, {0}};
+}
+
+// ---- CrossEntropy: l = logsumexp(x) - x[t]; dl/dx = softmax(x) - onehot(t) --------
+
+namespace {
+// the class indices wrapped into [0, C), shaped (..., 1)
+array ce_index(const array& logits, const array& targets, Stream s) {
+  const int64_t C = logits.shape(-1);
+  array t = where(less(targets, array(int64_t(0), Dtype::int64), s), add(targets, array(C, Dtype::int64), s),
+                  targets, s);
+  return expand_dims(t, {-1}, s);
+}
+}  // namespace
+
+std::vector<array> CrossEntropy::vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
+                                     const std::vector<int>& argnums, const std::vector<array>& outputs) {
+  Stream s = stream();
+  const array& x = primals[0];
+  const Dtype ct = outputs[0].dtype();
+  std::vector<array> out;
+  for (int a : argnums) {
+    if (a != 0) {
+      out.push_back(zeros_like(primals[a]));
+      continue;
+    }
+    array p = softmax(astype(x, ct, s), kLast, false, s);
+    array classes = arange(0.0, static_cast<double>(x.shape(-1)), 1.0, Dtype::int64, s);
+    array hot = astype(equal(classes, ce_index(x, primals[1], s), s), ct, s);
+    array gx = multiply(expand_dims(cotangents[0], {-1}, s), subtract(p, hot, s), s);
+    out.push_back(astype(gx, x.dtype(), s));
+  }
+  return out;
+}
+
+std::vector<array> CrossEntropy::jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
+                                     const std::vector<int>& argnums, const std::vector<array>& outputs) {
+  Stream s = stream();
+  const Dtype ct = outputs[0].dtype();
+  if (pos_of(argnums, 0) < 0) return {zeros_like(outputs[0])};
+  const array& x = primals[0];
+  array tx = astype(tangents[pos_of(argnums, 0)], ct, s);
+  array p = softmax(astype(x, ct, s), kLast, false, s);
+  array picked = squeeze(take_along_axis(tx, ce_index(x, primals[1], s), -1, s), Axes{-1}, s);
+  return {subtract(sum(multiply(p, tx, s), kLast, false, s), picked, s)};
+}
+
+std::pair<std::vector<array>, std::vector<int>> CrossEntropy::vmap(const std::vector<array>& inputs,
+                                                                   const std::vector<int>& axes) {
+  Stream s = stream();
+  int64_t B = batch_size(inputs, axes, name());
+  return {{fast::cross_entropy(to_front(inputs[0], axes[0], B, s), to_front(inputs[1], axes[1], B, s), s)}, {0}};
+}
+
+// ---- GatedDeltaUpdate: the recurrence written with ops, one step per t -------------
+
+namespace {
+
+// {y, final state} of the rule for q, k, v, g, beta, state (all of one float
+// dtype) and the optional uint8 mask, unrolled over T
+std::vector<array> gated_delta_ops(const std::vector<array>& in, const std::optional<array>& mask, bool vg,
+                                   Stream s) {
+  array q = in[0], k = in[1];
+  const array &v = in[2], &g = in[3], &beta = in[4];
+  array S = in[5];
+  const int64_t B = q.shape(0), T = q.shape(1), Hk = q.shape(2), Hv = v.shape(2), Dv = v.shape(3);
+  if (Hv != Hk) {
+    q = repeat(q, Hv / Hk, 2, s);
+    k = repeat(k, Hv / Hk, 2, s);
+  }
+  std::optional<array> m;
+  if (mask) m = astype(*mask, Dtype::bool_, s);
+  auto at = [&](const array& a, int64_t t) {  // a[:, t]
+    Shape start(a.ndim(), 0), stop = a.shape(), step(a.ndim(), 1);
+    start[1] = t;
+    stop[1] = t + 1;
+    return squeeze(slice(a, start, stop, step, s), Axes{1}, s);
+  };
+  std::vector<array> ys;
+  for (int64_t t = 0; t < T; ++t) {
+    array gt = at(g, t);
+    gt = vg ? expand_dims(gt, {2}, s) : reshape(gt, Shape{B, Hv, 1, 1}, s);
+    array k4 = expand_dims(at(k, t), {2}, s);  // (B, Hv, 1, Dk)
+    array Sn = multiply(S, gt, s);
+    array mem = sum(multiply(Sn, k4, s), kLast, false, s);  // (B, Hv, Dv)
+    array d = multiply(subtract(at(v, t), mem, s), expand_dims(at(beta, t), {-1}, s), s);
+    Sn = add(Sn, multiply(k4, expand_dims(d, {-1}, s), s), s);
+    array yt = sum(multiply(Sn, expand_dims(at(q, t), {2}, s), s), kLast, false, s);
+    if (m) {
+      array mt = at(*m, t);
+      Sn = where(reshape(mt, Shape{B, 1, 1, 1}, s), Sn, S, s);
+      yt = where(reshape(mt, Shape{B, 1, 1}, s), yt, zeros_like(yt, {}, s), s);
+    }
+    S = Sn;
+    ys.push_back(yt);
+  }
+  array y = T ? stack(ys, 1, s) : zeros(Shape{B, 0, Hv, Dv}, v.dtype(), s);
+  return {y, S};
+}
+
+}  // namespace
+
+std::vector<array> GatedDeltaUpdate::vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
+                                         const std::vector<int>& argnums, const std::vector<array>&) {
+  Stream s = stream();
+  std::optional<array> mask;
+  if (has_mask_) mask = primals[6];
+  const bool vg = vector_gate_;
+  Fun f = [mask, vg, s](const std::vector<array>& x) { return gated_delta_ops(x, mask, vg, s); };
+  auto grads = ember::vjp(f, std::vector<array>(primals.begin(), primals.begin() + 6), cotangents).second;
+  std::vector<array> out;
+  for (int a : argnums) out.push_back(a < 6 ? grads[a] : zeros_like(primals[a]));
+  return out;
+}
+
+std::vector<array> GatedDeltaUpdate::jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
+                                         const std::vector<int>& argnums, const std::vector<array>&) {
+  Stream s = stream();
+  std::optional<array> mask;
+  if (has_mask_) mask = primals[6];
+  const bool vg = vector_gate_;
+  std::vector<array> x(primals.begin(), primals.begin() + 6), tx;
+  for (int i = 0; i < 6; ++i) {
+    const int k = pos_of(argnums, i);
+    tx.push_back(k >= 0 ? tangents[k] : zeros_like(x[i]));
+  }
+  Fun f = [mask, vg, s](const std::vector<array>& a) { return gated_delta_ops(a, mask, vg, s); };
+  return ember::jvp(f, x, tx).second;
+}
+
+std::pair<std::vector<array>, std::vector<int>> GatedDeltaUpdate::vmap(const std::vector<array>& inputs,
+                                                                       const std::vector<int>& axes) {
+  Stream s = stream();
+  const int64_t N = batch_size(inputs, axes, name());
+  auto fold = [&](size_t i) {  // (N, B, ...) -> (N B, ...)
+    array x = to_front(inputs[i], axes[i], N, s);
+    Shape sh(x.shape().begin() + 1, x.shape().end());
+    sh[0] *= N;
+    return reshape(x, sh, s);
+  };
+  std::optional<array> mask;
+  if (has_mask_) mask = fold(6);
+  auto r = fast::gated_delta_update(fold(0), fold(1), fold(2), fold(3), fold(4), fold(5), mask, s);
+  std::vector<array> out;
+  for (const array& y : r) {
+    Shape sh = y.shape();
+    sh[0] /= N;
+    sh.insert(sh.begin(), N);
+    out.push_back(reshape(y, sh, s));
+  }
+  return {out, {0, 0}};
 }
 
 }  // namespace ember

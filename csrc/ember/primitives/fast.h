@@ -1,7 +1,8 @@
 // The fused primitives behind `mx.fast` (ops/fast.h): RMS and layer
 // normalisation over the last axis, rotary position embeddings and scaled
-// dot-product attention. Each runs as one kernel (backend/cpu/fast.cpp);
-// their rules (primitives/fast.cpp) are written with ops.
+// dot-product attention, cross entropy over class indices and the gated
+// delta rule. Each runs as one kernel (backend/cpu/fast.cpp); their rules
+// (primitives/fast.cpp) are written with ops.
 #pragma once
 
 #include "ember/primitive.h"
@@ -91,6 +92,43 @@ class ScaledDotProductAttention final : public Primitive {
   double scale_;
   MaskKind mask_;
   bool has_sinks_;
+};
+
+// inputs: logits (..., C) of a float type, targets (...) int64 class indices
+// (negative ones count from the end). Output: logsumexp(logits, -1) -
+// logits[target] in float32 (float64 for float64 logits), accumulated in
+// float32 for half types. A target outside [-C, C) raises at eval.
+class CrossEntropy final : public Primitive {
+ public:
+  explicit CrossEntropy(Stream s) : Primitive(s) {}
+  const char* name() const override { return "CrossEntropy"; }
+  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+  EMBER_TRANSFORM_RULES
+  bool is_equivalent(const Primitive& o) const override;
+};
+
+// The gated delta rule, one recurrent step per time step t for each batch
+// element b and value head h (key head h / (Hv / Hk)):
+//   S = S * g_t;  S += beta_t (v_t - S k_t) k_t^T;  y_t = S q_t
+// with the state S (Dv, Dk). inputs: q, k (B, T, Hk, Dk), v (B, T, Hv, Dv),
+// g (B, T, Hv) or (B, T, Hv, Dk) (a gate per key feature when vector_gate),
+// beta (B, T, Hv), the initial state (B, Hv, Dv, Dk), then the mask (B, T)
+// (uint8 0/1; 0: the step leaves S as it is and y_t = 0) when has_mask; all
+// but the mask of the state's dtype. Outputs: y (B, T, Hv, Dv) of the state's
+// dtype (the op casts it) and the final state.
+class GatedDeltaUpdate final : public Primitive {
+ public:
+  GatedDeltaUpdate(Stream s, bool vector_gate, bool has_mask)
+      : Primitive(s), vector_gate_(vector_gate), has_mask_(has_mask) {}
+  const char* name() const override { return "GatedDeltaUpdate"; }
+  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+  EMBER_TRANSFORM_RULES
+  bool is_equivalent(const Primitive& o) const override;
+  bool vector_gate() const { return vector_gate_; }
+  bool has_mask() const { return has_mask_; }
+
+ private:
+  bool vector_gate_, has_mask_;
 };
 
 }  // namespace ember

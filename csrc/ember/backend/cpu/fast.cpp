@@ -1,11 +1,13 @@
 // Kernels of the fused primitives (primitives/fast.h): RMSNorm, LayerNorm,
-// RoPE and ScaledDotProductAttention, compiled once per ISA level.
+// RoPE, ScaledDotProductAttention, CrossEntropy and GatedDeltaUpdate,
+// compiled once per ISA level.
 //
 // Half types compute in float32, float64 in float64. Sums over a row run in
 // 16 fixed lanes (then a fixed tree), so every level gives the same bits;
 // attention's products are per output lane in sequential order (no sum
 // across lanes), so the vector width does not change them either. The rows
-// (norms, rope) or the query blocks (attention) are spread over the pool.
+// (norms, rope, cross entropy), the query blocks (attention) or the
+// (batch, head) pairs (gated delta rule) are spread over the pool.
 #include "ember/backend/cpu/isa_unit.h"
 #include "ember/backend/cpu/kernel_utils.h"
 #include "ember/backend/cpu/loops.h"
@@ -333,6 +335,132 @@ void sdpa_rows(const ScaledDotProductAttention& p, const std::vector<array>& inp
   });
 }
 
+// ---- CrossEntropy -------------------------------------------------------------------
+
+// sum over k of a[k] b[k] in 16 fixed lanes, then a fixed tree, then the tail
+template <class C>
+C lane_dot(const C* a, const C* b, int64_t n) {
+  using V16 = VecN<C, 16>;
+  V16 acc = V16{};
+  int64_t k = 0;
+  for (; k + 16 <= n; k += 16) {
+    V16 x, y;
+    std::memcpy(&x, a + k, sizeof x);
+    std::memcpy(&y, b + k, sizeof y);
+    acc = acc + x * y;
+  }
+  C l[16];
+  std::memcpy(l, &acc, sizeof l);
+  for (int w = 8; w >= 1; w /= 2)
+    for (int i = 0; i < w; ++i) l[i] = l[i] + l[i + w];
+  C r = l[0];
+  for (; k < n; ++k) r = r + a[k] * b[k];
+  return r;
+}
+
+template <class T>
+void cross_entropy_rows(const std::vector<array>& inputs, array& out) {
+  using C = compute_t<T>;
+  const array& lg = inputs[0];
+  const int64_t n = lg.shape().back();
+  const int64_t rows = out.size();
+  std::vector<T> xs;
+  std::vector<int64_t> ts;
+  const T* x = dense<T>(lg, xs);
+  const int64_t* tg = dense<int64_t>(inputs[1], ts);
+  for (int64_t r = 0; r < rows; ++r) {  // every target checked before any work
+    if (tg[r] < -n || tg[r] >= n)
+      throw std::out_of_range("[cross_entropy] Target " + std::to_string(tg[r]) + " at position " +
+                              std::to_string(r) + " is out of bounds for " + std::to_string(n) + " classes.");
+  }
+  C* o = out.data<C>();
+  constexpr int64_t kChunk = 1024;
+  parallel_for(rows, row_grain(n), [&](int64_t b, int64_t e) {
+    std::vector<C> buf(static_cast<size_t>(std::min(n, kChunk)));
+    for (int64_t r = b; r < e; ++r) {
+      const T* xr = x + r * n;
+      const int64_t t = tg[r] < 0 ? tg[r] + n : tg[r];
+      C m = -std::numeric_limits<C>::infinity();
+      bool nan = false;
+      for (int64_t k = 0; k < n; ++k) {
+        const C v = convert<C>(xr[k]);
+        nan = nan || v != v;
+        m = std::max(m, v);
+      }
+      C lse;
+      if (nan) {
+        lse = std::numeric_limits<C>::quiet_NaN();
+      } else if (std::isinf(m)) {
+        lse = m;  // every logit -inf, or one +inf
+      } else {
+        C sum = C(0);
+        for (int64_t k0 = 0; k0 < n; k0 += kChunk) {
+          const int64_t cnt = std::min(kChunk, n - k0);
+          for (int64_t k = 0; k < cnt; ++k) buf[k] = simd::exp(convert<C>(xr[k0 + k]) - m);
+          sum = sum + lane_sum<0>(buf.data(), cnt);
+        }
+        lse = m + std::log(sum);
+      }
+      o[r] = lse - convert<C>(xr[t]);
+    }
+  });
+}
+
+// ---- GatedDeltaUpdate ---------------------------------------------------------------
+
+template <class C>
+void gated_delta_rows(const GatedDeltaUpdate& p, const std::vector<array>& inputs, std::vector<array>& outputs) {
+  const array& qa = inputs[0];
+  const int64_t B = qa.shape(0), T = qa.shape(1), Hk = qa.shape(2), Dk = qa.shape(3);
+  const int64_t Hv = inputs[2].shape(2), Dv = inputs[2].shape(3);
+  std::vector<C> qs, ks, vs, gs, bs, ss;
+  std::vector<uint8_t> ms;
+  const C* q = dense<C>(inputs[0], qs);
+  const C* k = dense<C>(inputs[1], ks);
+  const C* v = dense<C>(inputs[2], vs);
+  const C* g = dense<C>(inputs[3], gs);
+  const C* be = dense<C>(inputs[4], bs);
+  const C* s0 = dense<C>(inputs[5], ss);
+  const uint8_t* mask = p.has_mask() ? dense<uint8_t>(inputs[6], ms) : nullptr;
+  C* y = outputs[0].data<C>();
+  C* st = outputs[1].data<C>();
+  const int64_t per = Dv * Dk, rep = Hv / Hk;
+  const bool vg = p.vector_gate();
+  parallel_for(B * Hv, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, T * per)), [&](int64_t u0,
+                                                                                                   int64_t u1) {
+    for (int64_t u = u0; u < u1; ++u) {
+      const int64_t b = u / Hv, h = u % Hv, hk = h / rep;
+      C* S = st + u * per;
+      std::copy(s0 + u * per, s0 + (u + 1) * per, S);
+      for (int64_t t = 0; t < T; ++t) {
+        const int64_t bt = b * T + t, vh = bt * Hv + h;
+        C* yt = y + vh * Dv;
+        if (mask && !mask[bt]) {
+          std::fill(yt, yt + Dv, C(0));
+          continue;
+        }
+        const C* qt = q + (bt * Hk + hk) * Dk;
+        const C* kt = k + (bt * Hk + hk) * Dk;
+        const C* vt = v + vh * Dv;
+        const C bet = be[vh];
+        for (int64_t d = 0; d < Dv; ++d) {
+          C* row = S + d * Dk;
+          if (vg) {
+            const C* gt = g + vh * Dk;
+            for (int64_t j = 0; j < Dk; ++j) row[j] = row[j] * gt[j];
+          } else {
+            const C gt = g[vh];
+            for (int64_t j = 0; j < Dk; ++j) row[j] = row[j] * gt;
+          }
+          const C delta = (vt[d] - lane_dot(row, kt, Dk)) * bet;
+          for (int64_t j = 0; j < Dk; ++j) row[j] = row[j] + kt[j] * delta;
+          yt[d] = lane_dot(row, qt, Dk);
+        }
+      }
+    }
+  });
+}
+
 template <class F>
 void float_dispatch(const char* op, Dtype t, F&& f) {
   dispatch_all(t, [&](auto tag) {
@@ -370,6 +498,22 @@ void fast_eval(const Primitive& prim, const std::vector<array>& inputs, std::vec
     if (out.size() == 0) return;
     float_dispatch("ScaledDotProductAttention", out.dtype(),
                    [&](auto tag) { sdpa_rows<typename decltype(tag)::type>(*p, inputs, out); });
+  } else if (dynamic_cast<const CrossEntropy*>(&prim)) {
+    out.alloc();
+    if (out.size() == 0) return;
+    float_dispatch("CrossEntropy", inputs[0].dtype(),
+                   [&](auto tag) { cross_entropy_rows<typename decltype(tag)::type>(inputs, out); });
+  } else if (auto p = dynamic_cast<const GatedDeltaUpdate*>(&prim)) {
+    out.alloc();
+    outputs[1].alloc();
+    if (outputs[1].size() == 0) return;
+    if (out.dtype() == Dtype::float64) {
+      gated_delta_rows<double>(*p, inputs, outputs);
+    } else if (out.dtype() == Dtype::float32) {
+      gated_delta_rows<float>(*p, inputs, outputs);
+    } else {
+      cpu::unsupported("GatedDeltaUpdate", out.dtype());
+    }
   }
 }
 
@@ -395,6 +539,11 @@ bool ScaledDotProductAttention::is_equivalent(const Primitive& o) const {
   auto p = dynamic_cast<const ScaledDotProductAttention*>(&o);
   return p && p->scale_ == scale_ && p->mask_ == mask_ && p->has_sinks_ == has_sinks_;
 }
+bool CrossEntropy::is_equivalent(const Primitive& o) const { return dynamic_cast<const CrossEntropy*>(&o); }
+bool GatedDeltaUpdate::is_equivalent(const Primitive& o) const {
+  auto p = dynamic_cast<const GatedDeltaUpdate*>(&o);
+  return p && p->vector_gate_ == vector_gate_ && p->has_mask_ == has_mask_;
+}
 
 void RMSNorm::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
   EMBER_ISA_CALL(fast_eval)(*this, inputs, outputs);
@@ -406,6 +555,12 @@ void RoPE::eval_cpu(const std::vector<array>& inputs, std::vector<array>& output
   EMBER_ISA_CALL(fast_eval)(*this, inputs, outputs);
 }
 void ScaledDotProductAttention::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  EMBER_ISA_CALL(fast_eval)(*this, inputs, outputs);
+}
+void CrossEntropy::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  EMBER_ISA_CALL(fast_eval)(*this, inputs, outputs);
+}
+void GatedDeltaUpdate::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
   EMBER_ISA_CALL(fast_eval)(*this, inputs, outputs);
 }
 

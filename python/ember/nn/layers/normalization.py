@@ -4,7 +4,6 @@ BatchNorm. Features are the last axis of the input (channels last)."""
 from typing import Tuple
 
 from ember import core as mx
-from ember.nn import _fast
 from ember.nn.layers.base import Module
 
 
@@ -41,7 +40,7 @@ class LayerNorm(Module):
     def __call__(self, x):
         if "weight" in self:
             _check_features("LayerNorm", x, self.dims)
-        return _fast.layer_norm(x, self.get("weight"), self.get("bias"), self.eps)
+        return mx.fast.layer_norm(x, self.get("weight"), self.get("bias"), self.eps)
 
 
 class RMSNorm(Module):
@@ -64,7 +63,7 @@ class RMSNorm(Module):
 
     def __call__(self, x):
         _check_features("RMSNorm", x, self.weight.shape[0])
-        return _fast.rms_norm(x, self["weight"], self.eps)
+        return mx.fast.rms_norm(x, self["weight"], self.eps)
 
 
 class GroupNorm(Module):
@@ -103,7 +102,7 @@ class GroupNorm(Module):
         batch, *rest, dims = x.shape
         size = dims // self.num_groups
         x = x.reshape(batch, -1, self.num_groups, size).transpose(0, 2, 1, 3).reshape(batch, self.num_groups, -1)
-        x = _fast.layer_norm(x, None, None, self.eps)
+        x = mx.fast.layer_norm(x, None, None, self.eps)
         x = x.reshape(batch, self.num_groups, -1, size).transpose(0, 2, 1, 3)
         return x.reshape(batch, *rest, dims)
 
