@@ -6,6 +6,7 @@ match a NumPy backward pass; LoRA must leave the base weights untouched.
 Skipped where scikit-learn, tqdm or matplotlib is missing (the ``examples``
 and ``test`` extras of pyproject.toml install them)."""
 
+import importlib
 import os
 import subprocess
 import sys
@@ -18,19 +19,40 @@ pytest.importorskip("sklearn")
 pytest.importorskip("tqdm")
 pytest.importorskip("matplotlib")
 
-import ember.core as mx  # noqa: E402
-import ember.nn as nn  # noqa: E402
-from ember.utils import tree_flatten  # noqa: E402
+from conftest import IS_MLX, ember_only, mx  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
-sys.path.insert(0, str(EXAMPLES))
+BACKEND_MODULES = {"ember": "mlx", "ember.core": "mlx.core", "ember.nn": "mlx.nn",
+                   "ember.optimizers": "mlx.optimizers", "ember.utils": "mlx.utils"}
 
-import char_transformer  # noqa: E402
-import digits_cnn  # noqa: E402
-import digits_mlp  # noqa: E402
-import lora  # noqa: E402
-import per_example_grads  # noqa: E402
+nn = importlib.import_module("mlx.nn" if IS_MLX else "ember.nn")
+tree_flatten = importlib.import_module("mlx.utils" if IS_MLX else "ember.utils").tree_flatten
+
+
+def _import_examples(names):
+    """The example modules. With EMBER_TEST_BACKEND=mlx their ``import
+    ember.core as mx`` & co. get MLX's modules (aliased in ``sys.modules``
+    only while they are imported), so the same tests check them on MLX."""
+    saved = {k: sys.modules.get(k) for k in BACKEND_MODULES}
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        if IS_MLX:
+            for k, v in BACKEND_MODULES.items():
+                sys.modules[k] = importlib.import_module(v)
+        return [importlib.import_module(n) for n in names]
+    finally:
+        sys.path.remove(str(EXAMPLES))
+        if IS_MLX:
+            for k, v in saved.items():
+                if v is None:
+                    sys.modules.pop(k, None)
+                else:
+                    sys.modules[k] = v
+
+
+char_transformer, digits_cnn, digits_mlp, lora, per_example_grads = _import_examples(
+    ["char_transformer", "digits_cnn", "digits_mlp", "lora", "per_example_grads"])
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -74,6 +96,7 @@ def test_digits_mlp_plot(tmp_path):
     assert data.startswith(PNG_MAGIC) and len(data) > 5000
 
 
+@ember_only  # the script in a fresh interpreter imports ember itself, not the backend under test
 def test_digits_mlp_command_line(tmp_path):
     """The script as the README runs it, shortened: exit status 0, the PNG
     written, the accuracy printed."""
