@@ -75,7 +75,7 @@ def clipped_mean(grads, clip):
     """
     leaves = [g for _, g in tree_flatten(grads)]
     n = leaves[0].shape[0]
-    norms = mx.sqrt(sum(mx.sum(g.reshape(n, -1) ** 2, axis=1) for g in leaves))
+    norms = mx.sqrt(sum(mx.sum(mx.square(g.reshape(n, -1)), axis=1) for g in leaves))
     scale = mx.minimum(1.0, clip / (norms + 1e-12))
     mean = tree_map(lambda g: mx.mean(g * scale.reshape((n,) + (1,) * (g.ndim - 1)), axis=0), grads)
     return mean, norms
