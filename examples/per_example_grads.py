@@ -103,18 +103,14 @@ def compare(model, x, y, repeats=3):
 
     g_vmap, t_vmap = best(vectorized)
     g_loop, t_loop = best(looped)
+    shapes = {name: tuple(p.shape) for name, p in tree_flatten(params)}
     diff = 0.0
     for (name, a), (_, b) in zip(tree_flatten(g_vmap), tree_flatten(g_loop)):
         a, b = np.array(a), np.array(b)
-        assert a.shape == b.shape == (x.shape[0],) + tuple(params_shape(params, name)), name
+        assert a.shape == b.shape == (x.shape[0],) + shapes[name], name
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6, err_msg=f"per-example gradient of {name}")
         diff = max(diff, float(np.max(np.abs(a - b))))
     return {"max_abs_diff": diff, "vmap_seconds": t_vmap, "loop_seconds": t_loop, "speedup": t_loop / t_vmap}
-
-
-def params_shape(params, name):
-    """The shape of the parameter at the dotted ``name``."""
-    return dict(tree_flatten(params))[name].shape
 
 
 def main(steps=400, hidden=128, batch_size=64, lr=2e-3, clip=1.0, noise=0.5, seed=0, progress=True):
