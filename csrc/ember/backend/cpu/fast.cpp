@@ -4,8 +4,10 @@
 //
 // Half types compute in float32, float64 in float64. Sums over a row run in
 // 16 fixed lanes (then a fixed tree), so every level gives the same bits;
-// attention's products are per output lane in sequential order (no sum
-// across lanes), so the vector width does not change them either. The rows
+// attention's products are fused multiply-adds per output lane in
+// sequential order (no sum across lanes), so the vector width does not
+// change them either: AVX2 and AVX-512 agree bit for bit, and the baseline
+// (no FMA, and its own exp) is within rounding of them. The rows
 // (norms, rope, cross entropy), the query blocks (attention) or the
 // (batch, head) pairs (gated delta rule) are spread over the pool.
 #include "ember/backend/cpu/isa_unit.h"
@@ -101,11 +103,14 @@ void norm_rows(const std::vector<array>& inputs, array& out, double eps, bool rm
         const C mean = lane_sum<0>(xr, n) / cn;
         const C var = lane_sum<2>(xr, n, mean) / cn;
         const C inv = C(1) / std::sqrt(var + ce);
-        for (int64_t k = 0; k < n; ++k) {
-          C y = (xr[k] - mean) * inv;
-          if (w) y = y * wc[k];
-          if (bias) y = y + bc[k];
-          orow[k] = convert<T>(y);
+        if (w && bias) {
+          for (int64_t k = 0; k < n; ++k) orow[k] = convert<T>((xr[k] - mean) * inv * wc[k] + bc[k]);
+        } else if (w) {
+          for (int64_t k = 0; k < n; ++k) orow[k] = convert<T>((xr[k] - mean) * inv * wc[k]);
+        } else if (bias) {
+          for (int64_t k = 0; k < n; ++k) orow[k] = convert<T>((xr[k] - mean) * inv + bc[k]);
+        } else {
+          for (int64_t k = 0; k < n; ++k) orow[k] = convert<T>((xr[k] - mean) * inv);
         }
       }
     }
@@ -177,6 +182,74 @@ void rope_rows(const RoPE& p, const std::vector<array>& inputs, array& out) {
 // acc += p v. Causal blocks past the last visible key are skipped.
 
 constexpr int64_t kBq = 32, kBk = 128;
+// rows of a register tile: 8 where the level has 32 vector registers
+// (AVX-512: 8 x 2 accumulators), 4 where it has 16
+#if EMBER_ISA_HAS_AVX512
+constexpr int kTr = 8;
+#else
+constexpr int kTr = 4;
+#endif
+
+// Sc[r][0:NV W] = sum over d of Q[r][d] KT[d][0:NV W] for the tile's R rows
+// (Q rows D apart, KT rows kBk apart, Sc rows kBk apart)
+template <int NV, int R, class C>
+void score_tile(const C* Q, int64_t D, const C* KT, C* Sc) {
+  using V = typename Vec<C>::V;
+  constexpr int W = Vec<C>::W;
+  V a[R][NV];
+  for (int r = 0; r < R; ++r)
+    for (int n = 0; n < NV; ++n) a[r][n] = V{};
+  for (int64_t d = 0; d < D; ++d) {
+    V kv[NV];
+    for (int n = 0; n < NV; ++n) kv[n] = vload<V>(KT + d * kBk + n * W);
+    for (int r = 0; r < R; ++r) {
+      const V qv = splat<V>(Q[r * D + d]);
+      for (int n = 0; n < NV; ++n) a[r][n] = vfma(qv, kv[n], a[r][n]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int n = 0; n < NV; ++n) vstore(Sc + r * kBk + n * W, a[r][n]);
+}
+
+// A[r][0:NV W] += sum over the nk keys j of P[r][j] Vb[j][0:NV W] (P rows
+// kBk apart, Vb and A rows Dp apart)
+template <int NV, int R, class C>
+void pv_tile(const C* P, int64_t nk, const C* Vb, int64_t Dp, C* A) {
+  using V = typename Vec<C>::V;
+  constexpr int W = Vec<C>::W;
+  V a[R][NV];
+  for (int r = 0; r < R; ++r)
+    for (int n = 0; n < NV; ++n) a[r][n] = vload<V>(A + r * Dp + n * W);
+  for (int64_t j = 0; j < nk; ++j) {
+    V vv[NV];
+    for (int n = 0; n < NV; ++n) vv[n] = vload<V>(Vb + j * Dp + n * W);
+    for (int r = 0; r < R; ++r) {
+      const V pr = splat<V>(P[r * kBk + j]);
+      for (int n = 0; n < NV; ++n) a[r][n] = vfma(pr, vv[n], a[r][n]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int n = 0; n < NV; ++n) vstore(A + r * Dp + n * W, a[r][n]);
+}
+
+// the largest of s[0:n] (NaNs skipped, as std::max skips them)
+template <class C, class V, int W>
+C row_max(const C* s, int64_t n) {
+  C m = std::numeric_limits<C>::lowest();
+  int64_t j = 0;
+  if (n >= W) {
+    V vm = vload<V>(s);
+    for (j = W; j + W <= n; j += W) {
+      const V x = vload<V>(s + j);
+      vm = x > vm ? x : vm;
+    }
+    C l[W];
+    std::memcpy(l, &vm, sizeof l);
+    for (int w = 0; w < W; ++w) m = std::max(m, l[w]);
+  }
+  for (; j < n; ++j) m = std::max(m, s[j]);
+  return m;
+}
 
 template <class T>
 void sdpa_rows(const ScaledDotProductAttention& p, const std::vector<array>& inputs, array& out) {
@@ -217,9 +290,33 @@ void sdpa_rows(const ScaledDotProductAttention& p, const std::vector<array>& inp
     st.lrow.resize(kBq);
     return st;
   };
+  // k transposed and v, a block of kBk keys at a time, in the compute type
+  auto pack = [&](int64_t b, int64_t kh, int64_t j0, int64_t nk, C* KT, C* Vb) {
+    for (int64_t j = 0; j < nk; ++j) {
+      const T* kr = kd + b * ks[0] + kh * ks[1] + (j0 + j) * ks[2];
+      for (int64_t d = 0; d < D; ++d) KT[d * kBk + j] = convert<C>(kr[d * ks[3]]);
+      const T* vr = vd + b * vs[0] + kh * vs[1] + (j0 + j) * vs[2];
+      for (int64_t e = 0; e < Dv; ++e) Vb[j * Dp + e] = convert<C>(vr[e * vs[3]]);
+    }
+  };
+  // several row blocks share a kv head: pack its keys and values once for
+  // all of them (B Hk S (D + Dp) values) instead of once per block
+  const int64_t nkb = (S + kBk - 1) / kBk;
+  const bool prepack = nblk > 1;
+  std::vector<C> KTall, Vall;
+  if (prepack) {
+    KTall.assign(static_cast<size_t>(B * Hk * nkb * D * kBk), C(0));
+    Vall.assign(static_cast<size_t>(B * Hk * nkb * kBk * Dp), C(0));
+    parallel_for(B * Hk * nkb, 1, [&](int64_t u0, int64_t u1) {
+      for (int64_t u = u0; u < u1; ++u) {
+        const int64_t jb = u % nkb, kh = (u / nkb) % Hk, b = u / (nkb * Hk);
+        pack(b, kh, jb * kBk, std::min(kBk, S - jb * kBk), KTall.data() + u * D * kBk, Vall.data() + u * kBk * Dp);
+      }
+    });
+  }
   dynamic_for(B * Hk * nblk, make, [&](int64_t task, State& st) {
     const int64_t blk = task % nblk, kh = (task / nblk) % Hk, b = task / (nblk * Hk);
-    const int64_t r0 = blk * kBq, nr = std::min(kBq, R - r0), nr4 = (nr + 3) / 4 * 4;
+    const int64_t r0 = blk * kBq, nr = std::min(kBq, R - r0), nrt = (nr + kTr - 1) / kTr * kTr;
     C* Q = st.Q.data();
     int64_t lmax = 0;
     for (int64_t i = 0; i < kBq; ++i) {
@@ -232,13 +329,13 @@ void sdpa_rows(const ScaledDotProductAttention& p, const std::vector<array>& inp
         for (int64_t d = 0; d < D; ++d) Q[i * D + d] = convert<C>(qr[d * qs[3]]) * cscale;
         st.m[i] = sinks ? convert<C>(sinks[h]) : -std::numeric_limits<C>::infinity();
         st.l[i] = sinks ? C(1) : C(0);
-      } else if (i < nr4) {
+      } else if (i < nrt) {
         for (int64_t d = 0; d < D; ++d) Q[i * D + d] = C(0);
         st.m[i] = C(0);
         st.l[i] = C(1);
       }
     }
-    std::fill(st.acc.begin(), st.acc.begin() + nr4 * Dp, C(0));
+    std::fill(st.acc.begin(), st.acc.begin() + nrt * Dp, C(0));
     int64_t send = S;
     if (mk == MK::Causal) send = std::min(S, std::max<int64_t>(0, lmax + S - L + 1));
     for (int64_t j0 = 0; j0 < send; j0 += kBk) {
@@ -246,32 +343,22 @@ void sdpa_rows(const ScaledDotProductAttention& p, const std::vector<array>& inp
       C* KT = st.KT.data();
       C* Vb = st.Vb.data();
       C* Sc = st.Sc.data();
-      for (int64_t j = 0; j < nk; ++j) {
-        const T* kr = kd + b * ks[0] + kh * ks[1] + (j0 + j) * ks[2];
-        for (int64_t d = 0; d < D; ++d) KT[d * kBk + j] = convert<C>(kr[d * ks[3]]);
-        const T* vr = vd + b * vs[0] + kh * vs[1] + (j0 + j) * vs[2];
-        for (int64_t e = 0; e < Dv; ++e) Vb[j * Dp + e] = convert<C>(vr[e * vs[3]]);
+      if (prepack) {
+        const int64_t u = (b * Hk + kh) * nkb + j0 / kBk;
+        KT = KTall.data() + u * D * kBk;
+        Vb = Vall.data() + u * kBk * Dp;
+      } else {
+        pack(b, kh, j0, nk, KT, Vb);
       }
-      // scores: 4 rows x one vector of keys at a time, d in order
-      for (int64_t i = 0; i < nr4; i += 4) {
-        for (int64_t j = 0; j < nkp; j += W) {
-          V a0 = V{}, a1 = V{}, a2 = V{}, a3 = V{};
-          const C* q0 = Q + i * D;
-          for (int64_t d = 0; d < D; ++d) {
-            const V kv = vload<V>(KT + d * kBk + j);
-            a0 = a0 + splat<V>(q0[d]) * kv;
-            a1 = a1 + splat<V>(q0[D + d]) * kv;
-            a2 = a2 + splat<V>(q0[2 * D + d]) * kv;
-            a3 = a3 + splat<V>(q0[3 * D + d]) * kv;
-          }
-          vstore(Sc + i * kBk + j, a0);
-          vstore(Sc + (i + 1) * kBk + j, a1);
-          vstore(Sc + (i + 2) * kBk + j, a2);
-          vstore(Sc + (i + 3) * kBk + j, a3);
-        }
+      // scores: kTr rows x 2 vectors of keys at a time (fused multiply-adds,
+      // d in order per lane), then one vector for an odd tail
+      for (int64_t i = 0; i < nrt; i += kTr) {
+        int64_t j = 0;
+        for (; j + 2 * W <= nkp; j += 2 * W) score_tile<2, kTr>(Q + i * D, D, KT + j, Sc + i * kBk + j);
+        for (; j < nkp; j += W) score_tile<1, kTr>(Q + i * D, D, KT + j, Sc + i * kBk + j);
       }
       // mask, online softmax
-      for (int64_t i = 0; i < nr4; ++i) {
+      for (int64_t i = 0; i < nrt; ++i) {
         C* s = Sc + i * kBk;
         if (i < nr) {
           const int64_t h = st.hrow[i], l = st.lrow[i];
@@ -291,14 +378,10 @@ void sdpa_rows(const ScaledDotProductAttention& p, const std::vector<array>& inp
             }
           }
         }
-        C mb = st.m[i];
-        for (int64_t j = 0; j < nk; ++j) mb = std::max(mb, s[j]);
+        const C mb = std::max(st.m[i], row_max<C, V, W>(s, nk));
         const C corr = std::exp(st.m[i] - mb);
-        C sum = C(0);
-        for (int64_t j = 0; j < nk; ++j) {
-          s[j] = simd::exp(s[j] - mb);
-          sum = sum + s[j];
-        }
+        for (int64_t j = 0; j < nk; ++j) s[j] = simd::exp(s[j] - mb);  // vectorised: no reduction in the loop
+        const C sum = lane_sum<0>(s, nk);
         st.l[i] = st.l[i] * corr + sum;
         st.m[i] = mb;
         if (corr != C(1)) {
@@ -306,24 +389,12 @@ void sdpa_rows(const ScaledDotProductAttention& p, const std::vector<array>& inp
           for (int64_t e = 0; e < Dp; ++e) a[e] = a[e] * corr;
         }
       }
-      // acc += p v: 4 rows x one vector of features, keys in order
-      for (int64_t i = 0; i < nr4; i += 4) {
-        for (int64_t e = 0; e < Dp; e += W) {
-          C* a = st.acc.data() + i * Dp + e;
-          V a0 = vload<V>(a), a1 = vload<V>(a + Dp), a2 = vload<V>(a + 2 * Dp), a3 = vload<V>(a + 3 * Dp);
-          const C* s0 = Sc + i * kBk;
-          for (int64_t j = 0; j < nk; ++j) {
-            const V vv = vload<V>(Vb + j * Dp + e);
-            a0 = a0 + splat<V>(s0[j]) * vv;
-            a1 = a1 + splat<V>(s0[kBk + j]) * vv;
-            a2 = a2 + splat<V>(s0[2 * kBk + j]) * vv;
-            a3 = a3 + splat<V>(s0[3 * kBk + j]) * vv;
-          }
-          vstore(a, a0);
-          vstore(a + Dp, a1);
-          vstore(a + 2 * Dp, a2);
-          vstore(a + 3 * Dp, a3);
-        }
+      // acc += p v: kTr rows x 2 vectors of features at a time, keys in order
+      for (int64_t i = 0; i < nrt; i += kTr) {
+        C* a = st.acc.data() + i * Dp;
+        int64_t e = 0;
+        for (; e + 2 * W <= Dp; e += 2 * W) pv_tile<2, kTr>(Sc + i * kBk, nk, Vb + e, Dp, a + e);
+        for (; e < Dp; e += W) pv_tile<1, kTr>(Sc + i * kBk, nk, Vb + e, Dp, a + e);
       }
     }
     for (int64_t i = 0; i < nr; ++i) {
