@@ -31,12 +31,10 @@ using BinaryFn = array (*)(const array&, const array&, const StreamOrDevice&);
   throw std::invalid_argument(msg);
 }
 
+// `extension`: a reflected operator MLX lacks (a list @ array, True & array),
+// Ember's own, where a list or tuple on the left converts.
 py::object binop(const array& self, py::handle other, BinaryFn fn, const char* what, bool reflected = false,
-                 bool inplace = false) {
-  // the reflected operators MLX lacks (a list @ array, True & array) are
-  // Ember's own, and there a list or tuple on the left converts
-  bool extension = reflected && (fn == &matmul || fn == &bitwise_and || fn == &bitwise_xor || fn == &left_shift ||
-                                 fn == &right_shift);
+                 bool inplace = false, bool extension = false) {
   bool sequence = py::isinstance<py::list>(other) || py::isinstance<py::tuple>(other);
   if (!is_operand(other) && !(extension && sequence)) bad_operand(other, what, inplace);
   ArrayLike a(self), b = ArrayLike::from(other);
@@ -331,27 +329,28 @@ void init_array(py::module_& m) {
   // operators
 #define EMBER_BINOP(py_name, fn, what) \
   cls.def(py_name, [](const array& a, py::handle b) { return binop(a, b, &fn, what); });
-#define EMBER_RBINOP(py_name, fn, what) \
-  cls.def(py_name, [](const array& a, py::handle b) { return binop(a, b, &fn, what, true); });
+#define EMBER_RBINOP(py_name, fn, what, ext) \
+  cls.def(py_name, [](const array& a, py::handle b) { return binop(a, b, &fn, what, true, false, ext); });
 #define EMBER_IBINOP(py_name, fn, what) \
   cls.def(py_name, [](py::object a, py::handle b) { return ibinop(a, b, &fn, what); });
-#define EMBER_ALL_BINOPS(name, fn, what)       \
+// ext: the reflected form is one MLX lacks (binop's `extension`)
+#define EMBER_ALL_BINOPS(name, fn, what, ext)  \
   EMBER_BINOP("__" name "__", fn, what)        \
-  EMBER_RBINOP("__r" name "__", fn, what)      \
+  EMBER_RBINOP("__r" name "__", fn, what, ext) \
   EMBER_IBINOP("__i" name "__", fn, what)
-  EMBER_ALL_BINOPS("add", add, "addition")
-  EMBER_ALL_BINOPS("sub", subtract, "subtraction")
-  EMBER_ALL_BINOPS("mul", multiply, "multiplication")
-  EMBER_ALL_BINOPS("truediv", divide, "division")
-  EMBER_ALL_BINOPS("floordiv", floor_divide, "floor division")
-  EMBER_ALL_BINOPS("mod", remainder, "modulus")
-  EMBER_ALL_BINOPS("pow", power, "power")
-  EMBER_ALL_BINOPS("and", bitwise_and, "bitwise and")
-  EMBER_ALL_BINOPS("or", bitwise_or, "bitwise or")
-  EMBER_ALL_BINOPS("xor", bitwise_xor, "bitwise xor")
-  EMBER_ALL_BINOPS("lshift", left_shift, "left shift")
-  EMBER_ALL_BINOPS("rshift", right_shift, "right shift")
-  EMBER_ALL_BINOPS("matmul", matmul, "matrix multiplication")
+  EMBER_ALL_BINOPS("add", add, "addition", false)
+  EMBER_ALL_BINOPS("sub", subtract, "subtraction", false)
+  EMBER_ALL_BINOPS("mul", multiply, "multiplication", false)
+  EMBER_ALL_BINOPS("truediv", divide, "division", false)
+  EMBER_ALL_BINOPS("floordiv", floor_divide, "floor division", false)
+  EMBER_ALL_BINOPS("mod", remainder, "modulus", false)
+  EMBER_ALL_BINOPS("pow", power, "power", false)
+  EMBER_ALL_BINOPS("and", bitwise_and, "bitwise and", true)
+  EMBER_ALL_BINOPS("or", bitwise_or, "bitwise or", false)
+  EMBER_ALL_BINOPS("xor", bitwise_xor, "bitwise xor", true)
+  EMBER_ALL_BINOPS("lshift", left_shift, "left shift", true)
+  EMBER_ALL_BINOPS("rshift", right_shift, "right shift", true)
+  EMBER_ALL_BINOPS("matmul", matmul, "matrix multiplication", true)
 #undef EMBER_ALL_BINOPS
   // == and != with anything that is not an array or scalar compare unequal,
   // and None is a TypeError (as MLX)

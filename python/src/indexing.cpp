@@ -475,15 +475,17 @@ bool try_mask_assign(array& a, py::handle idx, const array& v) {
   ms.insert(ms.end(), rest.size(), 1);
   array val = astype(v, a.dtype());
   array mb = reshape(m, ms);
-  if (val.ndim() <= static_cast<int>(rest.size()) || (val.ndim() == static_cast<int>(rest.size()) + 1 && val.shape()[0] == 1)) {
-    if (val.ndim() == static_cast<int>(rest.size()) + 1) val = reshape(val, Shape(val.shape().begin() + 1, val.shape().end()));
-    Shape bs = rest;
+  auto broadcast_value = [&](const Shape& to) {
     try {
-      val = broadcast_to(val, bs);
+      return broadcast_to(val, to);
     } catch (const std::invalid_argument&) {
       throw std::invalid_argument("[setitem] Cannot broadcast the value of shape " + shape_str(v.shape()) +
                                   " to the masked positions of an array of shape " + shape_str(a.shape()) + ".");
     }
+  };
+  if (val.ndim() <= static_cast<int>(rest.size()) || (val.ndim() == static_cast<int>(rest.size()) + 1 && val.shape()[0] == 1)) {
+    if (val.ndim() == static_cast<int>(rest.size()) + 1) val = reshape(val, Shape(val.shape().begin() + 1, val.shape().end()));
+    val = broadcast_value(rest);
     a = where(mb, val, a);
     return true;
   }
@@ -494,12 +496,7 @@ bool try_mask_assign(array& a, py::handle idx, const array& v) {
   }
   Shape rows = rest;
   rows.insert(rows.begin(), val.shape()[0]);
-  try {
-    val = broadcast_to(val, rows);
-  } catch (const std::invalid_argument&) {
-    throw std::invalid_argument("[setitem] Cannot broadcast the value of shape " + shape_str(v.shape()) +
-                                " to the masked positions of an array of shape " + shape_str(a.shape()) + ".");
-  }
+  val = broadcast_value(rows);
   if (!m.is_tracer()) {
     array count = sum(astype(m, Dtype::int64));
     eval_nogil({count});
