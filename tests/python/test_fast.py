@@ -622,3 +622,26 @@ def test_gated_delta_update_errors():
            lambda: G(q, k, v, g, beta, s0.transpose(0, 1, 3, 2)))
     raises(ValueError, f"{op} mask of shape (2,4) must have shape (2,5)",
            lambda: G(q, k, v, g, beta, mask=mx.ones((2, 4), dtype=mx.bool_)))
+
+
+# ---- vmap over the per-head and per-pair parameters ---------------------------------
+
+def test_rope_vmap_over_freqs():
+    x = rnd(2, 4, 8)
+    fr = rng.uniform(1.0, 9.0, (3, 4))
+    f = lambda x, fr: F.rope(x, 8, traditional=False, base=None, scale=1.0, offset=1, freqs=fr)
+    check_vmap(f, [x, fr], in_axes=(None, 0), rtol=1e-5, atol=1e-5)
+    check_vmap(f, [np.stack([x, -x, 2 * x], 1), fr.T], in_axes=(1, 1), rtol=1e-5, atol=1e-5)
+
+
+def test_sdpa_vmap_over_sinks():
+    q, k, v = rnd(1, 4, 3, 4), rnd(1, 2, 5, 4), rnd(1, 2, 5, 3)
+    sinks = rnd(3, 4)
+    f = lambda q, k, v, sk: F.scaled_dot_product_attention(q, k, v, scale=0.5, sinks=sk)
+    check_vmap(f, [q, k, v, sinks], in_axes=(None, None, None, 0), rtol=1e-5, atol=1e-5)
+    qb = np.stack([q, 2 * q, -q])
+    fc = lambda q, k, v, sk: F.scaled_dot_product_attention(q, k, v, scale=0.5, mask="causal", sinks=sk)
+    check_vmap(fc, [qb, k, v, sinks.T], in_axes=(0, None, None, 1), rtol=1e-5, atol=1e-5)
+    m = rnd(3, 3, 5)
+    fm = lambda q, k, v, m, sk: F.scaled_dot_product_attention(q, k, v, scale=0.5, mask=m, sinks=sk)
+    check_vmap(fm, [qb, k, v, m, sinks], in_axes=(0, None, None, 0, 0), rtol=1e-5, atol=1e-5)

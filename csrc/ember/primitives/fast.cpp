@@ -267,7 +267,23 @@ std::pair<std::vector<array>, std::vector<int>> RoPE::vmap(const std::vector<arr
                                                            const std::vector<int>& axes) {
   Stream s = stream();
   int64_t B = batch_size(inputs, axes, name());
-  if (has_freqs_ && axes[2] >= 0) throw std::invalid_argument("[rope] vmap over freqs is not supported.");
+  if (has_freqs_ && axes[2] >= 0) {
+    // one set of frequencies per batch element: one node per element
+    array x = to_front(inputs[0], axes[0], B, s);
+    array o = to_front(inputs[1], axes[1], B, s);
+    array f = to_front(inputs[2], axes[2], B, s);
+    std::vector<array> ys;
+    for (int64_t n = 0; n < B; ++n) {
+      auto at = [&](const array& a) {
+        Shape start(a.ndim(), 0), stop = a.shape(), step(a.ndim(), 1);
+        start[0] = n;
+        stop[0] = n + 1;
+        return squeeze(slice(a, start, stop, step, s), Axes{0}, s);
+      };
+      ys.push_back(fast::rope(at(x), dims_, traditional_, std::nullopt, scale_, at(o), at(f), s));
+    }
+    return {{stack(ys, 0, s)}, {0}};
+  }
   std::optional<array> f;
   if (has_freqs_) f = inputs[2];
   std::optional<double> base;
@@ -410,8 +426,28 @@ std::pair<std::vector<array>, std::vector<int>> ScaledDotProductAttention::vmap(
   Stream s = stream();
   int64_t N = batch_size(inputs, axes, name());
   const int isink = has_sinks_ ? static_cast<int>(inputs.size()) - 1 : -1;
-  if (isink >= 0 && axes[isink] >= 0)
-    throw std::invalid_argument("[scaled_dot_product_attention] vmap over sinks is not supported.");
+  if (isink >= 0 && axes[isink] >= 0) {
+    // sinks per batch element: fold the batch into the heads instead,
+    // (N, B, H, ...) -> (B, N H, ...), so that query head n Hq + h keeps kv
+    // head n Hk + h / (Hq / Hk) and sink n Hq + h
+    auto fold_heads = [&](int i) {
+      array x = swapaxes(to_front(inputs[i], axes[i], N, s), 0, 1, s);
+      Shape sh(x.shape().begin() + 1, x.shape().end());
+      sh[0] = x.shape(0);
+      sh[1] *= N;
+      return reshape(x, sh, s);
+    };
+    array q = fold_heads(0), k = fold_heads(1), v = fold_heads(2);
+    std::optional<array> mask;
+    std::optional<std::string> mode;
+    if (mask_ == Causal) mode = "causal";
+    if (mask_ == Bool || mask_ == Additive) mask = fold_heads(3);
+    array sk = to_front(inputs[isink], axes[isink], N, s);
+    sk = reshape(sk, Shape{N * sk.shape(1)}, s);
+    array y = fast::scaled_dot_product_attention(q, k, v, scale_, mode, mask, sk, s);
+    const int64_t Hq = y.shape(1) / N;
+    return {{reshape(y, Shape{y.shape(0), N, Hq, y.shape(2), y.shape(3)}, s)}, {1}};
+  }
   // fold the batch into the batch axis: (N, B, ...) -> (N B, ...)
   auto fold = [&](int i) {
     array x = to_front(inputs[i], axes[i], N, s);
