@@ -47,6 +47,14 @@ class _AliasLoader(importlib.abc.Loader):
                 module.__spec__ = self._spec
             except AttributeError:  # pragma: no cover - read-only modules
                 pass
+        if not hasattr(module, "__path__"):
+            # an extension module's submodules (ember.core.fast, ...) are not
+            # found through a path but registered in sys.modules: register
+            # them under the mlx name too, as MLX does for mlx.core.fast
+            prefix = module.__name__ + "."
+            for name, sub in list(sys.modules.items()):
+                if name.startswith(prefix):
+                    sys.modules.setdefault(_PREFIX + name[len("ember"):], sub)
 
 
 class _PackageLoader(importlib.abc.Loader):
