@@ -112,6 +112,91 @@ CONFIGS = {
         num_attention_heads=_HEADS, num_key_value_heads=_KV, rms_norm_eps=1e-6, vocab_size=_VOCAB,
         max_position_embeddings=512, sliding_window=5, rope_theta=10000.0,
         layer_types=["sliding_attention", "full_attention"])),
+    # attention sinks, sliding window, MoE with GPT-OSS's SwiGLU
+    "gpt_oss": ("gpt_oss", dict(
+        model_type="gpt_oss", hidden_size=_H, num_hidden_layers=2, intermediate_size=_FF,
+        num_attention_heads=_HEADS, num_key_value_heads=_KV, vocab_size=_VOCAB, rms_norm_eps=1e-6,
+        num_local_experts=4, num_experts_per_tok=2, head_dim=_HD, sliding_window=5, rope_theta=10000,
+        layer_types=["sliding_attention", "full_attention"])),
+    # multi-head latent attention, grouped expert routing, a dense first layer
+    "deepseek_v3": ("deepseek_v3", dict(
+        model_type="deepseek_v3", hidden_size=_H, num_hidden_layers=2, intermediate_size=_FF,
+        num_attention_heads=_HEADS, num_key_value_heads=_HEADS, vocab_size=_VOCAB, rms_norm_eps=1e-6,
+        moe_intermediate_size=32, n_shared_experts=1, n_routed_experts=4, kv_lora_rank=16, q_lora_rank=24,
+        qk_rope_head_dim=8, v_head_dim=16, qk_nope_head_dim=16, n_group=2, topk_group=1,
+        num_experts_per_tok=2, first_k_dense_replace=1)),
+    "glm4": ("glm4", dict(
+        model_type="glm4", hidden_size=_H, num_hidden_layers=2, intermediate_size=_FF,
+        num_attention_heads=_HEADS, num_key_value_heads=_KV, vocab_size=_VOCAB, rms_norm_eps=1e-6,
+        attention_bias=True, head_dim=_HD, partial_rotary_factor=0.5, rope_theta=10000)),
+    # gated delta-rule linear attention (mx.fast.gated_delta_update path),
+    # a causal conv state (ArraysCache), MoE with a shared expert
+    "qwen3_next": ("qwen3_next", dict(
+        model_type="qwen3_next", hidden_size=_H, num_hidden_layers=2, intermediate_size=_FF,
+        num_attention_heads=_HEADS, num_key_value_heads=_KV, vocab_size=_VOCAB, rms_norm_eps=1e-6,
+        linear_num_value_heads=4, linear_num_key_heads=2, linear_key_head_dim=16, linear_value_head_dim=16,
+        linear_conv_kernel_dim=4, num_experts=4, num_experts_per_tok=2, decoder_sparse_step=1,
+        shared_expert_intermediate_size=32, mlp_only_layers=[], moe_intermediate_size=32, rope_theta=10000,
+        partial_rotary_factor=0.5, max_position_embeddings=512, head_dim=_HD, full_attention_interval=2)),
+    "ministral3": ("ministral3", dict(
+        model_type="ministral3", hidden_size=_H, num_hidden_layers=2, intermediate_size=_FF,
+        num_attention_heads=_HEADS, num_key_value_heads=_KV, vocab_size=_VOCAB, rms_norm_eps=1e-6,
+        head_dim=_HD, rope_parameters={"rope_theta": 10000.0, "rope_type": "default",
+                                       "llama_4_scaling_beta": 0.1, "original_max_position_embeddings": 8})),
+    "exaone4": ("exaone4", dict(
+        model_type="exaone4", hidden_size=_H, num_hidden_layers=2, intermediate_size=_FF,
+        num_attention_heads=_HEADS, num_key_value_heads=_KV, vocab_size=_VOCAB, rms_norm_eps=1e-6,
+        max_position_embeddings=512, rope_theta=10000.0, head_dim=_HD, tie_word_embeddings=True,
+        rope_scaling=None, sliding_window=5, sliding_window_pattern="LG")),
+    "ernie4_5": ("ernie4_5", dict(
+        model_type="ernie4_5", hidden_size=_H, num_hidden_layers=2, intermediate_size=_FF,
+        num_attention_heads=_HEADS, num_key_value_heads=_KV, vocab_size=_VOCAB, rms_norm_eps=1e-6,
+        max_position_embeddings=512, head_dim=_HD, rope_theta=10000.0, use_bias=False,
+        tie_word_embeddings=True)),
+    "hunyuan_v1_dense": ("hunyuan_v1_dense", dict(
+        model_type="hunyuan_v1_dense", hidden_size=_H, num_hidden_layers=2, intermediate_size=_FF,
+        num_attention_heads=_HEADS, num_key_value_heads=_KV, vocab_size=_VOCAB, rms_norm_eps=1e-6)),
+    "seed_oss": ("seed_oss", dict(
+        model_type="seed_oss", hidden_size=_H, num_hidden_layers=2, intermediate_size=_FF,
+        num_attention_heads=_HEADS, num_key_value_heads=_KV, vocab_size=_VOCAB, rms_norm_eps=1e-6,
+        head_dim=_HD, attention_bias=True)),
+    "nemotron": ("nemotron", dict(
+        model_type="nemotron", hidden_size=_H, num_hidden_layers=2, intermediate_size=_FF,
+        num_attention_heads=_HEADS, num_key_value_heads=_KV, vocab_size=_VOCAB, hidden_act="relu2",
+        norm_eps=1e-5)),
+    "minicpm": ("minicpm", dict(
+        model_type="minicpm", hidden_size=_H, num_hidden_layers=2, intermediate_size=_FF,
+        num_attention_heads=_HEADS, num_key_value_heads=_KV, vocab_size=_VOCAB, rms_norm_eps=1e-6,
+        dim_model_base=32, scale_depth=1.4, scale_emb=12)),
+    "gpt_bigcode": ("gpt_bigcode", dict(
+        model_type="gpt_bigcode", n_embd=_H, n_layer=2, n_inner=_FF, n_head=_HEADS, n_positions=64,
+        layer_norm_epsilon=1e-5, vocab_size=_VOCAB)),
+    "qwen2_moe": ("qwen2_moe", dict(
+        model_type="qwen2_moe", hidden_size=_H, num_hidden_layers=2, intermediate_size=_FF,
+        num_attention_heads=_HEADS, num_key_value_heads=_KV, vocab_size=_VOCAB, rms_norm_eps=1e-6,
+        num_experts_per_tok=2, num_experts=4, moe_intermediate_size=32, shared_expert_intermediate_size=48)),
+    "olmoe": ("olmoe", dict(
+        model_type="olmoe", hidden_size=_H, num_hidden_layers=2, intermediate_size=_FF,
+        num_attention_heads=_HEADS, num_key_value_heads=_KV, vocab_size=_VOCAB, rms_norm_eps=1e-6,
+        num_experts=4, num_experts_per_tok=2)),
+    "granitemoe": ("granitemoe", dict(
+        model_type="granitemoe", hidden_size=_H, num_hidden_layers=2, intermediate_size=_FF,
+        num_attention_heads=_HEADS, num_key_value_heads=_KV, vocab_size=_VOCAB, rms_norm_eps=1e-6,
+        logits_scaling=4.0, attention_multiplier=0.25, embedding_multiplier=6.0, residual_multiplier=0.5,
+        max_position_embeddings=512, attention_bias=False, rope_theta=10000.0, num_local_experts=4,
+        num_experts_per_tok=2)),
+    # xIELU activation, QK norm
+    "apertus": ("apertus", dict(
+        model_type="apertus", hidden_size=_H, num_hidden_layers=2, intermediate_size=_FF,
+        num_attention_heads=_HEADS, num_key_value_heads=_KV, vocab_size=_VOCAB, rms_norm_eps=1e-6,
+        mlp_bias=False, attention_bias=False, max_position_embeddings=512, rope_theta=10000.0,
+        post_norm=False, qk_norm=True, tie_word_embeddings=False)),
+    # a state-space model: selective scan with conv and SSM states (ArraysCache)
+    "mamba2": ("mamba2", dict(
+        model_type="mamba2", num_heads=4, head_dim=16, vocab_size=_VOCAB, hidden_size=_H,
+        intermediate_size=64, state_size=8, num_hidden_layers=2, layer_norm_epsilon=1e-5, conv_kernel=4,
+        n_groups=1, use_bias=False, use_conv_bias=True, tie_word_embeddings=True,
+        time_step_limit=(0.0, float("inf")), time_step_rank=8)),
 }
 
 

@@ -95,7 +95,7 @@ def test_cached_decode_equals_full_forward(arch):
     # prefill 7 tokens, then one at a time (mask None: the cache's offset)
     dec, cache = _decode(model, toks, [7, 1, 1, 1, 1, 1])
     np.testing.assert_allclose(np.array(dec), full, rtol=1e-4, atol=1e-4)
-    assert all(c.offset == 12 for c in cache)
+    assert all(c.offset == 12 for c in cache if hasattr(c, "offset"))  # ArraysCache (SSM state) has none
     # chunked prefill: a 3-token chunk at offset 7 takes a causal mask whose
     # queries are the last rows of a longer key range
     dec, _ = _decode(model, toks, [4, 3, 3, 1, 1])
