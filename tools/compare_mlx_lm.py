@@ -114,14 +114,14 @@ def compare(out, archs, tol):
             rows.append(row)
             if not ok:
                 bad.append(f"{arch} {dtype}")
-    print(f"{'arch':<14}{'dtype':<10}{'max |logit|':>12}{'full fwd diff':>15}{'decode diff':>14}")
+    print(f"{'arch':<18}{'dtype':<10}{'max |logit|':>12}{'full fwd diff':>15}{'decode diff':>14}")
     for r in rows:
         if "error" in r:
-            print(f"{r['arch']:<14}{r['dtype']:<10}  not compared: {r['error']}")
+            print(f"{r['arch']:<18}{r['dtype']:<10}  not compared: {r['error']}")
             continue
         extra = (f"   vs MLX float32: Ember {r['ember_err']:.3e}, MLX {r['mlx_err']:.3e}"
                  if "ember_err" in r else "")
-        print(f"{r['arch']:<14}{r['dtype']:<10}{r['scale']:>12.3f}{r['full']:>15.3e}{r['decode']:>14.3e}{extra}")
+        print(f"{r['arch']:<18}{r['dtype']:<10}{r['scale']:>12.3f}{r['full']:>15.3e}{r['decode']:>14.3e}{extra}")
     with open(os.path.join(out, "compare.json"), "w") as f:
         json.dump(rows, f, indent=1)
     if bad:
