@@ -35,10 +35,15 @@ from . import core  # noqa: E402
 from . import _transforms
 
 _transforms.install(core)
+from . import _compile, _distributed  # noqa: E402
+
+_compile.install(core)
+_distributed.install(core)
+from .mlx_alias import alias_mlx, unalias_mlx  # noqa: E402  (opt-in: nothing happens until called)
 # MLX exposes linalg.norm under this name too
 core.matrix_norm = core.linalg.norm
 
 __version__ = "0.1.0"
 # mlx.core.__version__: the version string on the API module too
 core.__version__ = __version__
-__all__ = ["core"]
+__all__ = ["core", "alias_mlx", "unalias_mlx"]

@@ -1,0 +1,253 @@
+"""Linear layers sharded over a distributed group (``mlx.nn.layers.distributed``).
+
+A fully connected layer ``y = x W^T + b`` can be split over the ``N``
+processes of a group in two ways. *All-to-sharded*: every process holds
+``output_dims / N`` rows of ``W`` (and of ``b``), takes the whole input and
+produces its slice of the output; the gradient of the input is summed over
+the group. *Sharded-to-all*: every process holds ``input_dims / N`` columns
+of ``W``, takes its slice of the input, and the partial products are summed
+over the group (then ``b`` is added). ``segments`` describes a fused weight
+(a QKV projection: 3 segments, or the split points): each segment is
+sharded on its own so that every process gets its part of each.
+
+Ember's group is the singleton one (``ember.core.distributed``), on which
+the sharded layers compute what ``nn.Linear`` computes.
+"""
+from typing import Callable, Optional, Union
+
+import math
+
+from ember import core as mx
+from ember.nn.layers.base import Module
+from ember.nn.layers.linear import Linear
+from ember.utils import tree_map_with_path
+
+_SHARDINGS = ("all-to-sharded", "sharded-to-all")
+
+
+def sum_gradients(group):
+    """A function that is the identity forward and sums its cotangent over
+    ``group`` backward.
+
+    Args:
+        group (Group): the distributed group.
+
+    Returns:
+        Callable: ``f(x) -> x`` whose vjp all-sums the cotangent.
+    """
+    if group.size() == 1:
+        return lambda x: x
+
+    @mx.custom_function
+    def identity(x):
+        return x
+
+    @identity.vjp
+    def identity(x, cotangent, output):
+        return mx.distributed.all_sum(cotangent, group=group)
+
+    return identity
+
+
+def _segments(weight, segments, axis):
+    """``weight`` split along ``axis`` into segments: a count, split
+    indices, or fractions of the axis' length."""
+    if isinstance(segments, int):
+        return mx.split(weight, segments, axis=axis)
+    segments = list(segments)
+    if segments and not isinstance(segments[0], int):
+        n = weight.shape[axis]
+        segments = [int(s * n) for s in segments]
+    return mx.split(weight, segments, axis=axis)
+
+
+def _shard_array(weight, axis, segments, group):
+    n, rank = group.size(), group.rank()
+    parts = []
+    for seg in _segments(weight, segments, axis):
+        if seg.shape[axis] % n:
+            raise ValueError(f"[shard] Cannot shard a segment of size {seg.shape[axis]} on axis {axis} of a "
+                             f"weight of shape {tuple(weight.shape)} over {n} processes.")
+        parts.append(mx.split(seg, n, axis=axis)[rank])
+    return mx.contiguous(mx.concatenate(parts, axis=axis))
+
+
+def _predicate(sharding, segments):
+    if sharding == "all-to-sharded":
+        # rows of a weight (its second-to-last axis), the bias whole
+        return lambda path, w: (-1, segments) if path.endswith("bias") else (max(w.ndim - 2, 0), segments)
+    # columns of a weight; the bias stays whole
+    return lambda path, w: None if path.endswith("bias") else (-1, segments)
+
+
+def _check_sharding(sharding):
+    if sharding not in _SHARDINGS:
+        raise ValueError(f"Sharding type sharding={sharding!r} not supported, choose one of "
+                         "'all-to-sharded' or 'sharded-to-all'")
+
+
+def _sharded_parameters(parameters, predicate, group):
+    group = group or mx.distributed.init()
+
+    def shard(path, leaf):
+        if not isinstance(leaf, mx.array):
+            return leaf
+        how = predicate(path, leaf)
+        if how is None:
+            return leaf
+        if isinstance(how, int):
+            axis, segments = how, 1
+        elif isinstance(how, tuple) and len(how) == 2:
+            axis, segments = how
+        else:
+            raise ValueError("[shard_inplace] The sharding function should return None, an axis (int) or "
+                             f"a tuple (axis, segments), got {how!r}.")
+        return _shard_array(leaf, axis, segments, group)
+
+    return tree_map_with_path(shard, parameters)
+
+
+def shard_inplace(module: Module, sharding: Union[str, Callable], *, segments: Union[int, list] = 1,
+                  group: Optional["mx.distributed.Group"] = None):
+    """Replace ``module``'s parameters by this process's shard of them.
+
+    The module's computation is unchanged (it must do the communication
+    itself).
+
+    Args:
+        module (Module): the module whose parameters are sharded.
+        sharding (str or Callable): ``"all-to-sharded"`` (weights by rows,
+            biases too), ``"sharded-to-all"`` (weights by columns, biases
+            whole), or ``fn(path, array)`` returning ``None`` (keep), an axis,
+            or ``(axis, segments)``.
+        segments (int or list): the segments of a fused weight, for a string
+            ``sharding``. Default: 1.
+        group (Group, optional): the group. Default: the global group.
+
+    Returns:
+        None
+    """
+    if isinstance(sharding, str):
+        _check_sharding(sharding)
+        sharding = _predicate(sharding, segments)
+    module.update(_sharded_parameters(module.parameters(), sharding, group))
+
+
+def shard_linear(module: Module, sharding: str, *, segments: Union[int, list] = 1,
+                 group: Optional["mx.distributed.Group"] = None):
+    """A sharded copy of a linear layer that also communicates.
+
+    Args:
+        module (Linear): the layer (left unchanged).
+        sharding (str): ``"all-to-sharded"`` (:class:`AllToShardedLinear`) or
+            ``"sharded-to-all"`` (:class:`ShardedToAllLinear`).
+        segments (int or list): the segments of a fused weight. Default: 1.
+        group (Group, optional): the group. Default: the global group.
+
+    Returns:
+        Module: the new layer.
+
+    Raises:
+        ValueError: ``sharding`` is neither of the two.
+        TypeError: ``module`` is not an ``nn.Linear`` (Ember has no quantized layers).
+    """
+    _check_sharding(sharding)
+    if not isinstance(module, Linear):
+        raise TypeError(f"[shard_linear] Expected an nn.Linear, got {type(module).__name__}.")
+    cls = AllToShardedLinear if sharding == "all-to-sharded" else ShardedToAllLinear
+    return cls.from_linear(module, segments=segments, group=group)
+
+
+class _ShardedLinear(Module):
+    def __init__(self, input_dims, output_dims, bias, group, sharded_axis):
+        super().__init__()
+        self.group = group or mx.distributed.init()
+        n = self.group.size()
+        dims = [output_dims, input_dims]
+        if dims[sharded_axis] % n:
+            what = "output" if sharded_axis == 0 else "input"
+            raise ValueError(f"[{type(self).__name__}] Cannot shard the {what} of size {dims[sharded_axis]} "
+                             f"across {n} devices.")
+        dims[sharded_axis] //= n
+        k = math.sqrt(1.0 / input_dims)
+        self.weight = mx.random.uniform(low=-k, high=k, shape=tuple(dims))
+        if bias:
+            self.bias = mx.random.uniform(low=-k, high=k, shape=(dims[0],))
+        self._sharded_axis = sharded_axis
+
+    def _extra_repr(self):
+        out, inp = self.weight.shape
+        n = self.group.size()
+        if self._sharded_axis == 0:
+            out *= n
+        else:
+            inp *= n
+        return f"input_dims={inp}, output_dims={out}, bias={'bias' in self}"
+
+    @classmethod
+    def from_linear(cls, linear_layer: Module, *, segments: Union[int, list] = 1,
+                    group: Optional["mx.distributed.Group"] = None):
+        """The sharded layer holding this process's part of ``linear_layer``.
+
+        Args:
+            linear_layer (Linear): the layer to shard.
+            segments (int or list): the segments of a fused weight. Default: 1.
+            group (Group, optional): the group. Default: the global group.
+
+        Returns:
+            Module: the sharded layer.
+        """
+        group = group or mx.distributed.init()
+        out, inp = linear_layer.weight.shape
+        layer = cls(inp, out, bias="bias" in linear_layer, group=group)
+        sharding = "all-to-sharded" if cls is AllToShardedLinear else "sharded-to-all"
+        layer.update(_sharded_parameters(linear_layer.parameters(), _predicate(sharding, segments), group))
+        return layer
+
+
+class AllToShardedLinear(_ShardedLinear):
+    """A linear layer whose output is sharded over a group: this process
+    holds ``output_dims / N`` rows of the weight and computes that slice of
+    the output from the whole input; the input's gradient is summed over the
+    group.
+
+    Args:
+        input_dims (int): features of the input.
+        output_dims (int): features of the whole output.
+        bias (bool): whether to add a bias. Default: True.
+        group (Group, optional): the group. Default: the global group.
+    """
+
+    def __init__(self, input_dims: int, output_dims: int, bias: bool = True,
+                 group: Optional["mx.distributed.Group"] = None):
+        super().__init__(input_dims, output_dims, bias, group, sharded_axis=0)
+
+    def __call__(self, x: mx.array) -> mx.array:
+        x = sum_gradients(self.group)(x)
+        if "bias" in self:
+            return mx.addmm(self["bias"], x, self["weight"].T)
+        return x @ self["weight"].T
+
+
+class ShardedToAllLinear(_ShardedLinear):
+    """A linear layer whose input is sharded over a group: this process
+    holds ``input_dims / N`` columns of the weight, multiplies its slice of
+    the input, and the partial results are summed over the group before the
+    bias is added.
+
+    Args:
+        input_dims (int): features of the whole input.
+        output_dims (int): features of the output.
+        bias (bool): whether to add a bias. Default: True.
+        group (Group, optional): the group. Default: the global group.
+    """
+
+    def __init__(self, input_dims: int, output_dims: int, bias: bool = True,
+                 group: Optional["mx.distributed.Group"] = None):
+        super().__init__(input_dims, output_dims, bias, group, sharded_axis=1)
+
+    def __call__(self, x: mx.array) -> mx.array:
+        y = mx.distributed.all_sum(x @ self["weight"].T, group=self.group)
+        if "bias" in self:
+            y = y + self["bias"]
+        return y
