@@ -19,6 +19,22 @@ void init_random(py::module_& parent) {
         "A PRNG key (uint32 array of shape (2,)) from an integer seed: (seed >> 32, seed & 0xffffffff).");
   m.def("seed", [](uint64_t seed) { random::seed(seed); }, "seed"_a,
         "Seed the global key that samplers split when called without a key.");
+  // random.state: MLX's read-only sequence of one item, the global key
+  // (what mx.compile's inputs/outputs name to capture the sampler state)
+  struct RandomState {};
+  py::class_<RandomState>(m, "_RandomState", "The global random state: a sequence whose one item is the key.")
+      .def("__len__", [](const RandomState&) { return 1; })
+      .def("__getitem__", [](const RandomState&, int64_t i) {
+        if (i != 0 && i != -1) throw py::index_error("[random.state] index out of range");
+        return random::global_key();
+      })
+      .def("__iter__", [](const RandomState&) {
+        return py::iter(py::make_tuple(random::global_key()));
+      })
+      .def("__repr__", [](const RandomState&) {
+        return "[" + py::repr(py::cast(random::global_key())).cast<std::string>() + "]";
+      });
+  m.attr("state") = RandomState{};
   m.def("split", [](const ArrayLike& key, int num, StreamOrDevice s) {
         return random::split(key, num, s);
       }, "key"_a, "num"_a = 2, kStream,

@@ -528,3 +528,24 @@ def test_normal_complex64():
     z = np.array(R.normal((N,), dtype=mx.complex64, key=K(6)))
     assert abs(np.mean(np.abs(z) ** 2) - 1) < 0.02 and abs(z.real.var() - 0.5) < 0.01
     assert R.normal((2, 0, 3), dtype=mx.complex64, key=K(6)).shape == (2, 0, 3)
+
+
+def test_random_state_is_the_global_key():
+    """mx.random.state: a sequence of one item, the global key (what MLX's
+    compile captures through inputs=/outputs=): seed(3) makes it [0, 3], and
+    each keyless draw moves it on (values recorded from MLX 0.32.4)."""
+    mx.random.seed(3)
+    st = mx.random.state
+    assert len(st) == 1
+    np.testing.assert_array_equal(np.array(st[0]), [0, 3])
+    assert st[0].dtype == mx.uint32
+    mx.random.uniform()
+    np.testing.assert_array_equal(np.array(mx.random.state[0]), [1024511538, 47757680])
+    # the key it holds is the one the next keyless sampler splits
+    mx.random.seed(7)
+    k = mx.random.state[0]
+    _, sub = mx.random.split(k)
+    np.testing.assert_array_equal(np.array(mx.random.uniform(shape=(4,))), np.array(mx.random.uniform(shape=(4,), key=sub)))
+    assert [np.array(a).tolist() for a in mx.random.state] == [np.array(mx.random.state[0]).tolist()]
+    with pytest.raises(IndexError):
+        mx.random.state[1]

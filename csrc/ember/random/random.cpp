@@ -117,6 +117,24 @@ void seed(uint64_t seed) {
   g_seeded = true;
 }
 
+namespace {
+// the global key seeded from the clock on first use; g_mutex held
+void ensure_seeded() {
+  if (!g_seeded) {
+    uint64_t t = static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
+    g_key[0] = static_cast<uint32_t>(t >> 32);
+    g_key[1] = static_cast<uint32_t>(t & 0xffffffffu);
+    g_seeded = true;
+  }
+}
+}  // namespace
+
+array global_key() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  ensure_seeded();
+  return array(g_key, Shape{2}, Dtype::uint32);
+}
+
 array get_key(const Key& k, const char* op) {
   if (k) {
     check_key(*k, op);
@@ -125,12 +143,7 @@ array get_key(const Key& k, const char* op) {
   uint32_t next[2];
   {
     std::lock_guard<std::mutex> lock(g_mutex);
-    if (!g_seeded) {
-      uint64_t t = static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
-      g_key[0] = static_cast<uint32_t>(t >> 32);
-      g_key[1] = static_cast<uint32_t>(t & 0xffffffffu);
-      g_seeded = true;
-    }
+    ensure_seeded();
     // split(global) -> [[w0, w1], [w2, w3]]: keep the first, hand out the second.
     auto a = threefry2x32(g_key[0], g_key[1], 0, 2);
     auto b = threefry2x32(g_key[0], g_key[1], 1, 3);

@@ -17,6 +17,8 @@ using Key = std::optional<array>;
 
 array key(uint64_t seed);
 void seed(uint64_t seed);
+// The global key now (a copy): what the next keyless sampler splits.
+array global_key();
 // The key a sampler uses: `k` (checked: uint32, shape (2,)) or the next one
 // split off the global key.
 array get_key(const Key& k, const char* op = "bits");
