@@ -360,6 +360,26 @@ def test_half_matmul_in_float32_tiles(dtype, K):
     np.testing.assert_allclose(to_numpy(got_t.astype(mx.float32)), want, rtol=2e-2, atol=2e-2 * np.abs(want).max())
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("M", [1, 2, 4, 5])
+@pytest.mark.parametrize("K", [3, 1024, 2500])
+def test_half_matmul_against_a_transposed_weight(dtype, M, K):
+    """x @ W.T with W (N, K) row-major, as a Linear layer computes it: a few
+    rows take dot products against W's rows (in 1024-wide chunks), more rows
+    the float32 tiles with W kept transposed; both are the float32 product of
+    the half values, rounded once."""
+    rng = np.random.default_rng(M * K)
+    t = getattr(mx, dtype)
+    x = mx.array(rng.standard_normal((M, K)).astype(np.float32)).astype(t)
+    w = mx.array(rng.standard_normal((37, K)).astype(np.float32)).astype(t)
+    want = to_numpy(x.astype(mx.float32)).astype(np.float64) @ to_numpy(w.astype(mx.float32)).astype(np.float64).T
+    tol = 1e-2 if dtype == "float16" else 2e-2
+    xt = mx.array(to_numpy(x.astype(mx.float32)).T.copy()).astype(t).T  # x stored transposed
+    for got in (x @ w.T, xt @ w.T, mx.matmul(x[None], w.T[None])[0]):
+        assert got.dtype == t and got.shape == (M, 37)
+        np.testing.assert_allclose(to_numpy(got.astype(mx.float32)), want, rtol=tol, atol=tol * np.abs(want).max())
+
+
 def test_matrix_norm_is_linalg_norm():
     a = mx.array([[3.0, 4.0], [0.0, 0.0]])
     assert mx.matrix_norm(a).item() == pytest.approx(5.0)

@@ -408,27 +408,6 @@ void sdpa_rows(const ScaledDotProductAttention& p, const std::vector<array>& inp
 
 // ---- CrossEntropy -------------------------------------------------------------------
 
-// sum over k of a[k] b[k] in 16 fixed lanes, then a fixed tree, then the tail
-template <class C>
-C lane_dot(const C* a, const C* b, int64_t n) {
-  using V16 = VecN<C, 16>;
-  V16 acc = V16{};
-  int64_t k = 0;
-  for (; k + 16 <= n; k += 16) {
-    V16 x, y;
-    std::memcpy(&x, a + k, sizeof x);
-    std::memcpy(&y, b + k, sizeof y);
-    acc = acc + x * y;
-  }
-  C l[16];
-  std::memcpy(l, &acc, sizeof l);
-  for (int w = 8; w >= 1; w /= 2)
-    for (int i = 0; i < w; ++i) l[i] = l[i] + l[i + w];
-  C r = l[0];
-  for (; k < n; ++k) r = r + a[k] * b[k];
-  return r;
-}
-
 template <class T>
 void cross_entropy_rows(const std::vector<array>& inputs, array& out) {
   using C = compute_t<T>;

@@ -11,6 +11,7 @@
 #include "ember/backend/cpu/isa_unit.h"
 
 #include "ember/backend/cpu/kernel_utils.h"
+#include "ember/backend/cpu/vec.h"
 
 namespace ember::cpu::EMBER_ISA_NS {
 
@@ -94,19 +95,50 @@ constexpr int64_t kTileK = 256;
 template <class T>
 void half_gemm(const T* a, bool ta, int64_t lda, const T* b, bool tb, int64_t ldb, T* c, int64_t ldc, int64_t M,
                int64_t N, int64_t K) {
+  if (tb && M <= 4) {
+    // a few rows against B^T stored row-major (a Linear's weight while
+    // decoding): dot products against B's rows converted a chunk at a time
+    // in L1, so B is read once and never written out in float32
+    constexpr int64_t kChunk = 1024;
+    std::vector<float> xa(M * K), wb(std::min(K, kChunk));
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t k = 0; k < K; ++k) xa[i * K + k] = static_cast<float>(ta ? a[k * lda + i] : a[i * lda + k]);
+    for (int64_t j = 0; j < N; ++j) {
+      float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      for (int64_t k0 = 0; k0 < K; k0 += kChunk) {
+        const int64_t cnt = std::min(kChunk, K - k0);
+        const T* br = b + j * ldb + k0;
+        for (int64_t k = 0; k < cnt; ++k) wb[k] = static_cast<float>(br[k]);
+        for (int64_t i = 0; i < M; ++i) acc[i] = acc[i] + lane_dot(xa.data() + i * K + k0, wb.data(), cnt);
+      }
+      for (int64_t i = 0; i < M; ++i) c[i * ldc + j] = T(acc[i]);
+    }
+    return;
+  }
+  // each tile keeps its operand's layout (a transposed operand stays
+  // transposed, read along its rows), so every conversion reads memory in
+  // order and sgemm takes the transpose flag
   std::vector<float> ta_buf, tb_buf, acc(M * N, 0.0f);
   for (int64_t k0 = 0; k0 < K; k0 += kTileK) {
     const int64_t kb = std::min(kTileK, K - k0);
     ta_buf.resize(M * kb);
     tb_buf.resize(kb * N);
-    for (int64_t i = 0; i < M; ++i)
+    if (ta) {  // A^T stored (K, M): the tile is (kb, M)
       for (int64_t k = 0; k < kb; ++k)
-        ta_buf[i * kb + k] = static_cast<float>(ta ? a[(k0 + k) * lda + i] : a[i * lda + k0 + k]);
-    for (int64_t k = 0; k < kb; ++k)
+        for (int64_t i = 0; i < M; ++i) ta_buf[k * M + i] = static_cast<float>(a[(k0 + k) * lda + i]);
+    } else {
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t k = 0; k < kb; ++k) ta_buf[i * kb + k] = static_cast<float>(a[i * lda + k0 + k]);
+    }
+    if (tb) {  // B^T stored (N, K): the tile is (N, kb)
       for (int64_t j = 0; j < N; ++j)
-        tb_buf[k * N + j] = static_cast<float>(tb ? b[j * ldb + k0 + k] : b[(k0 + k) * ldb + j]);
-    scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, kb, 1.0f, ta_buf.data(), kb, tb_buf.data(),
-                      N, 1.0f, acc.data(), N);
+        for (int64_t k = 0; k < kb; ++k) tb_buf[j * kb + k] = static_cast<float>(b[j * ldb + k0 + k]);
+    } else {
+      for (int64_t k = 0; k < kb; ++k)
+        for (int64_t j = 0; j < N; ++j) tb_buf[k * N + j] = static_cast<float>(b[(k0 + k) * ldb + j]);
+    }
+    scipy_cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, kb, 1.0f,
+                      ta_buf.data(), ta ? M : kb, tb_buf.data(), tb ? kb : N, 1.0f, acc.data(), N);
   }
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) c[i * ldc + j] = T(acc[i * N + j]);
