@@ -226,6 +226,31 @@ def test_npz_deflate_incompressible_and_empty(tmp_path):
     assert out["e"].shape == (0,)
 
 
+def test_npz_zip64_many_members(tmp_path):
+    # more than 65535 members: Ember writes zip64 end records, zipfile reads them, and back
+    n = 65537
+    p = str(tmp_path / "many.npz")
+    mx.savez(p, *[mx.array(k % 251, dtype=mx.uint8) for k in range(n)])
+    with zipfile.ZipFile(p) as z:
+        assert len(z.infolist()) == n
+        assert np.load(io.BytesIO(z.read("arr_65536.npy"))) == 65536 % 251
+    out = mx.load(p)
+    assert len(out) == n and out["arr_70"].item() == 70 and out["arr_65536"].item() == 65536 % 251
+
+
+def test_npz_zip64_from_python_zipfile(tmp_path):
+    # zip64 central directory entries and end records as Python's zipfile writes them
+    p = tmp_path / "z64.npz"
+    b = io.BytesIO()
+    np.save(b, np.arange(5, dtype=np.int16))
+    with zipfile.ZipFile(p, "w", allowZip64=True) as z:
+        for k in range(65536):
+            z.writestr(f"a{k}.npy" if k else "x.npy", b.getvalue())
+    out = mx.load(str(p))
+    assert len(out) == 65536
+    same_bits(out["x"], np.arange(5, dtype=np.int16))
+
+
 def test_savez_names(tmp_path):
     p = str(tmp_path / "n.npz")
     raises(ValueError, "Cannot use un-named variables and keyword arr_0",

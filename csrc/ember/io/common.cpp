@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <unordered_set>
 
 #include "ember/io/reader.h"
 
@@ -306,11 +307,11 @@ struct JsonParser {
       if (i < s.size() && s[i] == '}') {
         ++i;
       } else {
+        std::unordered_set<std::string> keys;
         while (true) {
           ws();
           std::string k = string();
-          for (auto& m : v.members)
-            if (m.first == k) bad(c, "", "header has the key '", k, "' twice");
+          if (!keys.insert(k).second) bad(c, "", "header has the key '", k, "' twice");
           ws();
           if (i >= s.size() || s[i] != ':') err("expected ':'");
           ++i;

@@ -4,6 +4,7 @@
 // weights, float16 scales and biases per group of 32).
 #include <algorithm>
 #include <cstring>
+#include <unordered_set>
 
 #include "ember/io/reader.h"
 
@@ -90,7 +91,6 @@ GgufValue read_value(GReader& g, uint32_t type, const std::string& key) {
   if (et == STR) {
     if (count > g.r.left() / 8) bad(g.c, "", "metadata '", key, "': array of ", count, " strings cannot fit in the file");
     v.kind = GgufValue::Strings;
-    v.strs.reserve(count);
     for (uint64_t k = 0; k < count; ++k) v.strs.push_back(g.str("a string in an array"));
     return v;
   }
@@ -207,11 +207,11 @@ Gguf load_gguf(const Source& src) {
   if (nkv > r.left() / 13) bad(c, "", "metadata count ", nkv, " cannot fit in the file");
   Gguf out;
   uint64_t align = kDefaultAlign;
+  std::unordered_set<std::string> keys;  // metadata keys, then "\x01" + tensor names
   for (uint64_t k = 0; k < nkv; ++k) {
     std::string key = g.str("a metadata key");
     if (!detail::valid_utf8(key)) bad(c, "", "metadata key ", k, " is not valid UTF-8");
-    for (auto& e : out.metadata)
-      if (e.first == key) bad(c, "", "metadata key '", key, "' appears twice");
+    if (!keys.insert(key).second) bad(c, "", "metadata key '", key, "' appears twice");
     uint32_t type = r.u32("a metadata value type");
     GgufValue v = read_value(g, type, key);
     if (key == "general.alignment") {
@@ -223,12 +223,10 @@ Gguf load_gguf(const Source& src) {
     out.metadata.emplace_back(std::move(key), std::move(v));
   }
   std::vector<Info> infos;
-  infos.reserve(nt);
   for (uint64_t k = 0; k < nt; ++k) {
     Info t;
     t.name = g.str("a tensor name");
-    for (auto& o : infos)
-      if (o.name == t.name) bad(c, t.name, "appears twice");
+    if (!keys.insert("\x01" + t.name).second) bad(c, t.name, "appears twice");
     uint32_t nd = r.u32("n_dims");
     if (nd > kMaxDims) bad(c, t.name, "n_dims ", nd, " exceeds GGML's limit of ", kMaxDims);
     t.shape.resize(nd);

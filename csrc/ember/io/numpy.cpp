@@ -2,6 +2,7 @@
 // archives of it (stored or deflated members, zip64).
 #include <algorithm>
 #include <cstring>
+#include <unordered_set>
 
 #include "ember/io/reader.h"
 
@@ -294,7 +295,7 @@ std::vector<Member> read_zip(const Source& src, const Ctx& c) {
     bad(c, "", "central directory (offset ", cd_off, ", ", cd_size, " bytes) lies outside the file");
   if (count > cd_size / 46) bad(c, "", "central directory of ", cd_size, " bytes cannot hold ", count, " entries");
   std::vector<Member> ms;
-  ms.reserve(count);
+  std::unordered_set<std::string> names;
   r.seek(cd_off, "central directory");
   detail::Reader cd(p + cd_off, cd_size, c);
   for (uint64_t e = 0; e < count; ++e) {
@@ -338,8 +339,7 @@ std::vector<Member> read_zip(const Source& src, const Ctx& c) {
     uint64_t most;
     if (m.method == 8 && (!detail::mul_ok(m.csize, 1032, &most) || m.usize > most + 64))
       bad(c, m.name, "declares ", m.usize, " bytes from ", m.csize, " compressed bytes, beyond deflate's 1032:1");
-    for (auto& o : ms)
-      if (o.name == m.name) bad(c, m.name, "member appears twice in the archive");
+    if (!names.insert(m.name).second) bad(c, m.name, "member appears twice in the archive");
     // the local header, its name and where the data starts
     detail::Reader lr(p, cd_off, c);
     lr.seek(m.local, "local header");
