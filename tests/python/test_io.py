@@ -323,6 +323,16 @@ def test_safetensors_layout_aligned(tmp_path):
         assert v["data_offsets"][0] % {"u8": 1, "f64": 8, "f16": 2}[k] == 0
 
 
+@ember_only  # MLX truncates such dimensions to 32 bits
+def test_dimensions_beyond_32_bits():
+    d = C.st({"a": {"dtype": "U8", "shape": [2 ** 32 + 2, 0], "data_offsets": [0, 0]}})
+    assert mx.load(io.BytesIO(d), format="safetensors")["a"].shape == (2 ** 32 + 2, 0)
+    d = C.npy(C.npy_dict("|u1", shape=(0, 2 ** 32 + 2)))
+    assert mx.load(io.BytesIO(d), format="npy").shape == (0, 2 ** 32 + 2)
+    d = C.gguf([], [("g", [0, 2 ** 33], 0, 0)])
+    assert mx.load(io.BytesIO(d), format="gguf")["g"].shape == (2 ** 33, 0)
+
+
 def test_safetensors_metadata_errors(tmp_path):
     p = str(tmp_path / "m")
     msg = "Metadata must be a dictionary with string keys and values"

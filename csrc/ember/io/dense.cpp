@@ -8,6 +8,8 @@
 namespace ember::io::detail {
 
 array dense(const array& a) {
+  eval({a});
+  if (a.row_contiguous()) return a;  // written straight from its buffer
   array c = contiguous(a);
   eval({c});
   if (!c.row_contiguous()) throw std::logic_error("[save] contiguous() returned a strided array");
