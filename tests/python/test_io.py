@@ -83,7 +83,8 @@ def test_npy_from_numpy(tmp_path, dtype, order):
         same_bits(mx.load(str(p)), ref)
 
 
-@pytest.mark.parametrize("version", [(1, 0), (2, 0), (3, 0)])
+# MLX 0.32 rejects version 3.0
+@pytest.mark.parametrize("version", [(1, 0), (2, 0), pytest.param((3, 0), marks=ember_only)])
 def test_npy_versions(tmp_path, version):
     ref = sample("float32", (4, 5))
     p = tmp_path / "v.npy"
@@ -93,6 +94,7 @@ def test_npy_versions(tmp_path, version):
     same_bits(mx.load(str(p)), ref)
 
 
+@ember_only  # MLX 0.32 rejects a valid header whose keys come in another order
 def test_npy_keys_reordered_and_spacing(tmp_path):
     data = np.arange(6, dtype=np.int16).reshape(3, 2)
     for header in ["{'shape': (3, 2), 'fortran_order': False, 'descr': '<i2'}",
@@ -104,7 +106,8 @@ def test_npy_keys_reordered_and_spacing(tmp_path):
         assert np.array_equal(np.load(p), data)  # NumPy agrees the file is valid
 
 
-@pytest.mark.parametrize("dtype", [">f4", ">i2", ">u8", ">c8", ">f2", ">f8"])
+# MLX 0.32 swaps a big-endian complex64 as one 8-byte word
+@pytest.mark.parametrize("dtype", [">f4", ">i2", ">u8", pytest.param(">c8", marks=ember_only), ">f2", ">f8"])
 def test_npy_big_endian(tmp_path, dtype):
     ref = sample(np.dtype(dtype).newbyteorder("<").name, (3, 2)).astype(dtype)
     p = tmp_path / "be.npy"
@@ -121,7 +124,7 @@ def test_npy_numpy_reads_ember(tmp_path, dtype):
     assert got.dtype == ref.dtype and np.array_equal(got.view(np.uint8), ref.view(np.uint8))
     # a transposed (strided) array and a 0-d one
     mx.save(p, to_mx(ref).T)
-    assert np.array_equal(np.load(p).view(np.uint8), ref.T.copy().view(np.uint8))
+    assert np.array_equal(np.ascontiguousarray(np.load(p)).view(np.uint8), ref.T.copy().view(np.uint8))
     mx.save(p, to_mx(ref)[0, 0])
     assert np.load(p).shape == ()
 
@@ -155,6 +158,7 @@ def test_save_evaluates_lazy_arrays(tmp_path):
     assert np.array_equal(np.load(p), np.arange(10) * 2 + 1)
 
 
+@ember_only  # MLX 0.32's save_gguf takes only paths
 def test_pathlib_and_file_objects(tmp_path):
     ref = sample("float32", (2, 3))
     p = tmp_path / "p.npy"
@@ -206,7 +210,7 @@ def test_npz_numpy_reads_ember(tmp_path, compressed):
         if compressed:
             big = z.getinfo("big.npy")
             assert big.compress_size < big.file_size / 20
-        else:  # stored data is 64-byte aligned, so loads map it
+        elif not IS_MLX:  # Ember aligns stored data to 64 bytes, so loads map it
             for i in infos:
                 with open(p, "rb") as f:
                     f.seek(i.header_offset + 26)
@@ -270,7 +274,8 @@ def test_save_type_errors(tmp_path):
 ST_DTYPES = [d for d in NP_DTYPES if d != "complex64"]
 
 
-@pytest.mark.parametrize("dtype", ST_DTYPES)
+# MLX 0.32 has no F64 in safetensors
+@pytest.mark.parametrize("dtype", [pytest.param(d, marks=ember_only) if d == "float64" else d for d in ST_DTYPES])
 def test_safetensors_package_roundtrip(tmp_path, dtype):
     arrays = {"a": sample(dtype, (3, 4)), "b": sample(dtype, (5,), seed=1), "s": sample(dtype, ()),
               "e": np.zeros((0, 3), dtype)}
@@ -309,6 +314,7 @@ def test_safetensors_bfloat16_and_complex(tmp_path):
     same_bits(out2["c"], c)
 
 
+@ember_only  # Ember's layout (MLX 0.32 cannot save float64 here)
 def test_safetensors_layout_aligned(tmp_path):
     p = str(tmp_path / "a.safetensors")
     mx.save_safetensors(p, {"u8": mx.ones(3, dtype=mx.uint8), "f64": mx.ones(2, dtype=mx.float64),
@@ -360,6 +366,7 @@ def _gguf_write(path, tensors, kv=None):
     w.close()
 
 
+@ember_only  # MLX 0.32 cannot load GGUF I64 and F64 tensors
 def test_gguf_package_plain_tensors(tmp_path):
     tensors = {d: sample(d, (3, 4), seed=i) for i, d in enumerate(GGUF_PLAIN)}
     tensors["vec"] = sample("float32", (7,))
@@ -371,6 +378,7 @@ def test_gguf_package_plain_tensors(tmp_path):
         same_bits(out[k], v)
 
 
+@ember_only  # MLX 0.32 crashes (segmentation fault) on this file
 def test_gguf_metadata_types(tmp_path):
     kv = [("add_uint8", "u8", 200), ("add_int8", "i8", -5), ("add_uint16", "u16", 60000),
           ("add_int16", "i16", -30000), ("add_uint32", "u32", 4_000_000_000), ("add_int32", "i32", -7),
@@ -437,6 +445,7 @@ def test_gguf_quantized_mlx_layout(tmp_path, kind):
     np.testing.assert_allclose(deq.reshape(6, 128), ref, atol=4e-3)
 
 
+@ember_only  # MLX 0.32's save_gguf rejects bfloat16 (and its loader int64/float64)
 def test_gguf_package_reads_ember(tmp_path):
     tensors = {d: sample(d, (3, 4), seed=i) for i, d in enumerate(GGUF_PLAIN)}
     tensors["bf"] = None
@@ -530,6 +539,7 @@ def test_error_names_the_tensor(tmp_path):
     raises(ValueError, [str(g), "tensor 'blk.0.attn'", "tensor type 77"], lambda: mx.load(str(g)))
 
 
+@ember_only  # MLX 0.32 rejects the npy seed with reordered header keys
 def test_seeds_load():
     for fmt, files in C.seeds().items():
         for data in files:
