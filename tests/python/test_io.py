@@ -508,6 +508,14 @@ def test_load_format_errors(tmp_path):
     same_bits(mx.load(str(q), format="npy"), np.ones(2, np.float32))
 
 
+@ember_only  # MLX raises AttributeError for a file object without a name
+def test_file_object_without_name_needs_format():
+    b = io.BytesIO()
+    mx.save(b, mx.ones(2))
+    b.seek(0)
+    raises(ValueError, "[load] Could not infer file format from extension", lambda: mx.load(b))
+
+
 @ember_only  # MLX raises RuntimeError for missing files
 def test_load_missing_file_oserror(tmp_path):
     for ext in ["npy", "npz", "safetensors", "gguf"]:
