@@ -19,6 +19,23 @@ std::optional<std::string> as_path(py::handle f) {
   return std::nullopt;
 }
 
+// The descriptor of a binary file object positioned at the start of a
+// regular file (mapped instead of read), if it is one.
+std::optional<int> mappable_fd(py::handle f) {
+  try {
+    if (!py::hasattr(f, "fileno") || !py::hasattr(f, "tell") || !py::hasattr(f, "seek")) return std::nullopt;
+    if (py::hasattr(f, "mode") && py::str(f.attr("mode")).cast<std::string>().find('b') == std::string::npos)
+      return std::nullopt;
+    if (f.attr("tell")().cast<int64_t>() != 0) return std::nullopt;
+    int fd = f.attr("fileno")().cast<int>();
+    py::object st = py::module_::import("os").attr("fstat")(fd);
+    if (!py::module_::import("stat").attr("S_ISREG")(st.attr("st_mode")).cast<bool>()) return std::nullopt;
+    return fd;
+  } catch (py::error_already_set&) {  // io.UnsupportedOperation and the like: read it instead
+    return std::nullopt;
+  }
+}
+
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
@@ -202,6 +219,10 @@ void init_io(py::module_& m) {
         if (path) {
           py::gil_scoped_release nogil;
           src = io::map_file(*path, "load");
+        } else if (auto fd = mappable_fd(file)) {
+          // a regular file at its start: mapped like a path, read to its end
+          src = io::map_fd(*fd, name.empty() ? "<file object>" : name, "load");
+          file.attr("seek")(0, 2);
         } else {
           py::object data = file.attr("read")();
           if (!py::isinstance<py::bytes>(data))

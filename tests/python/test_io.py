@@ -588,6 +588,23 @@ def test_mapped_arrays_are_views(tmp_path):
 
 
 @ember_only
+def test_open_file_objects_are_mapped(tmp_path):
+    x = np.arange(1 << 18, dtype=np.float32)
+    p = str(tmp_path / "f.safetensors")
+    safetensors_numpy.save_file({"x": x}, p)
+    mx.eval(mx.zeros(1))
+    before = mx.get_active_memory()
+    with open(p, "rb") as f:
+        out = mx.load(f)  # a regular file at its start: mapped, not read into memory
+        assert f.tell() == os.path.getsize(p)
+    assert mx.get_active_memory() - before < 1 << 16
+    same_bits(out["x"], x)  # valid after the file object is closed
+    with open(p, "rb") as f:
+        f.seek(3)
+        raises(ValueError, "[load_safetensors]", lambda: mx.load(f, format="safetensors"))  # read from there
+
+
+@ember_only
 def test_atomic_save_keeps_old_file(tmp_path):
     p = tmp_path / "keep.gguf"
     mx.save_gguf(str(p), {"a": mx.ones(2)}, {})

@@ -27,36 +27,48 @@ namespace {
 }
 }  // namespace
 
-Source map_file(const std::string& path, const char* op) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) os_fail(op, "Failed to open file", path, errno);
+namespace {
+// Maps fd read-only; closes it afterwards when `own`.
+Source map_open(int fd, bool own, const std::string& name, const char* op) {
+  auto done = [&] {
+    if (own) ::close(fd);
+  };
   struct stat st;
   if (::fstat(fd, &st) != 0) {
     int e = errno;
-    ::close(fd);
-    os_fail(op, "Failed to stat file", path, e);
+    done();
+    os_fail(op, "Failed to stat file", name, e);
   }
   if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    os_fail(op, "Failed to open file", path, S_ISDIR(st.st_mode) ? EISDIR : EINVAL);
+    done();
+    os_fail(op, "Failed to open file", name, S_ISDIR(st.st_mode) ? EISDIR : EINVAL);
   }
   Source s;
-  s.name = path;
+  s.name = name;
   s.size = static_cast<size_t>(st.st_size);
   if (s.size == 0) {
-    ::close(fd);
+    done();
     static char empty[8];
     s.buf = Buffer::borrowed(empty, 0, {}, true);
     return s;
   }
   void* p = ::mmap(nullptr, s.size, PROT_READ, MAP_PRIVATE, fd, 0);
   int e = errno;
-  ::close(fd);  // the mapping outlives the descriptor
-  if (p == MAP_FAILED) os_fail(op, "Failed to map file", path, e);
+  done();  // the mapping outlives the descriptor
+  if (p == MAP_FAILED) os_fail(op, "Failed to map file", name, e);
   size_t n = s.size;
   s.buf = Buffer::borrowed(p, n, [p, n] { ::munmap(p, n); }, true);
   return s;
 }
+}  // namespace
+
+Source map_file(const std::string& path, const char* op) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) os_fail(op, "Failed to open file", path, errno);
+  return map_open(fd, true, path, op);
+}
+
+Source map_fd(int fd, const std::string& name, const char* op) { return map_open(fd, false, name, op); }
 
 Source memory_source(std::string bytes, std::string name) {
   auto owner = std::make_shared<std::string>(std::move(bytes));

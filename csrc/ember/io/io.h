@@ -50,6 +50,9 @@ struct Source {
 };
 // Maps the file read-only (os_error naming `op` if it cannot be opened).
 Source map_file(const std::string& path, const char* op);
+// Maps the whole regular file open as `fd` (the descriptor stays the
+// caller's; the mapping outlives it); `name` is for messages.
+Source map_fd(int fd, const std::string& name, const char* op);
 // Takes ownership of bytes read from elsewhere (a Python file object).
 Source memory_source(std::string bytes, std::string name);
 
