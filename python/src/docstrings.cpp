@@ -3869,8 +3869,10 @@ triple ``name``, ``name.scales``, ``name.biases`` (groups of 32, 4 or 8
 bits).
 
 Args:
-    file (str, pathlib.Path or file object): the file; a file object is
-        read whole (its ``name``, if any, gives the extension).
+    file (str, pathlib.Path or file object): the file. A binary file
+        object at the start of a regular file is mapped like a path (and
+        left at its end), any other is read whole; its ``name``, if any,
+        gives the extension.
     format (str, optional): ``"npy"``, ``"npz"``, ``"safetensors"`` or
         ``"gguf"``. Default: None, from the extension.
     return_metadata (bool, optional): also return the metadata
