@@ -11,7 +11,10 @@
 
 #include <array>
 #include <cctype>
+#include <atomic>
 #include <cerrno>
+#include <csignal>
+#include <mutex>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -28,6 +31,71 @@ namespace {
 }  // namespace
 
 namespace {
+
+// ---- the registry of live mappings and the SIGBUS handler ----
+constexpr int kSlots = 4096;
+struct Slot {
+  std::atomic<uintptr_t> lo{0}, hi{0};
+  std::atomic<int> faulted{0};
+};
+Slot g_slots[kSlots];
+std::string g_names[kSlots];  // under g_slot_mutex, never read by the handler
+std::mutex g_slot_mutex;
+std::atomic<int> g_any_fault{0};
+struct sigaction g_old_bus;
+uintptr_t g_page = 4096;
+
+void on_sigbus(int sig, siginfo_t* si, void* ctx) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(si->si_addr);
+  for (auto& s : g_slots) {
+    uintptr_t lo = s.lo.load(std::memory_order_acquire);
+    if (lo && a >= lo && a < s.hi.load(std::memory_order_acquire)) {
+      void* page = reinterpret_cast<void*>(a & ~(g_page - 1));
+      if (::mmap(page, g_page, PROT_READ, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) != MAP_FAILED) {
+        s.faulted.store(1);
+        g_any_fault.store(1);
+        return;  // the read is retried and sees zeros
+      }
+    }
+  }
+  // not a mapped file of ours: the previous handler (or the default) takes it
+  ::sigaction(SIGBUS, &g_old_bus, nullptr);
+}
+
+int register_mapping(void* p, size_t n, const std::string& name) {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    g_page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+    struct sigaction sa;
+    std::memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_sigbus;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGBUS, &sa, &g_old_bus);
+  });
+  std::lock_guard<std::mutex> lock(g_slot_mutex);
+  for (int k = 0; k < kSlots; ++k) {
+    if (g_slots[k].lo.load() == 0) {
+      g_names[k] = name;
+      g_slots[k].faulted.store(0);
+      g_slots[k].hi.store(reinterpret_cast<uintptr_t>(p) + n, std::memory_order_release);
+      g_slots[k].lo.store(reinterpret_cast<uintptr_t>(p), std::memory_order_release);
+      return k;
+    }
+  }
+  return -1;  // more than kSlots live mappings: the rest are not guarded
+}
+
+void unregister_mapping(int k) {
+  if (k < 0) return;
+  std::lock_guard<std::mutex> lock(g_slot_mutex);
+  if (g_slots[k].faulted.load()) g_any_fault.store(1);  // reported by the next check
+  g_slots[k].lo.store(0, std::memory_order_release);
+  g_slots[k].hi.store(0, std::memory_order_release);
+}
+
+std::vector<std::string> g_gone;  // faulted mappings already released, under g_slot_mutex
+
 // Maps fd read-only; closes it afterwards when `own`.
 Source map_open(int fd, bool own, const std::string& name, const char* op) {
   auto done = [&] {
@@ -57,10 +125,34 @@ Source map_open(int fd, bool own, const std::string& name, const char* op) {
   done();  // the mapping outlives the descriptor
   if (p == MAP_FAILED) os_fail(op, "Failed to map file", name, e);
   size_t n = s.size;
-  s.buf = Buffer::borrowed(p, n, [p, n] { ::munmap(p, n); }, true);
+  int slot = register_mapping(p, n, name);
+  s.buf = Buffer::borrowed(p, n, [p, n, slot] {
+    if (slot >= 0 && g_slots[slot].faulted.load()) {
+      std::lock_guard<std::mutex> lock(g_slot_mutex);
+      g_gone.push_back(g_names[slot]);
+    }
+    unregister_mapping(slot);
+    ::munmap(p, n);
+  }, true);
   return s;
 }
 }  // namespace
+
+void check_mappings() {
+  if (!g_any_fault.exchange(0)) return;
+  std::string files;
+  {
+    std::lock_guard<std::mutex> lock(g_slot_mutex);
+    for (int k = 0; k < kSlots; ++k)
+      if (g_slots[k].lo.load() && g_slots[k].faulted.exchange(0)) files += (files.empty() ? "" : ", ") + g_names[k];
+    for (auto& g : g_gone) files += (files.empty() ? "" : ", ") + g;
+    g_gone.clear();
+  }
+  if (files.empty()) return;
+  throw os_error("[eval] " + files +
+                     ": the file shrank while mapped; arrays loaded from it read zeros where its data vanished",
+                 EIO);
+}
 
 Source map_file(const std::string& path, const char* op) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

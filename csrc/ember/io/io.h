@@ -53,6 +53,13 @@ Source map_file(const std::string& path, const char* op);
 // Maps the whole regular file open as `fd` (the descriptor stays the
 // caller's; the mapping outlives it); `name` is for messages.
 Source map_fd(int fd, const std::string& name, const char* op);
+// A mapped file that shrinks underneath its arrays would kill the process
+// with SIGBUS when they are read. Ember's handler (installed with the first
+// mapping, chaining to the previous one for other faults) puts a page of
+// zeros where the data vanished and remembers the file; check_mappings(),
+// which the bindings run after every evaluation, then raises os_error
+// (EIO) naming it, once per such event.
+void check_mappings();
 // Takes ownership of bytes read from elsewhere (a Python file object).
 Source memory_source(std::string bytes, std::string name);
 
