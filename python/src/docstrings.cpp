@@ -3863,7 +3863,9 @@ tensor data is read; a malformed file raises ValueError naming the file,
 the tensor and the rule it breaks, a missing or unreadable one OSError.
 Files given by path are memory-mapped: ``.npy``, ``.safetensors`` and
 stored ``.npz`` tensors are views of the mapping (copied only where their
-data is misaligned or big-endian), valid as long as any array uses them.
+data is misaligned or big-endian), valid as long as any array uses them;
+should the file shrink underneath, the next evaluation raises OSError
+naming it (the vanished data reads as zeros) instead of the process dying.
 GGUF tensors of type Q4_0, Q4_1 and Q8_0 load as MLX's affine quantized
 triple ``name``, ``name.scales``, ``name.biases`` (groups of 32, 4 or 8
 bits).
