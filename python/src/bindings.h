@@ -58,6 +58,7 @@ void init_random(py::module_& m);
 void init_fft(py::module_& m);
 void init_linalg(py::module_& m);
 void init_fast(py::module_& m);
+void init_io(py::module_& m);
 void init_trees(py::module_& m);
 
 }  // namespace ember::py_bind

@@ -8,6 +8,7 @@
 
 #include "bindings.h"
 #include "foreign.h"
+#include "ember/io/io.h"
 #include "ember/primitive.h"
 
 namespace ember::py_bind {
@@ -295,6 +296,7 @@ array scalar_to_array(py::handle v, Dtype other) {
 void eval_nogil(const std::vector<array>& arrays) {
   py::gil_scoped_release release;
   eval(arrays);
+  io::check_mappings();  // a mapped file that shrank under the arrays (io.h)
 }
 
 namespace {

@@ -3795,6 +3795,143 @@ Args:
     {{"array.__pos__"}, "``+a``: an array with the same value."},
     {{"array.__abs__"}, "``abs(a)``: element-wise absolute value (see :func:`abs`)."},
     {{"array.__invert__"}, "``~a``: element-wise bitwise NOT of an integer or boolean array (see :func:`bitwise_invert`)."},
+    // ---- io (python/src/io.cpp) ----
+    {{"save"}, R"doc(Saves an array to a ``.npy`` file (NumPy's format, readable by ``numpy.load``).
+
+The array is evaluated first. A path gets ``.npy`` appended unless it ends
+with it; it is written to a temporary file in the same folder that then
+replaces the target, so a failed save never leaves a half-written file.
+
+Args:
+    file (str, pathlib.Path or file object): where to write; a file object
+        needs a ``write`` method taking bytes.
+    arr (array): the array to save (any dtype; bfloat16 is written as
+        ``'<V2'``, as MLX does).
+
+Returns:
+    None
+
+Example:
+    >>> mx.save("/tmp/ember_doc_a.npy", mx.arange(3))
+    >>> mx.load("/tmp/ember_doc_a.npy")
+    array([0, 1, 2], dtype=int32)
+)doc"},
+    {{"savez"}, R"doc(Saves several arrays to an uncompressed ``.npz`` archive (NumPy's format).
+
+Positional arrays are stored as ``arr_0``, ``arr_1``, ...; keyword arrays
+under their keyword. Members are stored (not compressed) with their data
+aligned to 64 bytes, so :func:`load` maps them without a copy. A path gets
+``.npz`` appended unless it ends with it; the file is replaced atomically.
+
+Args:
+    file (str, pathlib.Path or file object): where to write.
+    *args (array): arrays saved as ``arr_0``, ``arr_1``, ...
+    **kwargs (array): arrays saved under their keyword.
+
+Returns:
+    None
+
+Example:
+    >>> mx.savez("/tmp/ember_doc_z", mx.ones(2), w=mx.zeros(1))
+    >>> sorted(mx.load("/tmp/ember_doc_z.npz"))
+    ['arr_0', 'w']
+)doc"},
+    {{"savez_compressed"}, R"doc(Saves several arrays to a deflate-compressed ``.npz`` archive.
+
+As :func:`savez`, but each member is compressed (deflate, RFC 1951, written
+by Ember itself; stored blocks where compression does not pay). Loading a
+compressed member inflates it into memory.
+
+Args:
+    file (str, pathlib.Path or file object): where to write.
+    *args (array): arrays saved as ``arr_0``, ``arr_1``, ...
+    **kwargs (array): arrays saved under their keyword.
+
+Returns:
+    None
+
+Example:
+    >>> mx.savez_compressed("/tmp/ember_doc_zc", x=mx.zeros(1000))
+    >>> mx.load("/tmp/ember_doc_zc.npz")["x"].shape
+    (1000,)
+)doc"},
+    {{"save_safetensors"}, R"doc(Saves a dict of arrays to a ``.safetensors`` file.
+
+Tensors are laid out widest dtype first, then by name, so every tensor is
+aligned to its dtype; the header is padded to a multiple of 8 bytes. A path
+gets ``.safetensors`` appended unless it ends with it; the file is replaced
+atomically.
+
+Args:
+    file (str, pathlib.Path or file object): where to write.
+    arrays (dict[str, array]): the tensors by name.
+    metadata (dict[str, str], optional): string metadata, stored as the
+        header's ``__metadata__``. Default: None.
+
+Returns:
+    None
+
+Example:
+    >>> mx.save_safetensors("/tmp/ember_doc_s", {"w": mx.ones(2)}, {"v": "1"})
+    >>> mx.load("/tmp/ember_doc_s.safetensors", return_metadata=True)[1]
+    {'v': '1'}
+)doc"},
+    {{"save_gguf"}, R"doc(Saves a dict of arrays and metadata to a ``.gguf`` file (version 3).
+
+Tensors of float32, float16, bfloat16, float64 and int8 to int64 are
+written with GGML's types and at most 4 dimensions (GGUF stores the
+dimensions in reverse order). Metadata values are arrays (0-d: a scalar of
+the matching GGUF type, 1-d: a GGUF array), strings or lists of strings. A
+path gets ``.gguf`` appended unless it ends with it; the file is replaced
+atomically.
+
+Args:
+    file (str, pathlib.Path or file object): where to write.
+    arrays (dict[str, array]): the tensors by name.
+    metadata (dict[str, array | str | list[str]]): the key-value metadata.
+
+Returns:
+    None
+
+Example:
+    >>> mx.save_gguf("/tmp/ember_doc_g", {"w": mx.ones(2)}, {"name": "x"})
+    >>> mx.load("/tmp/ember_doc_g.gguf", return_metadata=True)[1]
+    {'name': 'x'}
+)doc"},
+    {{"load"}, R"doc(Loads arrays from a ``.npy``, ``.npz``, ``.safetensors`` or ``.gguf`` file.
+
+The format comes from the extension unless ``format`` is given. The file is
+validated completely (sizes, offsets, dtypes, shapes, CRCs) before any
+tensor data is read; a malformed file raises ValueError naming the file,
+the tensor and the rule it breaks, a missing or unreadable one OSError.
+Files given by path are memory-mapped: ``.npy``, ``.safetensors`` and
+stored ``.npz`` tensors are views of the mapping (copied only where their
+data is misaligned or big-endian), valid as long as any array uses them;
+should the file shrink underneath, the next evaluation raises OSError
+naming it (the vanished data reads as zeros) instead of the process dying.
+GGUF tensors of type Q4_0, Q4_1 and Q8_0 load as MLX's affine quantized
+triple ``name``, ``name.scales``, ``name.biases`` (groups of 32, 4 or 8
+bits).
+
+Args:
+    file (str, pathlib.Path or file object): the file. A binary file
+        object at the start of a regular file is mapped like a path (and
+        left at its end), any other is read whole; its ``name``, if any,
+        gives the extension.
+    format (str, optional): ``"npy"``, ``"npz"``, ``"safetensors"`` or
+        ``"gguf"``. Default: None, from the extension.
+    return_metadata (bool, optional): also return the metadata
+        (safetensors and gguf only). Default: False.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array (``.npy``), dict[str, array] (the others), or with
+    ``return_metadata`` a tuple of that dict and the metadata dict.
+
+Example:
+    >>> mx.save("/tmp/ember_doc_b.npy", mx.array([1.5]))
+    >>> mx.load("/tmp/ember_doc_b.npy")
+    array([1.5], dtype=float32)
+)doc"},
 };
 
 #undef EMBER_DOC_STREAM
