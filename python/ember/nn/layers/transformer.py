@@ -193,6 +193,14 @@ class TransformerEncoderLayer(Module):
         return self.ln2(x + self._mlp(x))
 
 
+def _stack_layers(stack, layer, num_layers, dims, num_heads, mlp_dims, dropout, activation, norm_first,
+                  checkpoint):
+    """The encoder's or decoder's ``layers``, final ``ln`` and ``checkpoint``."""
+    stack.layers = [layer(dims, num_heads, mlp_dims, dropout, activation, norm_first) for _ in range(num_layers)]
+    stack.ln = LayerNorm(dims)
+    stack.checkpoint = checkpoint
+
+
 class TransformerEncoder(Module):
     """``num_layers`` :class:`TransformerEncoderLayer` followed by a
     :class:`LayerNorm`.
@@ -213,10 +221,8 @@ class TransformerEncoder(Module):
     def __init__(self, num_layers: int, dims: int, num_heads: int, mlp_dims: Optional[int] = None,
                  dropout: float = 0.0, activation=relu, norm_first: bool = True, checkpoint: bool = False):
         super().__init__()
-        self.layers = [TransformerEncoderLayer(dims, num_heads, mlp_dims, dropout, activation, norm_first)
-                       for _ in range(num_layers)]
-        self.ln = LayerNorm(dims)
-        self.checkpoint = checkpoint
+        _stack_layers(self, TransformerEncoderLayer, num_layers, dims, num_heads, mlp_dims, dropout, activation,
+                      norm_first, checkpoint)
 
     def __call__(self, x: mx.array, mask) -> mx.array:
         """Args:
@@ -309,10 +315,8 @@ class TransformerDecoder(Module):
     def __init__(self, num_layers: int, dims: int, num_heads: int, mlp_dims: Optional[int] = None,
                  dropout: float = 0.0, activation=relu, norm_first: bool = True, checkpoint: bool = False):
         super().__init__()
-        self.layers = [TransformerDecoderLayer(dims, num_heads, mlp_dims, dropout, activation, norm_first)
-                       for _ in range(num_layers)]
-        self.ln = LayerNorm(dims)
-        self.checkpoint = checkpoint
+        _stack_layers(self, TransformerDecoderLayer, num_layers, dims, num_heads, mlp_dims, dropout, activation,
+                      norm_first, checkpoint)
 
     def __call__(self, x: mx.array, memory: mx.array, x_mask, memory_mask) -> mx.array:
         """Args:
