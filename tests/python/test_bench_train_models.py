@@ -213,3 +213,33 @@ def test_mlp_step_matches_torch():
     theirs = [t.numpy() for t in bt.mlp_torch(torch, *[torch.from_numpy(a) for a in arrs])()]
     for a, b in zip(ours, theirs):
         _close(a, b, 1e-4, 1e-5)
+
+
+# --- the harness's check of a stateful step ---------------------------------
+
+def _stateful_case(step_size, check_last):
+    import harness
+    state = {"loss": 2.0}
+
+    def impl(m, x):
+        def fn():
+            out = np.float32(state["loss"])
+            state["loss"] += step_size
+            return np.array(out)
+        return fn
+    case = harness.Case(name="step", metric="ms", amount=1, make_inputs=lambda rng: [np.zeros(1)],
+                        reference=lambda x: np.array(2.0), impls={"numpy": impl},
+                        check_last=check_last)
+    adapter = harness.NumpyAdapter()
+    adapter.load()
+    return harness.time_case(adapter, case, [np.zeros(1)], np.array(2.0), warmup=2, repeat=3,
+                             max_seconds=1.0)
+
+
+def test_harness_checks_a_stateful_step_with_check_last():
+    assert _stateful_case(-0.1, bt.loss_fell)["status"] == "ok"
+    r = _stateful_case(+0.1, bt.loss_fell)
+    assert r["status"] == "wrong" and "did not fall" in r["error"]
+    # without check_last the last step is held to the first step's reference
+    r = _stateful_case(-0.1, None)
+    assert r["status"] == "wrong" and r["error"].startswith("last timed run")
