@@ -113,6 +113,11 @@ class Case:
     atol: Optional[float] = None
     out_dtype: Optional[str] = None   # e.g. "float32": every output must have it
     note: str = ""
+    # For a stateful fn (a training step: each call starts where the last
+    # one ended) only the first result can match `reference`; the last timed
+    # result is then checked by check_last(first, last), both lists of the
+    # outputs as NumPy arrays, which returns None or what is wrong.
+    check_last: Optional[Callable[[List[np.ndarray], List[np.ndarray]], Optional[str]]] = None
 
     def impl_for(self, fw: str):
         if fw in self.impls:
@@ -584,6 +589,8 @@ def time_case(adapter: Adapter, case: Case, inputs, ref, warmup: int,
     err = check(adapter, case, out, ref)
     if err:
         return {"status": "wrong", "error": "first run: " + err}
+    first = [np.array(adapter.to_numpy(o), copy=True) for o in _leaves(out)] \
+        if case.check_last else None
     out = None
     for _ in range(max(0, warmup - 1)):
         out = fn()
@@ -612,7 +619,10 @@ def time_case(adapter: Adapter, case: Case, inputs, ref, warmup: int,
             gc.enable()
     # The last result is checked too: buffer reuse or donation bugs show
     # up on later runs, not the first.
-    err = check(adapter, case, out, ref)
+    if case.check_last:
+        err = case.check_last(first, [adapter.to_numpy(o) for o in _leaves(out)])
+    else:
+        err = check(adapter, case, out, ref)
     if err:
         return {"status": "wrong", "error": "last timed run: " + err}
     return ok_result(case, times)

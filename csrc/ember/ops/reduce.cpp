@@ -5,6 +5,7 @@
 #include "ember/ops/common.h"
 #include "ember/primitives/reduce.h"
 #include "ember/primitives/shape.h"
+#include "ember/primitives/transform.h"
 
 namespace ember {
 
@@ -142,8 +143,13 @@ array logsumexp(const array& a, std::optional<Axes> axes, bool keepdims, const S
   if (a.size() == 0) fail("logsumexp", "Cannot reduce an empty array of shape ", shape_str(a.shape()), ".");
   Dtype t = to_inexact(a.dtype());
   array x = astype(a, t, s);
+  // The shift m is any constant as far as the value goes (log sum exp(x - m)
+  // + m is logsumexp(x) for every m), so it carries no derivative: without
+  // the stop, the vjp would also push the cotangent back through max() and
+  // the isfinite mask, only for the two paths through m to cancel exactly.
   array m = max(x, axes, true, s);
   m = where(isfinite(m, s), m, array(0.0, t), s);
+  m = make_node<StopGradient>(m.shape(), m.dtype(), {m}, to_stream(s));
   array out = add(log(sum(exp(subtract(x, m, s), s), axes, true, s), s), m, s);
   if (!keepdims) out = squeeze(out, detail::reduce_axes(axes, a.ndim(), "logsumexp"), s);
   return out;
