@@ -303,14 +303,30 @@ void sdpa_rows(const ScaledDotProductAttention& p, const std::vector<array>& inp
   // all of them (B Hk S (D + Dp) values) instead of once per block
   const int64_t nkb = (S + kBk - 1) / kBk;
   const bool prepack = nblk > 1;
-  std::vector<C> KTall, Vall;
+  // kept by the calling thread between calls (they only grow), so repeated
+  // attention calls neither page-fault nor clear megabytes; the padding
+  // lanes they hold (keys past S, features past Dv) feed only scores and
+  // accumulators that are never read
+  // (the pool's threads reach the caller's buffers through these pointers:
+  // a thread_local named inside a task would be the worker's own)
+  // Packings beyond 32 MB (long prompts) live only for the call.
+  thread_local std::vector<C> kt_keep, v_keep;
+  std::vector<C> kt_once, v_once;
+  C* KTall = nullptr;
+  C* Vall = nullptr;
   if (prepack) {
-    KTall.assign(static_cast<size_t>(B * Hk * nkb * D * kBk), C(0));
-    Vall.assign(static_cast<size_t>(B * Hk * nkb * kBk * Dp), C(0));
+    const size_t nkt = static_cast<size_t>(B * Hk * nkb * D * kBk), nv = static_cast<size_t>(B * Hk * nkb * kBk * Dp);
+    const bool keep = (nkt + nv) * sizeof(C) <= (size_t(32) << 20);
+    std::vector<C>& kt = keep ? kt_keep : kt_once;
+    std::vector<C>& vv = keep ? v_keep : v_once;
+    if (kt.size() < nkt) kt.resize(nkt);
+    if (vv.size() < nv) vv.resize(nv);
+    KTall = kt.data();
+    Vall = vv.data();
     parallel_for(B * Hk * nkb, 1, [&](int64_t u0, int64_t u1) {
       for (int64_t u = u0; u < u1; ++u) {
         const int64_t jb = u % nkb, kh = (u / nkb) % Hk, b = u / (nkb * Hk);
-        pack(b, kh, jb * kBk, std::min(kBk, S - jb * kBk), KTall.data() + u * D * kBk, Vall.data() + u * kBk * Dp);
+        pack(b, kh, jb * kBk, std::min(kBk, S - jb * kBk), KTall + u * D * kBk, Vall + u * kBk * Dp);
       }
     });
   }
@@ -345,8 +361,8 @@ void sdpa_rows(const ScaledDotProductAttention& p, const std::vector<array>& inp
       C* Sc = st.Sc.data();
       if (prepack) {
         const int64_t u = (b * Hk + kh) * nkb + j0 / kBk;
-        KT = KTall.data() + u * D * kBk;
-        Vb = Vall.data() + u * kBk * Dp;
+        KT = KTall + u * D * kBk;
+        Vb = Vall + u * kBk * Dp;
       } else {
         pack(b, kh, j0, nk, KT, Vb);
       }
