@@ -234,13 +234,6 @@ def eval_windows(data, context, count=64):
 # checkpoints
 # ---------------------------------------------------------------------------
 
-def _require_io(what):
-    missing = [n for n in ("save_safetensors", "load") if not hasattr(mx, n)]
-    if missing:
-        raise RuntimeError(f"[char_transformer] {what} needs ember.core.{' and ember.core.'.join(missing)} "
-                           "(Ember's io), which this build of ember.core does not have.")
-
-
 def save_checkpoint(path, model, optimizer, config):
     """Writes ``path/model.safetensors`` (``model.save_weights``),
     ``path/optimizer.safetensors`` (the optimizer's state, flattened to
@@ -255,7 +248,6 @@ def save_checkpoint(path, model, optimizer, config):
     Returns:
         None
     """
-    _require_io("--save")
     os.makedirs(path, exist_ok=True)
     model.save_weights(os.path.join(path, "model.safetensors"))
     mx.save_safetensors(os.path.join(path, "optimizer.safetensors"), dict(tree_flatten(optimizer.state)))
@@ -272,7 +264,6 @@ def load_checkpoint(path):
     Returns:
         tuple: ``(model, optimizer_state, config)``.
     """
-    _require_io("--resume")
     with open(os.path.join(path, "config.json")) as f:
         config = json.load(f)
     model = TransformerLM(len(VOCAB), config["dims"], config["heads"], config["layers"])
@@ -320,8 +311,6 @@ def main(steps=800, dims=64, heads=4, layers=2, context=64, batch_size=16, lr=1e
         count), ``sample`` (the text), ``seconds`` (the training loop's wall
         time) and ``steps_per_second``.
     """
-    if save:
-        _require_io("--save")
     config = {"dims": dims, "heads": heads, "layers": layers, "context": context, "seed": seed}
     if resume:
         model, opt_state, saved = load_checkpoint(resume)
