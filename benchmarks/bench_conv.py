@@ -302,7 +302,7 @@ CASES = [
 
 def add_args(p):
     p.add_argument("--peak", default="auto", metavar="auto|off|GFLOPS",
-                   help="float32 peak for the 'ember % peak' column: auto (fma_peak.py, "
+                   help="float32 peak for the 'ember %% peak' column: auto (fma_peak.py, "
                         "measured once per machine and cached), off, or GFLOP/s")
 
 
