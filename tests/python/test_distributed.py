@@ -1,4 +1,4 @@
-"""``core.distributed`` (the singleton group) and ``nn.layers.distributed``
+"""``core.distributed`` on one process (the singleton group) and ``nn.layers.distributed``
 (sharded linear layers) against NumPy; ``core.compile``."""
 import numpy as np
 import pytest
@@ -53,12 +53,13 @@ def test_init_errors():
 
 
 @ember_only
-def test_no_backend():
-    # MLX's CPU build has its ring backend; Ember has none
-    assert D.is_available() is False
-    assert D.is_available("mpi") is False
-    with pytest.raises(RuntimeError, match="Couldn't initialize any backend"):
-        D.init(strict=True)
+def test_backends_ember_lacks():
+    # MPI is Ember's one backend (tests/python/test_distributed_mpi.py)
+    for backend in ("ring", "nccl", "jaccl"):
+        assert D.is_available(backend) is False
+    with pytest.raises(RuntimeError, match="Couldn't initialize the 'ring' backend"):
+        D.init(strict=True, backend="ring")
+    assert D.init(backend="nccl").size() == 1
 
 
 @pytest.mark.parametrize("sharding, cls", [("all-to-sharded", "AllToShardedLinear"),

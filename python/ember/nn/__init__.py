@@ -14,7 +14,7 @@ modules, so it is a pytree for ``ember.utils`` and ``ember.core.eval``.
 
 from ember.nn import utils
 from ember.nn.layers import *  # noqa: F401,F403
-from ember.nn.utils import value_and_grad
+from ember.nn.utils import average_gradients, value_and_grad
 
 # the initialisers and losses live in their own files of this package
 from ember.nn import init, losses  # noqa: F401,E402

@@ -69,3 +69,64 @@ def checkpoint(module: Module, fn: Optional[Callable] = None):
         return ck(module.trainable_parameters(), *args, **kwargs)
 
     return wrapped
+
+
+def average_gradients(gradients, group=None, all_reduce_size: int = 32 * 1024 ** 2, communication_stream=None):
+    """Average a tree of gradients over the processes of a group.
+
+    Small arrays are packed into buckets of about ``all_reduce_size`` bytes
+    (one bucket per dtype run, so mixed dtypes keep theirs) and each bucket
+    is summed with one ``all_sum``, fewer and larger messages than one per
+    array.
+
+    Args:
+        gradients (Any): the tree of gradients, of the same structure on
+            every process.
+        group (Group, optional): the group. Default: the global group.
+        all_reduce_size (int): the bytes a bucket is filled to before it is
+            sent; 0 or less sends every array on its own. Default: 32 MiB.
+        communication_stream (Stream, optional): the stream of the
+            collectives. Default: None (the default stream).
+
+    Returns:
+        Any: the tree of the averages (the input itself on one process).
+    """
+    from ember.utils import tree_flatten, tree_unflatten
+
+    group = group or mx.distributed.init()
+    n = group.size()
+    if n == 1:
+        return gradients
+
+    def average(x):
+        return mx.distributed.all_sum(x, group=group, stream=communication_stream) / n
+
+    flat = tree_flatten(gradients)
+    if all_reduce_size <= 0:
+        return tree_unflatten([(k, average(v)) for k, v in flat])
+    out = [None] * len(flat)
+    bucket, nbytes = [], 0
+
+    def flush():
+        nonlocal bucket, nbytes
+        if len(bucket) == 1:
+            i = bucket[0]
+            out[i] = average(flat[i][1])
+        elif bucket:
+            arrays = [flat[i][1] for i in bucket]
+            summed = average(mx.concatenate([a.reshape(-1) for a in arrays]))
+            start = 0
+            for i, a in zip(bucket, arrays):
+                out[i] = summed[start:start + a.size].reshape(a.shape)
+                start += a.size
+        bucket, nbytes = [], 0
+
+    for i, (_, v) in enumerate(flat):
+        if bucket and flat[bucket[0]][1].dtype != v.dtype:
+            flush()
+        bucket.append(i)
+        nbytes += v.nbytes
+        if nbytes >= all_reduce_size:
+            flush()
+    flush()
+    return tree_unflatten([(k, o) for (k, _), o in zip(flat, out)])

