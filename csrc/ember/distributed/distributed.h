@@ -5,8 +5,8 @@
 //
 // MPI is not linked: mpi.cpp loads libmpi at run time (EMBER_MPI_LIBRARY,
 // the active environment's lib/, then the system) and declares the few entry
-// points it calls, with Open MPI's ABI (handles are addresses of named
-// globals). Every collective is a graph node (primitives below) whose
+// points it calls, for Open MPI's ABI (handles are addresses of named
+// globals) and MPICH's (handles are ints). Every collective is a graph node (primitives below) whose
 // eval_cpu first checks that all ranks agree on the operation, dtype and
 // shape (ValueError naming both ranks' shapes otherwise; EMBER_DISTRIBUTED_CHECKS=0
 // skips the check, a round trip, for latency) and then waits for

@@ -1,8 +1,14 @@
 // MPI loaded at run time. No mpi.h: the entry points below are declared with
-// Open MPI's ABI, in which every handle (communicator, datatype, op, request,
-// error handler) is a pointer and the predefined ones are the addresses of
-// the library's globals (ompi_mpi_comm_world, ompi_mpi_float, ...). MPICH's
-// ABI (integer handles) is recognised and refused with a clear message.
+// pointer-sized handles, which serve both ABIs in use. In Open MPI's every
+// handle (communicator, datatype, op, request, error handler) is a pointer
+// and the predefined ones are the addresses of the library's globals
+// (ompi_mpi_comm_world, ompi_mpi_float, ...). In MPICH's (also Intel MPI's
+// and Cray's) handles are ints with fixed values (MPI_COMM_WORLD is
+// 0x44000000): passed in a 64-bit register or stack slot, the callee reads
+// the low 32 bits, and the handles MPICH writes back (requests, new
+// communicators, types, ops) land in the low half of a zeroed 8-byte slot
+// (x86-64 and AArch64 are little-endian). MPI_STATUS_IGNORE differs (0 and
+// 1) and is kept per library.
 #include "ember/distributed/mpi.h"
 
 #include <dlfcn.h>
@@ -55,6 +61,8 @@ struct Lib {
   int (*Type_commit)(Handle*);
   int (*Error_string)(int, char*, int*);
 
+  bool mpich = false;
+  void* status_ignore = nullptr;
   Handle comm_world, errors_return, op_sum, op_max, op_min, op_lor, op_land, byte, int64;
   Handle native[kNumDtypes] = {};  // MPI's own type for the dtype (nullptr: none)
   Handle bytes[kNumDtypes] = {};   // itemsize contiguous bytes (made at init)
@@ -88,15 +96,26 @@ bool try_open(Lib& l, const std::string& path, std::string& why) {
     why += "\n  " + path + ": " + (e ? e : "cannot be opened");
     return false;
   }
-  if (!dlsym(so, "ompi_mpi_comm_world")) {
-    bool is_mpi = dlsym(so, "MPI_Init") != nullptr;
-    why += "\n  " + path + ": " +
-           (is_mpi ? "not Open MPI (MPICH's ABI, with integer handles, is not supported)" : "not an MPI library");
-    dlclose(so);
-    return false;
+  bool ompi = dlsym(so, "ompi_mpi_comm_world") != nullptr;
+  if (!ompi) {
+    std::string version;
+    if (auto get = reinterpret_cast<int (*)(char*, int*)>(dlsym(so, "MPI_Get_library_version"))) {
+      std::vector<char> buf(8192 + 1, 0);
+      int len = 0;
+      if (get(buf.data(), &len) == 0) version.assign(buf.data(), static_cast<size_t>(std::max(0, std::min(len, 8192))));
+    }
+    bool mpich = version.find("MPICH") != std::string::npos || version.find("Intel(R) MPI") != std::string::npos;
+    if (!mpich) {
+      bool is_mpi = dlsym(so, "MPI_Init") != nullptr;
+      why += "\n  " + path + ": " +
+             (is_mpi ? "an MPI library of neither Open MPI's nor MPICH's ABI" : "not an MPI library");
+      dlclose(so);
+      return false;
+    }
   }
   l.so = so;
   l.path = path;
+  l.mpich = !ompi;
   try {
     bind(l, l.Initialized, "MPI_Initialized");
     bind(l, l.Finalized, "MPI_Finalized");
@@ -122,28 +141,33 @@ bool try_open(Lib& l, const std::string& path, std::string& why) {
     bind(l, l.Type_contiguous, "MPI_Type_contiguous");
     bind(l, l.Type_commit, "MPI_Type_commit");
     bind(l, l.Error_string, "MPI_Error_string");
-    l.comm_world = sym(l, "ompi_mpi_comm_world");
-    l.errors_return = sym(l, "ompi_mpi_errors_return");
-    l.op_sum = sym(l, "ompi_mpi_op_sum");
-    l.op_max = sym(l, "ompi_mpi_op_max");
-    l.op_min = sym(l, "ompi_mpi_op_min");
-    l.op_lor = sym(l, "ompi_mpi_op_lor");
-    l.op_land = sym(l, "ompi_mpi_op_land");
-    l.byte = sym(l, "ompi_mpi_byte");
-    l.int64 = sym(l, "ompi_mpi_int64_t");
-    auto set = [&](Dtype d, const char* name) { l.native[static_cast<int>(d)] = sym(l, name); };
-    set(Dtype::bool_, "ompi_mpi_c_bool");
-    set(Dtype::uint8, "ompi_mpi_uint8_t");
-    set(Dtype::uint16, "ompi_mpi_uint16_t");
-    set(Dtype::uint32, "ompi_mpi_uint32_t");
-    set(Dtype::uint64, "ompi_mpi_uint64_t");
-    set(Dtype::int8, "ompi_mpi_int8_t");
-    set(Dtype::int16, "ompi_mpi_int16_t");
-    set(Dtype::int32, "ompi_mpi_int32_t");
-    set(Dtype::int64, "ompi_mpi_int64_t");
-    set(Dtype::float32, "ompi_mpi_float");
-    set(Dtype::float64, "ompi_mpi_double");
-    set(Dtype::complex64, "ompi_mpi_c_float_complex");
+    // the predefined handles: (Open MPI's global, MPICH's value)
+    auto h = [&](const char* ompi_name, uintptr_t mpich_value) -> Handle {
+      return l.mpich ? reinterpret_cast<Handle>(mpich_value) : sym(l, ompi_name);
+    };
+    l.status_ignore = l.mpich ? reinterpret_cast<void*>(1) : nullptr;
+    l.comm_world = h("ompi_mpi_comm_world", 0x44000000);
+    l.errors_return = h("ompi_mpi_errors_return", 0x54000001);
+    l.op_max = h("ompi_mpi_op_max", 0x58000001);
+    l.op_min = h("ompi_mpi_op_min", 0x58000002);
+    l.op_sum = h("ompi_mpi_op_sum", 0x58000003);
+    l.op_land = h("ompi_mpi_op_land", 0x58000005);
+    l.op_lor = h("ompi_mpi_op_lor", 0x58000007);
+    l.byte = h("ompi_mpi_byte", 0x4c00010d);
+    l.int64 = h("ompi_mpi_int64_t", 0x4c00083a);
+    auto set = [&](Dtype d, const char* name, uintptr_t value) { l.native[static_cast<int>(d)] = h(name, value); };
+    set(Dtype::bool_, "ompi_mpi_c_bool", 0x4c00013f);
+    set(Dtype::uint8, "ompi_mpi_uint8_t", 0x4c00013b);
+    set(Dtype::uint16, "ompi_mpi_uint16_t", 0x4c00023c);
+    set(Dtype::uint32, "ompi_mpi_uint32_t", 0x4c00043d);
+    set(Dtype::uint64, "ompi_mpi_uint64_t", 0x4c00083e);
+    set(Dtype::int8, "ompi_mpi_int8_t", 0x4c000137);
+    set(Dtype::int16, "ompi_mpi_int16_t", 0x4c000238);
+    set(Dtype::int32, "ompi_mpi_int32_t", 0x4c000439);
+    set(Dtype::int64, "ompi_mpi_int64_t", 0x4c00083a);
+    set(Dtype::float32, "ompi_mpi_float", 0x4c00040a);
+    set(Dtype::float64, "ompi_mpi_double", 0x4c00080b);
+    set(Dtype::complex64, "ompi_mpi_c_float_complex", 0x4c000840);
   } catch (const std::exception& e) {
     why += "\n  " + path + ": " + e.what();
     dlclose(so);
@@ -245,7 +269,7 @@ void wait(Handle* req, const char* what) {
   auto deadline = clock::now() + std::chrono::duration<double>(timeout_seconds());
   for (long spins = 0;; spins++) {
     int flag = 0;
-    check(l.Test(req, &flag, nullptr), what);
+    check(l.Test(req, &flag, l.status_ignore), what);
     if (flag) return;
     if ((spins & 255) == 255) {
       if (clock::now() > deadline) {
@@ -407,7 +431,7 @@ void check_agree(const Comm& c, const Op& op) {
   header(op, h);
   for (int i = 0; i < kHeader; i++) h[kHeader + i] = -h[i];
   if (bounded()) {
-    Handle req;
+    Handle req = nullptr;
     check(l.Iallreduce(h, r, 2 * kHeader, l.int64, l.op_max, c.handle, &req), op.name);
     wait(&req, op.name);
   } else {
@@ -450,7 +474,7 @@ void all_reduce(const Comm& c, const void* in, void* out, int64_t count, Dtype d
     int n = static_cast<int>(std::min(chunk, count - done));
     if (n == 0) break;
     if (bounded()) {
-      Handle req;
+      Handle req = nullptr;
       check(l.Iallreduce(in_p + done * item, out_p + done * item, n, type, op, c.handle, &req), "MPI_Iallreduce");
       wait(&req, k == ReduceKind::sum ? "all_sum" : k == ReduceKind::max ? "all_max" : "all_min");
     } else {
@@ -464,7 +488,7 @@ void all_gather(const Comm& c, const void* in, void* out, int64_t count, Dtype d
   int n = as_int(count, "all_gather");
   Handle type = l.bytes[static_cast<int>(dt)];
   if (bounded()) {
-    Handle req;
+    Handle req = nullptr;
     check(l.Iallgather(in, n, type, out, n, type, c.handle, &req), "MPI_Iallgather");
     wait(&req, "all_gather");
   } else {
@@ -485,7 +509,7 @@ void reduce_scatter(const Comm& c, const void* in, void* out, int64_t count, Dty
     op = l.custom[d][0];
   }
   if (bounded()) {
-    Handle req;
+    Handle req = nullptr;
     check(l.Ireduce_scatter_block(in, out, n, type, op, c.handle, &req), "MPI_Ireduce_scatter_block");
     wait(&req, "sum_scatter");
   } else {
@@ -500,7 +524,7 @@ void p2p_wait(Handle* req, bool bounded_wait, const char* what) {
   if (bounded_wait) wait(req, what);
   else {
     int flag = 0;
-    while (!flag) check(lib().Test(req, &flag, nullptr), what);
+    while (!flag) check(lib().Test(req, &flag, lib().status_ignore), what);
   }
 }
 }  // namespace
@@ -511,7 +535,7 @@ void send(const Comm& c, const Op& op, const void* buf, int64_t count, int dst) 
   header(op, h);
   int n = as_int(count, op.name);
   Handle type = l.bytes[static_cast<int>(op.dtype)];
-  Handle r1, r2;
+  Handle r1 = nullptr, r2 = nullptr;
   check(l.Isend(h, kHeader, l.int64, dst, kTag, c.handle, &r1), "MPI_Isend");
   check(l.Isend(buf, n, type, dst, kTag, c.handle, &r2), "MPI_Isend");
   p2p_wait(&r1, bounded(), op.name);
@@ -522,14 +546,14 @@ void recv(const Comm& c, const Op& op, void* buf, int64_t count, int src) {
   Lib& l = lib();
   int64_t mine[kHeader], theirs[kHeader];
   header(op, mine);
-  Handle req;
+  Handle req = nullptr;
   check(l.Irecv(theirs, kHeader, l.int64, src, kTag, c.handle, &req), "MPI_Irecv");
   p2p_wait(&req, bounded(), op.name);
   // the sender's code is send's, ours recv's: compare what follows
   if (std::memcmp(mine + 1, theirs + 1, (kHeader - 1) * sizeof(int64_t)) != 0) {
     // take the message anyway, so that the sender is not left waiting
     std::vector<char> sink(static_cast<size_t>(theirs[3] * size_of(static_cast<Dtype>(theirs[1]))));
-    Handle r;
+    Handle r = nullptr;
     check(l.Irecv(sink.data(), as_int(theirs[3], op.name), l.bytes[static_cast<int>(theirs[1])], src, kTag,
                   c.handle, &r),
           "MPI_Irecv");
