@@ -53,8 +53,8 @@ def test_init_errors():
 
 
 @ember_only
-def test_backends_ember_lacks():
-    # MPI is Ember's one backend (tests/python/test_distributed_mpi.py)
+def test_no_backend():
+    # no ring, NCCL or JACCL backend: MPI is Ember's one (tests/python/test_distributed_mpi.py)
     for backend in ("ring", "nccl", "jaccl"):
         assert D.is_available(backend) is False
     with pytest.raises(RuntimeError, match="Couldn't initialize the 'ring' backend"):

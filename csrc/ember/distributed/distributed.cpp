@@ -80,14 +80,12 @@ array send(const array& x, int dst, const Group& g, const StreamOrDevice& s) {
   if (g.size() == 1) fail("send", "Cannot send to a singleton group");
   if (dst < 0 || dst >= g.size())
     fail("send", "Invalid destination=", dst, " for a group of size ", g.size(), ".");
-  if (dst == g.rank()) fail("send", "rank ", dst, " cannot send to itself.");
   return make_node<Send>(x.shape(), x.dtype(), {x}, to_stream(s), g, dst);
 }
 
 array recv(Shape shape, Dtype dtype, int src, const Group& g, const StreamOrDevice& s) {
   if (g.size() == 1) fail("recv", "Cannot recv from a singleton group");
   if (src < 0 || src >= g.size()) fail("recv", "Invalid source=", src, " for a group of size ", g.size(), ".");
-  if (src == g.rank()) fail("recv", "rank ", src, " cannot receive from itself.");
   return make_node<Recv>(std::move(shape), dtype, {}, to_stream(s), g, src);
 }
 
