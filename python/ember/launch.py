@@ -110,10 +110,26 @@ def mpirun_command(n, program, hosts=None, hostfile=None, mpi_args=(), env=None,
     return cmd + list(program)
 
 
-def launch_env(env=None):
-    """The environment for mpirun: Open MPI's run-as-root consent and no
-    warnings about unused network interfaces on one machine."""
+def launch_env(env=None, nproc=1, local=True):
+    """The environment for mpirun: Open MPI's run-as-root consent, no
+    warnings about unused network interfaces on one machine, and, for ranks
+    that share this machine, its cores divided among them (EMBER_NUM_THREADS
+    and OPENBLAS_NUM_THREADS, unless set), so that ranks do not oversubscribe
+    the cores with their thread pools.
+
+    Args:
+        env (dict, optional): the environment to start from. Default: ``os.environ``.
+        nproc (int): the number of ranks. Default: 1.
+        local (bool): whether they all run on this machine. Default: True.
+
+    Returns:
+        dict: the environment.
+    """
     env = dict(os.environ if env is None else env)
+    if local and nproc > 1:
+        threads = str(max(1, (os.cpu_count() or 1) // nproc))
+        env.setdefault("EMBER_NUM_THREADS", threads)
+        env.setdefault("OPENBLAS_NUM_THREADS", threads)
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
@@ -150,7 +166,7 @@ def main(argv=None):
     if a.print_command:
         print(shlex.join(cmd))
         return 0
-    env = launch_env()
+    env = launch_env(nproc=a.nproc, local=not (a.hosts or a.hostfile))
     os.execvpe(cmd[0], cmd, env)
 
 

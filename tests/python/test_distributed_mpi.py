@@ -199,6 +199,11 @@ def test_launch_command(tmp_path):
     assert hydra[:3] == ["/opt/mpi/bin/mpirun", "-n", "2"] and "--oversubscribe" not in hydra
     assert hydra[hydra.index("-hosts") + 1] == "h1,h2" and hydra[hydra.index("-f") + 1] == "hf"
     assert hydra[hydra.index("-genvlist") + 1] == "EMBER_MPIRUN,EMBER_X,PYTHONPATH" and hydra[-2:] == ["py", "s.py"]
+    e = launch.launch_env({}, nproc=2)
+    assert e["EMBER_NUM_THREADS"] == str(max(1, os.cpu_count() // 2)) == e["OPENBLAS_NUM_THREADS"]
+    assert launch.launch_env({"EMBER_NUM_THREADS": "7"}, nproc=2)["EMBER_NUM_THREADS"] == "7"
+    assert "EMBER_NUM_THREADS" not in launch.launch_env({}, nproc=2, local=False)
+    assert "EMBER_NUM_THREADS" not in launch.launch_env({}, nproc=1)
     p = subprocess.run([sys.executable, "-m", "ember.launch", "--print-command", "-n", "2", "-m", "mod", "a"],
                        capture_output=True, text=True, env=_env(EMBER_MPIRUN="/x/mpirun"), cwd=ROOT)
     assert p.returncode == 0 and p.stdout.startswith("/x/mpirun -n 2") and p.stdout.rstrip().endswith("-m mod a")
