@@ -33,7 +33,10 @@ LAYERS = [
     ("rules", ["csrc/ember/primitives/*.cpp"], ["core", "graph", "primitives", "op-api", "transforms"]),
     # saving and loading: builds arrays on mapped files, evaluates through the op API
     ("io", ["csrc/ember/io/*"], ["core", "graph", "primitives", "op-api"]),
-    ("bindings", ["python/src/*"], ["core", "graph", "primitives", "kernels", "op-api", "transforms", "io"]),
+    # compile's fusion: a pass over graphs, its primitive's kernel and rules
+    ("compile", ["csrc/ember/compile/*"], ["core", "graph", "primitives", "kernels", "op-api", "transforms"]),
+    ("bindings", ["python/src/*"],
+     ["core", "graph", "primitives", "kernels", "op-api", "transforms", "io", "compile"]),
 ]
 # The op API's headers are public: the op layer's internals (namespace detail)
 # live in ops/common.h, builders that rules share live beside their primitive.

@@ -1,0 +1,315 @@
+// The code generator of compile's fusion: C++ source for a fused group.
+//
+// A kernel computes one run of n elements (the loop engine, loops.h, splits
+// the arrays into runs and the runs over the threads):
+//
+//   extern "C" void ember_fused(char* const* p, const int64_t* s, int64_t n)
+//
+// p: the outputs' then the inputs' first elements, s: their strides in
+// elements (0 for a broadcast input). The run goes in blocks of kBlock
+// elements: inputs with stride 1 are read in place, others gathered into a
+// block buffer (a stride-0 input filled once); each step is one loop over
+// the block into a block buffer of its own (buffers are reused once a step's
+// value is dead), which the compiler vectorizes; the outputs are stored last,
+// so an output may share its buffer with an input (donation). Each op is
+// computed as its eager kernel computes it (backend/cpu/functors.h): float32
+// transcendental math through simd_math.h (its text is embedded in the
+// generated source, compiled for the same ISA level), float64 through libm;
+// float32 sin/cos/tan redo the lanes beyond simd_math's accurate bound with
+// its exact scalar path, as unary.cpp's loop does.
+#include <sstream>
+#include <string>
+#include <typeindex>
+#include <unordered_map>
+
+#include "ember/compile/fuse.h"
+#include "ember/primitives/elementwise.h"
+
+namespace ember::compile {
+
+namespace {
+
+// dtype masks: which input dtypes an op's generated code covers
+constexpr int kB = 1, kF = 2, kD = 4, kFD = kF | kD, kAll = kB | kF | kD;
+
+int dtype_bit(Dtype t) {
+  switch (t) {
+    case Dtype::bool_: return kB;
+    case Dtype::float32: return kF;
+    case Dtype::float64: return kD;
+    default: return 0;
+  }
+}
+const char* ctype(Dtype t) {
+  switch (t) {
+    case Dtype::bool_: return "bool";
+    case Dtype::float32: return "float";
+    default: return "double";
+  }
+}
+
+// Per op tag: the input dtypes covered (0: none) and whether float32 needs
+// the far-lane fix-up (sin, cos, tan).
+template <class Op>
+struct Gen {
+  static constexpr int in = 0;
+  static constexpr bool far = false;
+};
+#define EMBER_GEN(OP, MASK, FAR)           \
+  template <>                              \
+  struct Gen<op::OP> {                     \
+    static constexpr int in = MASK;        \
+    static constexpr bool far = FAR;       \
+  };
+#define EMBER_GEN_FD(OP) EMBER_GEN(OP, kFD, false)
+// unary
+EMBER_GEN_FD(Abs) EMBER_GEN_FD(Negative) EMBER_GEN_FD(Sign) EMBER_GEN_FD(Sqrt) EMBER_GEN_FD(Rsqrt)
+EMBER_GEN_FD(Square) EMBER_GEN_FD(Exp) EMBER_GEN_FD(Expm1) EMBER_GEN_FD(Log) EMBER_GEN_FD(Log2)
+EMBER_GEN_FD(Log10) EMBER_GEN_FD(Log1p) EMBER_GEN(Sin, kFD, true) EMBER_GEN(Cos, kFD, true)
+EMBER_GEN(Tan, kFD, true) EMBER_GEN_FD(Sinh) EMBER_GEN_FD(Cosh) EMBER_GEN_FD(Tanh) EMBER_GEN_FD(ArcSin)
+EMBER_GEN_FD(ArcCos) EMBER_GEN_FD(ArcTan) EMBER_GEN_FD(ArcSinh) EMBER_GEN_FD(ArcCosh) EMBER_GEN_FD(ArcTanh)
+EMBER_GEN_FD(Sigmoid) EMBER_GEN_FD(Erf) EMBER_GEN(ErfInv, kF, false) EMBER_GEN_FD(Floor) EMBER_GEN_FD(Ceil)
+EMBER_GEN_FD(Round) EMBER_GEN(LogicalNot, kAll, false) EMBER_GEN(BitwiseInvert, kB, false)
+EMBER_GEN_FD(IsNaN) EMBER_GEN_FD(IsInf) EMBER_GEN_FD(IsPosInf) EMBER_GEN_FD(IsNegInf)
+// binary
+EMBER_GEN_FD(Add) EMBER_GEN_FD(Subtract) EMBER_GEN_FD(Multiply) EMBER_GEN_FD(Divide) EMBER_GEN_FD(Remainder)
+EMBER_GEN_FD(FloorDivide) EMBER_GEN_FD(Power) EMBER_GEN_FD(Maximum) EMBER_GEN_FD(Minimum)
+EMBER_GEN(Equal, kAll, false) EMBER_GEN(NotEqual, kAll, false) EMBER_GEN(Less, kAll, false)
+EMBER_GEN(LessEqual, kAll, false) EMBER_GEN(Greater, kAll, false) EMBER_GEN(GreaterEqual, kAll, false)
+EMBER_GEN(LogicalAnd, kAll, false) EMBER_GEN(LogicalOr, kAll, false) EMBER_GEN(BitwiseAnd, kB, false)
+EMBER_GEN(BitwiseOr, kB, false) EMBER_GEN(BitwiseXor, kB, false) EMBER_GEN_FD(ArcTan2) EMBER_GEN_FD(LogAddExp)
+EMBER_GEN(NaNEqual, kAll, false)
+#undef EMBER_GEN_FD
+#undef EMBER_GEN
+
+enum class Kind { Unary, Binary, Select, AsType };
+struct OpGen {
+  const char* name;
+  Kind kind;
+  int in_mask;
+  bool far;
+};
+
+const OpGen* op_gen(const Primitive& p) {
+  static const std::unordered_map<std::type_index, OpGen> table = [] {
+    std::unordered_map<std::type_index, OpGen> t;
+#define EMBER_U(N, OUT) t.emplace(typeid(Unary<op::N>), OpGen{#N, Kind::Unary, Gen<op::N>::in, Gen<op::N>::far});
+#define EMBER_BI(N, OUT) t.emplace(typeid(Binary<op::N>), OpGen{#N, Kind::Binary, Gen<op::N>::in, false});
+    EMBER_UNARY_OPS(EMBER_U)
+    EMBER_BINARY_OPS(EMBER_BI)
+#undef EMBER_U
+#undef EMBER_BI
+    t.emplace(typeid(Select), OpGen{"Select", Kind::Select, kAll, false});
+    t.emplace(typeid(AsType), OpGen{"AsType", Kind::AsType, kAll, false});
+    return t;
+  }();
+  auto it = table.find(typeid(p));
+  return it == table.end() ? nullptr : &it->second;
+}
+
+}  // namespace
+
+bool fusable(const Primitive& p, const std::vector<Dtype>& in, Dtype out) {
+  const OpGen* g = op_gen(p);
+  if (!g || !dtype_bit(out) || in.empty()) return false;
+  switch (g->kind) {
+    case Kind::Unary:
+    case Kind::Binary:
+      for (Dtype t : in) {
+        if (t != in[0] || !(dtype_bit(t) & g->in_mask)) return false;
+      }
+      return in.size() == (g->kind == Kind::Unary ? 1u : 2u);
+    case Kind::Select:
+      return in.size() == 3 && in[0] == Dtype::bool_ && in[1] == out && in[2] == out;
+    case Kind::AsType:
+      return in.size() == 1 && dtype_bit(in[0]);
+  }
+  return false;
+}
+
+// The functions every kernel calls, one per op, computing as functors.h does
+// for the compute types bool, float and double (after simd_math.h).
+const std::string& kernel_prelude() {
+  static const std::string text = R"EMBERSRC(
+#include <cstdint>
+#include <cstring>
+namespace {
+using f32 = float;
+#define EM(N, S, D)                                                   \
+  [[maybe_unused]] inline float e_##N(float x) { return ember::simd::S(x); } \
+  [[maybe_unused]] inline double e_##N(double x) { return D(x); }
+EM(Exp, exp, std::exp) EM(Expm1, expm1, std::expm1) EM(Log, log, std::log) EM(Log1p, log1p, std::log1p)
+EM(Log2, log2, std::log2) EM(Log10, log10, std::log10) EM(Sinh, sinh, std::sinh) EM(Cosh, cosh, std::cosh)
+EM(Tanh, tanh, std::tanh) EM(ArcSin, asin, std::asin) EM(ArcCos, acos, std::acos) EM(ArcTan, atan, std::atan)
+EM(ArcSinh, asinh, std::asinh) EM(ArcCosh, acosh, std::acosh) EM(ArcTanh, atanh, std::atanh)
+EM(Erf, erf, std::erf) EM(Sin, sin_near, std::sin) EM(Cos, cos_near, std::cos) EM(Tan, tan_near, std::tan)
+#undef EM
+#define F1 template <class T> [[maybe_unused]] inline
+#define F2 template <class T> [[maybe_unused]] inline
+[[maybe_unused]] inline float e_Sin_far(float x) { return ember::simd::sin_far(x); }
+[[maybe_unused]] inline float e_Cos_far(float x) { return ember::simd::cos_far(x); }
+[[maybe_unused]] inline float e_Tan_far(float x) { return ember::simd::tan_far(x); }
+[[maybe_unused]] inline float e_ErfInv(float x) { return ember::simd::erfinv(x); }
+[[maybe_unused]] inline float e_Sigmoid(float x) { return ember::simd::sigmoid(x); }
+[[maybe_unused]] inline double e_Sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+F1 T e_Abs(T x) { return std::fabs(x); }
+F1 T e_Negative(T x) { return -x; }
+F1 T e_Sign(T x) { return static_cast<T>((x > 0) - (x < 0)); }
+F1 T e_Sqrt(T x) { return std::sqrt(x); }
+F1 T e_Rsqrt(T x) { return T(1) / std::sqrt(x); }
+F1 T e_Square(T x) { return x * x; }
+F1 T e_Floor(T x) { return std::floor(x); }
+F1 T e_Ceil(T x) { return std::ceil(x); }
+F1 T e_Round(T x) { return std::nearbyint(x); }
+F1 bool e_LogicalNot(T x) { return !(x != T(0)); }
+[[maybe_unused]] inline bool e_BitwiseInvert(bool x) { return !x; }
+F1 bool e_IsNaN(T x) { return x != x; }
+F1 bool e_IsInf(T x) { return std::fabs(x) == std::numeric_limits<T>::infinity(); }
+F1 bool e_IsPosInf(T x) { return x == T(std::numeric_limits<float>::infinity()); }
+F1 bool e_IsNegInf(T x) { return x == T(-std::numeric_limits<float>::infinity()); }
+F2 T e_Add(T a, T b) { return a + b; }
+F2 T e_Subtract(T a, T b) { return a - b; }
+F2 T e_Multiply(T a, T b) { return a * b; }
+F2 T e_Divide(T a, T b) { return a / b; }
+F2 T e_Remainder(T a, T b) {
+  T r = std::fmod(a, b);
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+F2 T e_FloorDivide(T a, T b) { return std::floor(a / b); }
+F2 T e_Power(T a, T b) { return std::pow(a, b); }
+F2 T e_Maximum(T a, T b) { return (a > b || a != a) ? a : b; }
+F2 T e_Minimum(T a, T b) { return (a < b || a != a) ? a : b; }
+F2 bool e_Equal(T a, T b) { return a == b; }
+F2 bool e_NotEqual(T a, T b) { return a != b; }
+F2 bool e_Less(T a, T b) { return a < b; }
+F2 bool e_LessEqual(T a, T b) { return !(b < a); }
+F2 bool e_Greater(T a, T b) { return b < a; }
+F2 bool e_GreaterEqual(T a, T b) { return !(a < b); }
+F2 bool e_LogicalAnd(T a, T b) { return (a != T(0)) && (b != T(0)); }
+F2 bool e_LogicalOr(T a, T b) { return (a != T(0)) || (b != T(0)); }
+[[maybe_unused]] inline bool e_BitwiseAnd(bool a, bool b) { return a & b; }
+[[maybe_unused]] inline bool e_BitwiseOr(bool a, bool b) { return a | b; }
+[[maybe_unused]] inline bool e_BitwiseXor(bool a, bool b) { return a ^ b; }
+F2 T e_ArcTan2(T a, T b) { return std::atan2(a, b); }
+F2 T e_LogAddExp(T a, T b) {
+  T mx = a > b ? a : b, mn = a > b ? b : a;
+  if (a != a || b != b) return a + b;
+  if (mn == -std::numeric_limits<T>::infinity() || mx == std::numeric_limits<T>::infinity()) return mx;
+  return mx + e_Log1p(e_Exp(mn - mx));
+}
+F2 bool e_NaNEqual(T a, T b) { return a == b || (a != a && b != b); }
+#undef F1
+#undef F2
+[[maybe_unused]] inline uint32_t e_mag(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  return u & 0x7fffffffu;
+}
+}  // namespace
+)EMBERSRC";
+  return text;
+}
+
+std::string generate_kernel(const FusedProgram& prog) {
+  constexpr int kBlock = 256;
+  const int nin = static_cast<int>(prog.in_dtypes.size());
+  const int nout = static_cast<int>(prog.outputs.size());
+  const int nsteps = static_cast<int>(prog.steps.size());
+  std::vector<const OpGen*> gens(nsteps);
+  for (int k = 0; k < nsteps; ++k) {
+    gens[k] = op_gen(*prog.steps[k].prim);
+    if (!gens[k]) return {};
+  }
+  auto arg_dtype = [&](int a) { return a >= 0 ? prog.steps[a].dtype : prog.in_dtypes[-a - 1]; };
+  // block buffers: a step's value lives until its last use (outputs: to the end)
+  std::vector<int> last(nsteps, -1);
+  for (int k = 0; k < nsteps; ++k) {
+    for (int a : prog.steps[k].args) {
+      if (a >= 0) last[a] = k;
+    }
+  }
+  for (int o : prog.outputs) last[o] = nsteps;
+  std::vector<int> buf(nsteps);
+  std::vector<Dtype> buf_dtype;
+  std::vector<std::vector<int>> free_bufs(3);  // by dtype bit index
+  auto bit_index = [](Dtype t) { return t == Dtype::bool_ ? 0 : t == Dtype::float32 ? 1 : 2; };
+  std::ostringstream body;
+  for (int k = 0; k < nsteps; ++k) {
+    const auto& st = prog.steps[k];
+    // free the buffers of arguments whose last use is this step (after reading: a
+    // step may write the buffer it reads only elementwise, which is safe)
+    auto& fl = free_bufs[bit_index(st.dtype)];
+    if (!fl.empty()) {
+      buf[k] = fl.back();
+      fl.pop_back();
+    } else {
+      buf[k] = static_cast<int>(buf_dtype.size());
+      buf_dtype.push_back(st.dtype);
+    }
+    auto arg = [&](int i) {
+      int a = st.args[i];
+      return (a >= 0 ? "t" + std::to_string(buf[a]) : "a" + std::to_string(-a - 1)) + "[j]";
+    };
+    std::string expr;
+    const OpGen& g = *gens[k];
+    switch (g.kind) {
+      case Kind::Unary: expr = std::string("e_") + g.name + "(" + arg(0) + ")"; break;
+      case Kind::Binary: expr = std::string("e_") + g.name + "(" + arg(0) + ", " + arg(1) + ")"; break;
+      case Kind::Select: expr = "(" + arg(0) + " ? " + arg(1) + " : " + arg(2) + ")"; break;
+      case Kind::AsType:
+        expr = st.dtype == Dtype::bool_ ? "(" + arg(0) + " != 0)"
+                                        : std::string("static_cast<") + ctype(st.dtype) + ">(" + arg(0) + ")";
+        break;
+    }
+    const std::string out = "t" + std::to_string(buf[k]);
+    body << "    for (int64_t j = 0; j < m; ++j) " << out << "[j] = " << expr << ";\n";
+    if (g.far && arg_dtype(st.args[0]) == Dtype::float32) {
+      const std::string x = arg(0);
+      body << "    { uint32_t top = 0; for (int64_t j = 0; j < m; ++j) { uint32_t u = e_mag(" << x
+           << "); top = u > top ? u : top; }\n"
+           << "      if (top > e_mag(ember::simd::kSinCosAccurateBound)) for (int64_t j = 0; j < m; ++j) if (std::fabs("
+           << x << ") > ember::simd::kSinCosAccurateBound) " << out << "[j] = e_" << g.name << "_far(" << x
+           << "); }\n";
+    }
+    for (int a : st.args) {
+      if (a >= 0 && last[a] == k) {
+        free_bufs[bit_index(prog.steps[a].dtype)].push_back(buf[a]);
+        last[a] = -2;  // freed once even if used twice by this step
+      }
+    }
+  }
+  std::ostringstream src;
+  src << "extern \"C\" __attribute__((visibility(\"default\"))) void ember_fused(char* const* p, const int64_t* s, "
+         "int64_t n) {\n";
+  src << "  constexpr int64_t B = " << kBlock << ";\n";
+  for (int o = 0; o < nout; ++o) {
+    const char* t = ctype(prog.steps[prog.outputs[o]].dtype);
+    src << "  " << t << "* o" << o << " = reinterpret_cast<" << t << "*>(p[" << o << "]); const int64_t so" << o
+        << " = s[" << o << "];\n";
+  }
+  for (int i = 0; i < nin; ++i) {
+    const char* t = ctype(prog.in_dtypes[i]);
+    src << "  const " << t << "* i" << i << " = reinterpret_cast<const " << t << "*>(p[" << nout + i
+        << "]); const int64_t si" << i << " = s[" << nout + i << "];\n";
+    src << "  alignas(64) " << t << " x" << i << "[B];\n";
+    src << "  if (si" << i << " == 0) for (int64_t j = 0; j < B; ++j) x" << i << "[j] = i" << i << "[0];\n";
+  }
+  for (size_t b = 0; b < buf_dtype.size(); ++b) src << "  alignas(64) " << ctype(buf_dtype[b]) << " t" << b << "[B];\n";
+  src << "  for (int64_t b = 0; b < n; b += B) {\n    const int64_t m = n - b < B ? n - b : B;\n";
+  for (int i = 0; i < nin; ++i) {
+    const char* t = ctype(prog.in_dtypes[i]);
+    src << "    const " << t << "* a" << i << " = x" << i << ";\n    if (si" << i << " == 1) a" << i << " = i" << i
+        << " + b; else if (si" << i << " != 0) for (int64_t j = 0; j < m; ++j) x" << i << "[j] = i" << i
+        << "[(b + j) * si" << i << "];\n";
+  }
+  src << body.str();
+  for (int o = 0; o < nout; ++o) {
+    const std::string t = "t" + std::to_string(buf[prog.outputs[o]]);
+    src << "    if (so" << o << " == 1) for (int64_t j = 0; j < m; ++j) o" << o << "[b + j] = " << t
+        << "[j];\n    else for (int64_t j = 0; j < m; ++j) o" << o << "[(b + j) * so" << o << "] = " << t << "[j];\n";
+  }
+  src << "  }\n}\n";
+  return src.str();
+}
+
+}  // namespace ember::compile
