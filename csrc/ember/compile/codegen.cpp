@@ -133,6 +133,7 @@ const std::string& kernel_prelude() {
   static const std::string text = R"EMBERSRC(
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 namespace {
 using f32 = float;
 #define EM(N, S, D)                                                   \
@@ -205,13 +206,69 @@ F2 bool e_NaNEqual(T a, T b) { return a == b || (a != a && b != b); }
   std::memcpy(&u, &x, 4);
   return u & 0x7fffffffu;
 }
+// The block loops: one instance per (op, dtype) however often a kernel uses
+// it, so compile time follows the distinct ops, not the graph's size.
+#define K(N) struct k_##N { template <class... T> auto operator()(T... x) const { return e_##N(x...); } };
+K(Exp) K(Expm1) K(Log) K(Log1p) K(Log2) K(Log10) K(Sinh) K(Cosh) K(Tanh) K(ArcSin) K(ArcCos) K(ArcTan)
+K(ArcSinh) K(ArcCosh) K(ArcTanh) K(Erf) K(Sin) K(Cos) K(Tan) K(Sin_far) K(Cos_far) K(Tan_far) K(ErfInv)
+K(Sigmoid) K(Abs) K(Negative) K(Sign) K(Sqrt) K(Rsqrt) K(Square) K(Floor) K(Ceil) K(Round) K(LogicalNot)
+K(BitwiseInvert) K(IsNaN) K(IsInf) K(IsPosInf) K(IsNegInf) K(Add) K(Subtract) K(Multiply) K(Divide)
+K(Remainder) K(FloorDivide) K(Power) K(Maximum) K(Minimum) K(Equal) K(NotEqual) K(Less) K(LessEqual)
+K(Greater) K(GreaterEqual) K(LogicalAnd) K(LogicalOr) K(BitwiseAnd) K(BitwiseOr) K(BitwiseXor) K(ArcTan2)
+K(LogAddExp) K(NaNEqual)
+#undef K
+#define NOINL __attribute__((noinline))
+template <class T, class O, class F>
+NOINL void u_loop(const T* __restrict a, O* __restrict o, int64_t m, F f) {
+  for (int64_t j = 0; j < m; ++j) o[j] = f(a[j]);
+}
+template <class T, class O, class F>
+NOINL void b_loop(const T* __restrict a, const T* __restrict b, O* __restrict o, int64_t m, F f) {
+  for (int64_t j = 0; j < m; ++j) o[j] = f(a[j], b[j]);
+}
+template <class T>
+NOINL void s_loop(const bool* __restrict c, const T* __restrict x, const T* __restrict y, T* __restrict o,
+                  int64_t m) {
+  for (int64_t j = 0; j < m; ++j) o[j] = c[j] ? x[j] : y[j];
+}
+template <class T, class O>
+NOINL void c_loop(const T* __restrict a, O* __restrict o, int64_t m) {
+  for (int64_t j = 0; j < m; ++j) {
+    if constexpr (std::is_same_v<O, bool>) o[j] = a[j] != T(0);
+    else o[j] = static_cast<O>(a[j]);
+  }
+}
+// float32 sin/cos/tan: the vector path, then the lanes beyond its bound again
+template <class F, class Far>
+NOINL void far_loop(const float* __restrict a, float* __restrict o, int64_t m, F f, Far far) {
+  uint32_t top = 0;
+  for (int64_t j = 0; j < m; ++j) {
+    o[j] = f(a[j]);
+    uint32_t u = e_mag(a[j]);
+    top = u > top ? u : top;
+  }
+  const float bound = ember::simd::kSinCosAccurateBound;
+  if (top <= e_mag(bound)) return;
+  for (int64_t j = 0; j < m; ++j) {
+    if (std::fabs(a[j]) > bound) o[j] = far(a[j]);
+  }
+}
+template <class T>
+NOINL void gather(const T* __restrict i, int64_t s, T* __restrict x, int64_t m) {
+  for (int64_t j = 0; j < m; ++j) x[j] = i[j * s];
+}
+template <class T>
+NOINL void scatter(const T* __restrict t, T* __restrict o, int64_t s, int64_t m) {
+  if (s == 1) std::memcpy(o, t, m * sizeof(T));
+  else for (int64_t j = 0; j < m; ++j) o[j * s] = t[j];
+}
 }  // namespace
 )EMBERSRC";
   return text;
 }
 
 std::string generate_kernel(const FusedProgram& prog) {
-  constexpr int kBlock = 256;
+  constexpr int kBlock = 512;
   const int nin = static_cast<int>(prog.in_dtypes.size());
   const int nout = static_cast<int>(prog.outputs.size());
   const int nsteps = static_cast<int>(prog.steps.size());
@@ -248,28 +305,26 @@ std::string generate_kernel(const FusedProgram& prog) {
     }
     auto arg = [&](int i) {
       int a = st.args[i];
-      return (a >= 0 ? "t" + std::to_string(buf[a]) : "a" + std::to_string(-a - 1)) + "[j]";
+      return a >= 0 ? "t" + std::to_string(buf[a]) : "a" + std::to_string(-a - 1);
     };
-    std::string expr;
     const OpGen& g = *gens[k];
-    switch (g.kind) {
-      case Kind::Unary: expr = std::string("e_") + g.name + "(" + arg(0) + ")"; break;
-      case Kind::Binary: expr = std::string("e_") + g.name + "(" + arg(0) + ", " + arg(1) + ")"; break;
-      case Kind::Select: expr = "(" + arg(0) + " ? " + arg(1) + " : " + arg(2) + ")"; break;
-      case Kind::AsType:
-        expr = st.dtype == Dtype::bool_ ? "(" + arg(0) + " != 0)"
-                                        : std::string("static_cast<") + ctype(st.dtype) + ">(" + arg(0) + ")";
-        break;
-    }
     const std::string out = "t" + std::to_string(buf[k]);
-    body << "    for (int64_t j = 0; j < m; ++j) " << out << "[j] = " << expr << ";\n";
-    if (g.far && arg_dtype(st.args[0]) == Dtype::float32) {
-      const std::string x = arg(0);
-      body << "    { uint32_t top = 0; for (int64_t j = 0; j < m; ++j) { uint32_t u = e_mag(" << x
-           << "); top = u > top ? u : top; }\n"
-           << "      if (top > e_mag(ember::simd::kSinCosAccurateBound)) for (int64_t j = 0; j < m; ++j) if (std::fabs("
-           << x << ") > ember::simd::kSinCosAccurateBound) " << out << "[j] = e_" << g.name << "_far(" << x
-           << "); }\n";
+    body << "    ";
+    switch (g.kind) {
+      case Kind::Unary:
+        if (g.far && arg_dtype(st.args[0]) == Dtype::float32) {
+          body << "far_loop(" << arg(0) << ", " << out << ", m, k_" << g.name << "{}, k_" << g.name << "_far{});\n";
+        } else {
+          body << "u_loop(" << arg(0) << ", " << out << ", m, k_" << g.name << "{});\n";
+        }
+        break;
+      case Kind::Binary:
+        body << "b_loop(" << arg(0) << ", " << arg(1) << ", " << out << ", m, k_" << g.name << "{});\n";
+        break;
+      case Kind::Select:
+        body << "s_loop(" << arg(0) << ", " << arg(1) << ", " << arg(2) << ", " << out << ", m);\n";
+        break;
+      case Kind::AsType: body << "c_loop(" << arg(0) << ", " << out << ", m);\n"; break;
     }
     for (int a : st.args) {
       if (a >= 0 && last[a] == k) {
@@ -299,14 +354,13 @@ std::string generate_kernel(const FusedProgram& prog) {
   for (int i = 0; i < nin; ++i) {
     const char* t = ctype(prog.in_dtypes[i]);
     src << "    const " << t << "* a" << i << " = x" << i << ";\n    if (si" << i << " == 1) a" << i << " = i" << i
-        << " + b; else if (si" << i << " != 0) for (int64_t j = 0; j < m; ++j) x" << i << "[j] = i" << i
-        << "[(b + j) * si" << i << "];\n";
+        << " + b; else if (si" << i << " != 0) gather(i" << i << " + b * si" << i << ", si" << i << ", x" << i
+        << ", m);\n";
   }
   src << body.str();
   for (int o = 0; o < nout; ++o) {
     const std::string t = "t" + std::to_string(buf[prog.outputs[o]]);
-    src << "    if (so" << o << " == 1) for (int64_t j = 0; j < m; ++j) o" << o << "[b + j] = " << t
-        << "[j];\n    else for (int64_t j = 0; j < m; ++j) o" << o << "[(b + j) * so" << o << "] = " << t << "[j];\n";
+    src << "    scatter(" << t << ", o" << o << " + b * so" << o << ", so" << o << ", m);\n";
   }
   src << "  }\n}\n";
   return src.str();
