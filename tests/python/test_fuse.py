@@ -79,11 +79,14 @@ def test_layouts(dtype, rng):
         "empty": base[:0],
         "big": mx.array(rng.standard_normal((300, 1000)), dtype=dtype),  # several threads
     }
-    for name, x in cases.items():
-        y = chain(x)
-        (f,) = mx._fuse([y], [x])
-        assert fused_name(f).startswith("Compiled["), name
-        assert_same(f, y)
+    # chain: one loop over each block; with sin: one loop per step (the
+    # generator's two forms)
+    for fn in (chain, lambda v: mx.sin(chain(v)) * v):
+        for name, x in cases.items():
+            y = fn(x)
+            (f,) = mx._fuse([y], [x])
+            assert fused_name(f).startswith("Compiled["), name
+            assert_same(f, y)
 
 
 def test_broadcast_inputs(rng):
@@ -242,9 +245,10 @@ def test_random_chains_exact(rng):
 
 def test_isa_levels_match_eager(level, rng):
     x = mx.array(rng.standard_normal((500,)).astype(np.float32) * 4)
-    y = mx.tanh(mx.sin(x) * mx.exp(x * 0.1)) + mx.erf(x)
-    (f,) = mx._fuse([y], [x])
-    assert_same(f, y)
+    for y in (mx.tanh(mx.sin(x) * mx.exp(x * 0.1)) + mx.erf(x), chain(x) * mx.log1p(mx.abs(x))):
+        (f,) = mx._fuse([y], [x])
+        assert fused_name(f).startswith("Compiled[")
+        assert_same(f, y)
 
 
 # ---- transforms ----------------------------------------------------------------

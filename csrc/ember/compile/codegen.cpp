@@ -267,8 +267,77 @@ NOINL void scatter(const T* __restrict t, T* __restrict o, int64_t s, int64_t m)
   return text;
 }
 
+namespace {
+
+// A short chain without float32 sin/cos/tan: one loop over the block
+// computing every step per element in registers (the values never leave
+// them), outputs written in place when dense.
+std::string fused_loop_kernel(const FusedProgram& prog, const std::vector<const OpGen*>& gens, int block) {
+  const int nin = static_cast<int>(prog.in_dtypes.size());
+  const int nout = static_cast<int>(prog.outputs.size());
+  const int nsteps = static_cast<int>(prog.steps.size());
+  std::ostringstream src;
+  src << "extern \"C\" __attribute__((visibility(\"default\"))) void ember_fused(char* const* p, const int64_t* s, "
+         "int64_t n) {\n  constexpr int64_t B = "
+      << block << ";\n";
+  for (int o = 0; o < nout; ++o) {
+    const char* t = ctype(prog.steps[prog.outputs[o]].dtype);
+    src << "  " << t << "* o" << o << " = reinterpret_cast<" << t << "*>(p[" << o << "]); const int64_t so" << o
+        << " = s[" << o << "];\n  alignas(64) " << t << " u" << o << "[B];\n";
+  }
+  for (int i = 0; i < nin; ++i) {
+    const char* t = ctype(prog.in_dtypes[i]);
+    src << "  const " << t << "* i" << i << " = reinterpret_cast<const " << t << "*>(p[" << nout + i
+        << "]); const int64_t si" << i << " = s[" << nout + i << "];\n  alignas(64) " << t << " x" << i
+        << "[B];\n  if (si" << i << " == 0) for (int64_t j = 0; j < B; ++j) x" << i << "[j] = i" << i << "[0];\n";
+  }
+  src << "  for (int64_t b = 0; b < n; b += B) {\n    const int64_t m = n - b < B ? n - b : B;\n";
+  for (int i = 0; i < nin; ++i) {
+    const char* t = ctype(prog.in_dtypes[i]);
+    src << "    const " << t << "* a" << i << " = x" << i << ";\n    if (si" << i << " == 1) a" << i << " = i" << i
+        << " + b; else if (si" << i << " != 0) gather(i" << i << " + b * si" << i << ", si" << i << ", x" << i
+        << ", m);\n";
+  }
+  for (int o = 0; o < nout; ++o) {
+    const char* t = ctype(prog.steps[prog.outputs[o]].dtype);
+    src << "    " << t << "* d" << o << " = so" << o << " == 1 ? o" << o << " + b : u" << o << ";\n";
+  }
+  src << "#pragma GCC ivdep\n    for (int64_t j = 0; j < m; ++j) {\n";
+  for (int k = 0; k < nsteps; ++k) {
+    const auto& st = prog.steps[k];
+    auto arg = [&](int i) {
+      int a = st.args[i];
+      return a >= 0 ? "v" + std::to_string(a) : "a" + std::to_string(-a - 1) + "[j]";
+    };
+    const OpGen& g = *gens[k];
+    std::string expr;
+    switch (g.kind) {
+      case Kind::Unary: expr = std::string("e_") + g.name + "(" + arg(0) + ")"; break;
+      case Kind::Binary: expr = std::string("e_") + g.name + "(" + arg(0) + ", " + arg(1) + ")"; break;
+      case Kind::Select: expr = "(" + arg(0) + " ? " + arg(1) + " : " + arg(2) + ")"; break;
+      case Kind::AsType:
+        expr = st.dtype == Dtype::bool_ ? "(" + arg(0) + " != 0)"
+                                        : std::string("static_cast<") + ctype(st.dtype) + ">(" + arg(0) + ")";
+        break;
+    }
+    src << "      const " << ctype(st.dtype) << " v" << k << " = " << expr << ";\n";
+  }
+  for (int o = 0; o < nout; ++o) src << "      d" << o << "[j] = v" << prog.outputs[o] << ";\n";
+  src << "    }\n";
+  for (int o = 0; o < nout; ++o) {
+    src << "    if (so" << o << " != 1) scatter(u" << o << ", o" << o << " + b * so" << o << ", so" << o << ", m);\n";
+  }
+  src << "  }\n}\n";
+  return src.str();
+}
+
+}  // namespace
+
 std::string generate_kernel(const FusedProgram& prog) {
   constexpr int kBlock = 512;
+  // longer chains: one loop per step (one instance per op and dtype), which
+  // bounds the compile time by the distinct ops
+  constexpr int kFusedLoopSteps = 24;
   const int nin = static_cast<int>(prog.in_dtypes.size());
   const int nout = static_cast<int>(prog.outputs.size());
   const int nsteps = static_cast<int>(prog.steps.size());
@@ -277,6 +346,14 @@ std::string generate_kernel(const FusedProgram& prog) {
     gens[k] = op_gen(*prog.steps[k].prim);
     if (!gens[k]) return {};
   }
+  bool far = false;
+  for (int k = 0; k < nsteps; ++k) {
+    far = far || (gens[k]->far && prog.in_dtypes.size() && [&] {
+            int a = prog.steps[k].args[0];
+            return (a >= 0 ? prog.steps[a].dtype : prog.in_dtypes[-a - 1]) == Dtype::float32;
+          }());
+  }
+  if (nsteps <= kFusedLoopSteps && !far) return fused_loop_kernel(prog, gens, kBlock);
   auto arg_dtype = [&](int a) { return a >= 0 ? prog.steps[a].dtype : prog.in_dtypes[-a - 1]; };
   // block buffers: a step's value lives until its last use (outputs: to the end)
   std::vector<int> last(nsteps, -1);
