@@ -364,3 +364,64 @@ def test_concurrent_processes_share_the_cache(tmp_path):
     files = os.listdir(tmp_path)
     assert len([f for f in files if f.endswith(".so")]) == 1
     assert not [f for f in files if ".tmp" in f]
+
+
+# ---- a closing reduction over the last axis ------------------------------------
+
+@pytest.mark.parametrize("dtype", [mx.float32, mx.float64])
+def test_closing_reduction_exact(dtype, rng):
+    """sum/max/min over the last axis of a chain, in the eager reduction's
+    order (pieces of 4096 split pairwise, lanes): the same bits."""
+    for shape in [(7, 5000), (2, 3, 9000), (1, 4096 * 3 + 17), (40, 33), (5, 1), (4, 0), (9,)]:
+        x = mx.array(rng.standard_normal(shape), dtype=dtype)
+        t = mx.array(rng.standard_normal(shape[-1:]), dtype=dtype)
+        for red in (mx.sum, mx.max, mx.min) if dtype == mx.float32 else (mx.sum,):
+            if shape[-1] == 0 and red is not mx.sum:
+                continue
+            y = red((x - t) * (x - t) + mx.tanh(x), axis=-1, keepdims=True)
+            (f,) = mx._fuse([y], [x, t])
+            kind = {"sum": "Sum", "max": "Max", "min": "Min"}[red.__name__]
+            assert fused_name(f) == f"Compiled[Subtract,Subtract,Multiply,Tanh,Add,{kind}]", shape
+            assert_same(f, y)
+    # a strided input and a NaN row
+    base = mx.array(rng.standard_normal((30, 50)), dtype=dtype)
+    v = base.T[:, ::-2]
+    nan = mx.array(np.where(np.arange(15) == 3, np.nan, 1.0), dtype=dtype)
+    for y in (mx.sum(mx.exp(v) * nan, axis=-1), mx.max(v * nan, axis=-1)):
+        (f,) = mx._fuse([y], [v, nan])
+        assert_same(f, y)
+
+
+def test_closing_reduction_patterns(rng):
+    x = mx.array(rng.standard_normal((64, 300)).astype(np.float32))
+    w = mx.array(rng.standard_normal((300,)).astype(np.float32))
+    # logsumexp: exp(x - m) closes with its sum
+    m = mx.max(x, axis=-1, keepdims=True)
+    lse = m + mx.log(mx.sum(mx.exp(x - m), axis=-1, keepdims=True))
+    # layer norm: the variance's chain closes with its sum, the tail is one kernel
+    mu = mx.mean(x, axis=-1, keepdims=True)
+    var = mx.mean((x - mu) * (x - mu), axis=-1, keepdims=True)
+    ln = (x - mu) * mx.rsqrt(var + 1e-5) * w
+    # a loss
+    loss = mx.sum(mx.square(x - w) * 0.5, axis=-1)
+    outs = mx._fuse([lse, ln, loss], [x, w])
+    for o, e in zip(outs, [lse, ln, loss]):
+        assert_same(o, e)
+    np.testing.assert_allclose(np.array(outs[0])[:, 0], np.log(np.exp(np.array(x, dtype=np.float64)).sum(-1)),
+                               rtol=1e-5)
+
+
+def test_closing_reduction_transforms(rng):
+    def f(a, b):
+        y = mx.sum(mx.tanh(a * b) * a, axis=-1)
+        (g,) = mx._fuse([y], [a, b])
+        return g
+    a = mx.array(rng.standard_normal((3, 7)), dtype=mx.float64)
+    b = mx.array(rng.standard_normal((3, 7)), dtype=mx.float64)
+    ga, gb = mx.grad(lambda p, q: mx.sum(f(p, q) ** 2), argnums=(0, 1))(a, b)
+    ra, rb = mx.grad(lambda p, q: mx.sum(mx.sum(mx.tanh(p * q) * p, axis=-1) ** 2), argnums=(0, 1))(a, b)
+    np.testing.assert_allclose(np.array(ga), np.array(ra), rtol=1e-12)
+    np.testing.assert_allclose(np.array(gb), np.array(rb), rtol=1e-12)
+    out = mx.vmap(f, in_axes=(1, None))(a, b[:, 0])
+    loop = np.stack([np.array(f(a[:, i], b[:, 0])) for i in range(7)])
+    np.testing.assert_allclose(np.array(out), loop, rtol=1e-14)

@@ -333,7 +333,7 @@ std::string fused_loop_kernel(const FusedProgram& prog, const std::vector<const 
 
 }  // namespace
 
-std::string generate_kernel(const FusedProgram& prog) {
+static std::string elementwise_kernel(const FusedProgram& prog) {
   constexpr int kBlock = 512;
   // longer chains: one loop per step (one instance per op and dtype), which
   // bounds the compile time by the distinct ops
@@ -441,6 +441,72 @@ std::string generate_kernel(const FusedProgram& prog) {
   }
   src << "  }\n}\n";
   return src.str();
+}
+
+// A closing reduction: the elementwise kernel as ember_elem, computing a
+// piece of the row into a buffer, under the eager kernel's order of
+// evaluation (backend/cpu/reduce.cpp): pieces of at most 4096 elements at
+// the nodes of the pairwise split, in each piece element i into lane
+// i mod L (L = 32 for 4-byte values, 16 for 8-byte ones), the lanes
+// combined as a tree (lane j with lane j + w, w = L/2, ..., 1); a NaN
+// result is the canonical quiet NaN.
+std::string generate_kernel(const FusedProgram& prog) {
+  std::string k = elementwise_kernel(prog);
+  if (k.empty() || prog.reduce_kind < 0) return k;
+  const std::string sig = "extern \"C\" __attribute__((visibility(\"default\"))) void ember_fused(";
+  k.replace(k.find(sig), sig.size(), "static void ember_elem(");
+  const Dtype t = prog.steps[prog.outputs.at(0)].dtype;
+  const char* T = ctype(t);
+  const int L = size_of(t) <= 4 ? 32 : 16;
+  const int nin = static_cast<int>(prog.in_dtypes.size());
+  const char* id = prog.reduce_kind == 0 ? "T(0)" : prog.reduce_kind == 1 ? "-std::numeric_limits<T>::infinity()"
+                                                                          : "std::numeric_limits<T>::infinity()";
+  const char* ap = prog.reduce_kind == 0 ? "a + b" : prog.reduce_kind == 1 ? "((a > b) | (a != a)) ? a : b"
+                                                                           : "((a < b) | (a != a)) ? a : b";
+  std::ostringstream r;
+  r << "namespace {\nusing T = " << T << ";\nconstexpr int L = " << L << ";\nconstexpr int NIN = " << nin << ";\n";
+  r << "constexpr int ISZ[NIN + 1] = {" << size_of(t);
+  for (Dtype d : prog.in_dtypes) r << ", " << size_of(d);
+  r << "};\n";
+  r << "inline T r_ap(T a, T b) { return " << ap << "; }\n";
+  r << R"EMBERSRC(
+T r_leaf(char* const* p, const int64_t* s, int64_t off, int64_t len) {
+  alignas(64) T buf[4096];
+  char* q[NIN + 1];
+  int64_t ss[NIN + 1];
+  q[0] = reinterpret_cast<char*>(buf);
+  ss[0] = 1;
+  for (int i = 1; i <= NIN; ++i) {
+    q[i] = p[i] + off * s[i] * ISZ[i];
+    ss[i] = s[i];
+  }
+  ember_elem(q, ss, len);
+  T acc[L];
+  for (int l = 0; l < L; ++l) acc[l] = )EMBERSRC" << id << R"EMBERSRC(;
+  int64_t i = 0;
+  for (; i + L <= len; i += L) {
+    for (int l = 0; l < L; ++l) acc[l] = r_ap(acc[l], buf[i + l]);
+  }
+  for (int l = 0; i + l < len; ++l) acc[l] = r_ap(acc[l], buf[i + l]);
+  for (int w = L / 2; w >= 1; w /= 2) {
+    for (int j = 0; j < w; ++j) acc[j] = r_ap(acc[j], acc[j + w]);
+  }
+  return acc[0];
+}
+T r_tree(char* const* p, const int64_t* s, int64_t off, int64_t n) {
+  if (n <= 4096) return r_leaf(p, s, off, n);
+  const int64_t h = (n / 2 + L - 1) / L * L;
+  const T a = r_tree(p, s, off, h);
+  return r_ap(a, r_tree(p, s, off + h, n - h));
+}
+}  // namespace
+extern "C" __attribute__((visibility("default"))) void ember_fused(char* const* p, const int64_t* s, int64_t n) {
+  T v = r_tree(p, s, 0, n);
+  if (v != v) v = std::numeric_limits<T>::quiet_NaN();
+  *reinterpret_cast<T*>(p[0]) = v;
+}
+)EMBERSRC";
+  return k + r.str();
 }
 
 }  // namespace ember::compile

@@ -11,6 +11,7 @@
 #include "ember/backend/cpu/loops.h"
 #include "ember/eval.h"
 #include "ember/ops.h"
+#include "ember/primitives/reduce.h"
 #include "ember/transforms/transforms.h"
 
 namespace ember::compile {
@@ -38,6 +39,7 @@ std::vector<array> FusedProgram::apply(const std::vector<array>& inputs) const {
   }
   std::vector<array> outs;
   for (int o : outputs) outs.push_back(vals[o]);
+  if (reduce) outs = {reduce->vmap(outs, {-1}).first.at(0)};
   return outs;
 }
 
@@ -62,6 +64,7 @@ void Compiled::eval_cpu(const std::vector<array>& inputs, std::vector<array>& ou
     }
     return;
   }
+  if (program_->reduce) return eval_rows(fn, inputs, outputs[0]);
   for (auto& out : outputs) cpu::alloc_or_donate(out, inputs);
   const Shape& shape = outputs[0].shape();
   if (outputs[0].size() == 0) return;
@@ -85,6 +88,41 @@ void Compiled::eval_cpu(const std::vector<array>& inputs, std::vector<array>& ou
   RunCtx ctx{fn};
   cpu::for_each_row_impl(nout + nin, shape, sp.data(), base.data(), itemsize.data(), run_rows, &ctx,
                          cpu::kParallelGrain);
+}
+
+// A closing reduction: one kernel call per row of the elementwise shape (the
+// inputs broadcast together), rows spread over the threads.
+void Compiled::eval_rows(FusedProgram::Kernel fn, const std::vector<array>& inputs, array& out) {
+  out.alloc();
+  Shape shape;
+  for (const auto& x : inputs) shape = broadcast_shapes(shape, x.shape(), "compile");
+  const int nd = static_cast<int>(shape.size());
+  const int64_t n = nd ? shape.back() : 1;
+  const int64_t rows = out.size();
+  if (rows == 0) return;
+  const int nin = static_cast<int>(inputs.size());
+  std::vector<Strides> strides;
+  for (const auto& x : inputs) strides.push_back(cpu::broadcast_strides(x, shape));
+  std::vector<int64_t> inner(nin + 1, 1);
+  for (int i = 0; i < nin; ++i) inner[i + 1] = nd ? strides[i][nd - 1] : 0;
+  char* obase = out.data<char>();
+  const int osize = out.itemsize();
+  const int64_t grain = std::max<int64_t>(1, cpu::kParallelGrain / std::max<int64_t>(n, 1));
+  cpu::parallel_for(rows, grain, [&](int64_t begin, int64_t end) {
+    std::vector<char*> p(nin + 1);
+    for (int64_t r = begin; r < end; ++r) {
+      p[0] = obase + r * osize;
+      for (int i = 0; i < nin; ++i) {
+        int64_t rem = r, off = 0;
+        for (int d = nd - 2; d >= 0; --d) {
+          off += (rem % shape[d]) * strides[i][d];
+          rem /= shape[d];
+        }
+        p[i + 1] = inputs[i].data<char>() + off * inputs[i].itemsize();
+      }
+      fn(p.data(), inner.data(), n);
+    }
+  });
 }
 
 bool Compiled::is_equivalent(const Primitive& o) const {
@@ -116,6 +154,10 @@ std::vector<array> Compiled::jvp(const std::vector<array>& primals, const std::v
 std::pair<std::vector<array>, std::vector<int>> Compiled::vmap(const std::vector<array>& inputs,
                                                                const std::vector<int>& axes) {
   Stream s = stream();
+  if (program_->reduce) {  // the unfused graph, batched by the ordinary rules
+    auto prog = program_;
+    return vmap_rule([prog](const std::vector<array>& x) { return prog->apply(x); }, inputs, axes);
+  }
   std::vector<array> in = inputs;
   const bool batched = batch_size(in, axes, name()) >= 0;
   if (batched) {
@@ -252,9 +294,26 @@ std::vector<array> fuse(const std::vector<array>& inputs, const std::vector<arra
   std::vector<int> order(group_root.size());
   for (size_t g = 0; g < order.size(); ++g) order[g] = static_cast<int>(g);
   std::sort(order.begin(), order.end(), [&](int a, int b) { return group_root[a] < group_root[b]; });
+  // a group whose root feeds only a sum/max/min over its last axis takes
+  // that reduction in
+  auto closing_reduce = [&](int g) -> int {
+    const Info& root = info[group_root[g]];
+    if (root.is_output || root.consumers.size() != 1 || root.out.ndim() == 0) return -1;
+    const int c = root.consumers[0];
+    auto red = dynamic_cast<const Reduce*>(info[c].node->prim.get());
+    if (!red || info[c].node->outputs.size() != 1 || info[c].out.dtype() != root.out.dtype()) return -1;
+    if (red->axes() != std::vector<int>{root.out.ndim() - 1}) return -1;
+    if (red->kind() != Reduce::Sum && red->kind() != Reduce::Max && red->kind() != Reduce::Min) return -1;
+    if (root.out.dtype() != Dtype::float32 && root.out.dtype() != Dtype::float64) return -1;
+    for (int i : members[g]) {
+      if (i != group_root[g] && info[i].is_output) return -1;
+    }
+    return c;
+  };
   for (int g : order) {
     const auto& mem = members[g];
-    if (mem.size() < 2) continue;
+    const int red = mem.empty() ? -1 : closing_reduce(g);
+    if (mem.size() < 2 && red < 0) continue;
     auto prog = std::make_shared<FusedProgram>();
     std::unordered_map<int, int> step_of;
     std::unordered_map<const ArrayDesc*, int> input_of;
@@ -284,7 +343,6 @@ std::vector<array> fuse(const std::vector<array>& inputs, const std::vector<arra
       label += inf.node->prim->name();
       prog->steps.push_back(std::move(st));
     }
-    label += "]";
     std::vector<int> outs_idx;
     for (int i : mem) {
       if (i == group_root[g] || info[i].is_output) {
@@ -292,6 +350,14 @@ std::vector<array> fuse(const std::vector<array>& inputs, const std::vector<arra
         prog->outputs.push_back(step_of.at(i));
       }
     }
+    if (red >= 0) {
+      const auto* rp = static_cast<const Reduce*>(info[red].node->prim.get());
+      prog->reduce = info[red].node->prim;
+      prog->reduce_kind = rp->kind() == Reduce::Sum ? 0 : rp->kind() == Reduce::Max ? 1 : 2;
+      label += std::string(",") + rp->name();
+      outs_idx = {red};
+    }
+    label += "]";
     prog->label = label;
     prog->source = generate_kernel(*prog);
     if (prog->source.empty() || !prog->kernel(cpu::isa_level())) continue;
@@ -305,6 +371,7 @@ std::vector<array> fuse(const std::vector<array>& inputs, const std::vector<arra
                                           std::shared_ptr<const FusedProgram>(prog));
     for (size_t k = 0; k < outs_idx.size(); ++k) repl[info[outs_idx[k]].out.desc().get()] = node_outs[k];
     for (int i : mem) fused[i] = true;
+    if (red >= 0) fused[red] = true;
   }
   if (repl.empty()) return outputs;
   // rewire the consumers left outside the groups

@@ -40,6 +40,14 @@ struct FusedProgram {
   std::vector<Step> steps;
   std::vector<Dtype> in_dtypes;
   std::vector<int> outputs;
+  // A closing reduction over the last axis of the one output (a Reduce
+  // primitive: kind 0 sum, 1 max, 2 min; -1 none): the node's output is
+  // that reduction's, size 1 on the last axis, and the kernel computes one
+  // row's result (p[0] the result, then the inputs at the row's start; s
+  // their strides along the row; n its length) in the eager reduction's
+  // order of evaluation (pieces of 4096 split pairwise, 32 or 16 lanes).
+  std::shared_ptr<Primitive> reduce;
+  int reduce_kind = -1;
   std::string source;  // the kernel's own code (the shared prelude excluded)
   std::string label;   // "Compiled[Multiply,Add,Tanh]"
 
@@ -70,6 +78,7 @@ class Compiled final : public Primitive {
   const FusedProgram& program() const { return *program_; }
 
  private:
+  void eval_rows(FusedProgram::Kernel fn, const std::vector<array>& inputs, array& out);
   std::shared_ptr<const FusedProgram> program_;
 };
 
