@@ -143,6 +143,20 @@ def test_unfusable_dtypes_stay(rng):
     assert_same(g, z)
 
 
+def test_long_chain_splits_into_kernels(rng):
+    x = mx.array(rng.standard_normal((100,)).astype(np.float32))
+    y = x
+    for k in range(150):  # 300 ops: groups stop at 256 nodes
+        y = y * 0.999 + 0.001
+    s0 = mx._fuse_stats()
+    (f,) = mx._fuse([y], [x])
+    s1 = mx._fuse_stats()
+    assert fused_name(f).startswith("Compiled[")
+    assert (s1["compiles"] + s1["disk_hits"] + s1["memory_hits"]) - (
+        s0["compiles"] + s0["disk_hits"] + s0["memory_hits"]) == 2
+    assert_same(f, y)
+
+
 def test_caches_counted(rng):
     x = mx.array(rng.standard_normal((16,)).astype(np.float32))
     def f(x):

@@ -260,7 +260,8 @@ std::vector<array> fuse(const std::vector<array>& inputs, const std::vector<arra
   }
   // groups, from the outputs back: a node joins its consumers' group when
   // they all are in one group and it has that group's shape
-  std::vector<int> group_root;
+  constexpr int kMaxGroupSteps = 256;
+  std::vector<int> group_root, group_size;
   for (int i = N - 1; i >= 0; --i) {
     Info& inf = info[i];
     if (!inf.fusable) continue;
@@ -272,12 +273,15 @@ std::vector<array> fuse(const std::vector<array>& inputs, const std::vector<arra
         if (g < 0) break;
       }
       if (g >= 0 && info[group_root[g]].out.shape() != inf.out.shape()) g = -1;
+      if (g >= 0 && group_size[g] >= kMaxGroupSteps) g = -1;  // bounds one kernel's compile time
     }
     if (g < 0) {
       g = static_cast<int>(group_root.size());
       group_root.push_back(i);
+      group_size.push_back(0);
     }
     inf.group = g;
+    ++group_size[g];
   }
   std::vector<std::vector<int>> members(group_root.size());
   for (int i = 0; i < N; ++i) {
@@ -317,6 +321,7 @@ std::vector<array> fuse(const std::vector<array>& inputs, const std::vector<arra
     auto prog = std::make_shared<FusedProgram>();
     std::unordered_map<int, int> step_of;
     std::unordered_map<const ArrayDesc*, int> input_of;
+    std::unordered_map<std::string, int> const_of;
     std::vector<array> ext;
     std::string label = "Compiled[";
     for (int i : mem) {
@@ -332,8 +337,20 @@ std::vector<array> fuse(const std::vector<array>& inputs, const std::vector<arra
           const array& x = inf.node->inputs[k];
           auto [it, fresh] = input_of.emplace(x.desc().get(), static_cast<int>(ext.size()));
           if (fresh) {
-            ext.push_back(mapped(x));
-            prog->in_dtypes.push_back(x.dtype());
+            // equal 0-d constants (the scalars of x * 2 + 2) share one input
+            std::string key;
+            if (x.ndim() == 0 && x.buffer() && !x.has_primitive()) {
+              key.assign(x.data<char>(), x.itemsize());
+              key += static_cast<char>(x.dtype());
+            }
+            auto [ct, cfresh] = key.empty() ? std::make_pair(const_of.end(), true)
+                                            : const_of.emplace(key, static_cast<int>(ext.size()));
+            if (cfresh) {
+              ext.push_back(mapped(x));
+              prog->in_dtypes.push_back(x.dtype());
+            } else {
+              it->second = ct->second;
+            }
           }
           st.args.push_back(-it->second - 1);
         }

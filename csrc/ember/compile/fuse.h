@@ -8,7 +8,8 @@
 // nodes (elementwise primitives the code generator covers, by trait and
 // dtype) from the outputs back: a node joins the group of its consumers when
 // all of them are in one group and it has the group's shape; a graph output
-// inside a group becomes one more output of its Compiled node. Groups of two
+// inside a group becomes one more output of its Compiled node; a group
+// stops growing at 256 nodes (one kernel's compile time). Groups of two
 // or more nodes get a kernel (codegen.cpp's generator, jit.cpp's compiler
 // and caches); without a compiler, or if a compile fails, the group stays as
 // it was (one warning per process on stderr). Consumers outside the groups
