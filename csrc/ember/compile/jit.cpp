@@ -253,7 +253,10 @@ FusedProgram::Kernel load_kernel(const std::string& source, int level) {
     S.failures++;
     return nullptr;
   }
-  const std::string tmp = dir + "/" + key + ".tmp" + std::to_string(::getpid()) + "." + std::to_string(S.counter++);
+  // a name no other writer uses: pid, a counter and the clock (processes of
+  // other PID namespaces may share the folder)
+  const std::string tmp = dir + "/" + key + ".tmp" + std::to_string(::getpid()) + "." + std::to_string(S.counter++) +
+                          "." + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count() & 0xffffff);
   std::string full = "// Ember " EMBER_VERSION " fused kernel\n#define EMBER_ISA_NS ember_jit\n";
   full += kSimdMathText;
   full += kernel_prelude();
