@@ -35,8 +35,10 @@ LAYERS = [
     ("io", ["csrc/ember/io/*"], ["core", "graph", "primitives", "op-api"]),
     # collectives over MPI: primitives with their kernels and rules in one place
     ("distributed", ["csrc/ember/distributed/*"], ["core", "graph", "primitives", "kernels", "op-api", "transforms"]),
+    # compile's fusion: a pass over graphs, its primitive's kernel and rules
+    ("compile", ["csrc/ember/compile/*"], ["core", "graph", "primitives", "kernels", "op-api", "transforms"]),
     ("bindings", ["python/src/*"], ["core", "graph", "primitives", "kernels", "op-api", "transforms", "io",
-                                    "distributed"]),
+                                    "distributed", "compile"]),
 ]
 # The op API's headers are public: the op layer's internals (namespace detail)
 # live in ops/common.h, builders that rules share live beside their primitive.

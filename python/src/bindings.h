@@ -60,6 +60,7 @@ void init_linalg(py::module_& m);
 void init_fast(py::module_& m);
 void init_io(py::module_& m);
 void init_trees(py::module_& m);
+void init_fuse(py::module_& m);
 
 }  // namespace ember::py_bind
 

@@ -31,6 +31,7 @@ PYBIND11_MODULE(core, m) {
   ember::py_bind::init_fast(m);
   ember::py_bind::init_io(m);
   ember::py_bind::init_distributed(m);
+  ember::py_bind::init_fuse(m);
   // ArrayLike: the protocol of objects that convert themselves with __mlx_array__()
   m.attr("ArrayLike") = py::module_::import("builtins").attr("type")(
       "ArrayLike", py::make_tuple(),

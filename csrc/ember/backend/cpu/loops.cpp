@@ -5,16 +5,17 @@
 namespace ember::cpu {
 
 namespace {
-constexpr int kMaxOps = 8;
 
+// Any number of operands (compile's fused kernels take one per input).
 struct Collapsed {
   std::vector<int64_t> shape;
-  std::vector<int64_t> strides[kMaxOps];
+  std::vector<std::vector<int64_t>> strides;
 };
 
 // Drop size-1 dims and merge dims that are contiguous for every operand.
 Collapsed collapse(int nops, const Shape& shape, const int64_t* const* strides) {
   Collapsed c;
+  c.strides.resize(nops);
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] == 1) continue;
     bool merge = !c.shape.empty();
@@ -43,7 +44,7 @@ void for_each_row_impl(int nops, const Shape& shape, const int64_t* const* strid
   Collapsed c = collapse(nops, shape, strides);
   const int nd = static_cast<int>(c.shape.size());
   const int64_t len = c.shape[nd - 1];
-  int64_t inner_s[kMaxOps];
+  std::vector<int64_t> inner_s(nops);
   for (int k = 0; k < nops; ++k) inner_s[k] = c.strides[k][nd - 1];
 
   auto run_range = [&](int64_t begin, int64_t end) {
@@ -53,7 +54,7 @@ void for_each_row_impl(int nops, const Shape& shape, const int64_t* const* strid
       idx[d] = rem % c.shape[d];
       rem /= c.shape[d];
     }
-    char* p[kMaxOps];
+    std::vector<char*> p(nops);
     for (int k = 0; k < nops; ++k) {
       int64_t off = 0;
       for (int d = 0; d < nd; ++d) off += idx[d] * c.strides[k][d];
@@ -62,7 +63,7 @@ void for_each_row_impl(int nops, const Shape& shape, const int64_t* const* strid
     int64_t pos = begin;
     while (pos < end) {
       int64_t n = std::min(len - idx[nd - 1], end - pos);
-      fn(ctx, p, inner_s, n);
+      fn(ctx, p.data(), inner_s.data(), n);
       pos += n;
       // advance the multi-index by n (to the end of the row or of the range)
       idx[nd - 1] += n;

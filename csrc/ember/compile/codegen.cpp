@@ -1,0 +1,512 @@
+// The code generator of compile's fusion: C++ source for a fused group.
+//
+// A kernel computes one run of n elements (the loop engine, loops.h, splits
+// the arrays into runs and the runs over the threads):
+//
+//   extern "C" void ember_fused(char* const* p, const int64_t* s, int64_t n)
+//
+// p: the outputs' then the inputs' first elements, s: their strides in
+// elements (0 for a broadcast input). The run goes in blocks of kBlock
+// elements: inputs with stride 1 are read in place, others gathered into a
+// block buffer (a stride-0 input filled once); each step is one loop over
+// the block into a block buffer of its own (buffers are reused once a step's
+// value is dead), which the compiler vectorizes; the outputs are stored last,
+// so an output may share its buffer with an input (donation). Each op is
+// computed as its eager kernel computes it (backend/cpu/functors.h): float32
+// transcendental math through simd_math.h (its text is embedded in the
+// generated source, compiled for the same ISA level), float64 through libm;
+// float32 sin/cos/tan redo the lanes beyond simd_math's accurate bound with
+// its exact scalar path, as unary.cpp's loop does.
+#include <sstream>
+#include <string>
+#include <typeindex>
+#include <unordered_map>
+
+#include "ember/compile/fuse.h"
+#include "ember/primitives/elementwise.h"
+
+namespace ember::compile {
+
+namespace {
+
+// dtype masks: which input dtypes an op's generated code covers
+constexpr int kB = 1, kF = 2, kD = 4, kFD = kF | kD, kAll = kB | kF | kD;
+
+int dtype_bit(Dtype t) {
+  switch (t) {
+    case Dtype::bool_: return kB;
+    case Dtype::float32: return kF;
+    case Dtype::float64: return kD;
+    default: return 0;
+  }
+}
+const char* ctype(Dtype t) {
+  switch (t) {
+    case Dtype::bool_: return "bool";
+    case Dtype::float32: return "float";
+    default: return "double";
+  }
+}
+
+// Per op tag: the input dtypes covered (0: none) and whether float32 needs
+// the far-lane fix-up (sin, cos, tan).
+template <class Op>
+struct Gen {
+  static constexpr int in = 0;
+  static constexpr bool far = false;
+};
+#define EMBER_GEN(OP, MASK, FAR)           \
+  template <>                              \
+  struct Gen<op::OP> {                     \
+    static constexpr int in = MASK;        \
+    static constexpr bool far = FAR;       \
+  };
+#define EMBER_GEN_FD(OP) EMBER_GEN(OP, kFD, false)
+// unary
+EMBER_GEN_FD(Abs) EMBER_GEN_FD(Negative) EMBER_GEN_FD(Sign) EMBER_GEN_FD(Sqrt) EMBER_GEN_FD(Rsqrt)
+EMBER_GEN_FD(Square) EMBER_GEN_FD(Exp) EMBER_GEN_FD(Expm1) EMBER_GEN_FD(Log) EMBER_GEN_FD(Log2)
+EMBER_GEN_FD(Log10) EMBER_GEN_FD(Log1p) EMBER_GEN(Sin, kFD, true) EMBER_GEN(Cos, kFD, true)
+EMBER_GEN(Tan, kFD, true) EMBER_GEN_FD(Sinh) EMBER_GEN_FD(Cosh) EMBER_GEN_FD(Tanh) EMBER_GEN_FD(ArcSin)
+EMBER_GEN_FD(ArcCos) EMBER_GEN_FD(ArcTan) EMBER_GEN_FD(ArcSinh) EMBER_GEN_FD(ArcCosh) EMBER_GEN_FD(ArcTanh)
+EMBER_GEN_FD(Sigmoid) EMBER_GEN_FD(Erf) EMBER_GEN(ErfInv, kF, false) EMBER_GEN_FD(Floor) EMBER_GEN_FD(Ceil)
+EMBER_GEN_FD(Round) EMBER_GEN(LogicalNot, kAll, false) EMBER_GEN(BitwiseInvert, kB, false)
+EMBER_GEN_FD(IsNaN) EMBER_GEN_FD(IsInf) EMBER_GEN_FD(IsPosInf) EMBER_GEN_FD(IsNegInf)
+// binary
+EMBER_GEN_FD(Add) EMBER_GEN_FD(Subtract) EMBER_GEN_FD(Multiply) EMBER_GEN_FD(Divide) EMBER_GEN_FD(Remainder)
+EMBER_GEN_FD(FloorDivide) EMBER_GEN_FD(Power) EMBER_GEN_FD(Maximum) EMBER_GEN_FD(Minimum)
+EMBER_GEN(Equal, kAll, false) EMBER_GEN(NotEqual, kAll, false) EMBER_GEN(Less, kAll, false)
+EMBER_GEN(LessEqual, kAll, false) EMBER_GEN(Greater, kAll, false) EMBER_GEN(GreaterEqual, kAll, false)
+EMBER_GEN(LogicalAnd, kAll, false) EMBER_GEN(LogicalOr, kAll, false) EMBER_GEN(BitwiseAnd, kB, false)
+EMBER_GEN(BitwiseOr, kB, false) EMBER_GEN(BitwiseXor, kB, false) EMBER_GEN_FD(ArcTan2) EMBER_GEN_FD(LogAddExp)
+EMBER_GEN(NaNEqual, kAll, false)
+#undef EMBER_GEN_FD
+#undef EMBER_GEN
+
+enum class Kind { Unary, Binary, Select, AsType };
+struct OpGen {
+  const char* name;
+  Kind kind;
+  int in_mask;
+  bool far;
+};
+
+const OpGen* op_gen(const Primitive& p) {
+  static const std::unordered_map<std::type_index, OpGen> table = [] {
+    std::unordered_map<std::type_index, OpGen> t;
+#define EMBER_U(N, OUT) t.emplace(typeid(Unary<op::N>), OpGen{#N, Kind::Unary, Gen<op::N>::in, Gen<op::N>::far});
+#define EMBER_BI(N, OUT) t.emplace(typeid(Binary<op::N>), OpGen{#N, Kind::Binary, Gen<op::N>::in, false});
+    EMBER_UNARY_OPS(EMBER_U)
+    EMBER_BINARY_OPS(EMBER_BI)
+#undef EMBER_U
+#undef EMBER_BI
+    t.emplace(typeid(Select), OpGen{"Select", Kind::Select, kAll, false});
+    t.emplace(typeid(AsType), OpGen{"AsType", Kind::AsType, kAll, false});
+    return t;
+  }();
+  auto it = table.find(typeid(p));
+  return it == table.end() ? nullptr : &it->second;
+}
+
+}  // namespace
+
+bool fusable(const Primitive& p, const std::vector<Dtype>& in, Dtype out) {
+  const OpGen* g = op_gen(p);
+  if (!g || !dtype_bit(out) || in.empty()) return false;
+  switch (g->kind) {
+    case Kind::Unary:
+    case Kind::Binary:
+      for (Dtype t : in) {
+        if (t != in[0] || !(dtype_bit(t) & g->in_mask)) return false;
+      }
+      return in.size() == (g->kind == Kind::Unary ? 1u : 2u);
+    case Kind::Select:
+      return in.size() == 3 && in[0] == Dtype::bool_ && in[1] == out && in[2] == out;
+    case Kind::AsType:
+      return in.size() == 1 && dtype_bit(in[0]);
+  }
+  return false;
+}
+
+// The functions every kernel calls, one per op, computing as functors.h does
+// for the compute types bool, float and double (after simd_math.h).
+const std::string& kernel_prelude() {
+  static const std::string text = R"EMBERSRC(
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+namespace {
+using f32 = float;
+#define EM(N, S, D)                                                   \
+  [[maybe_unused]] inline float e_##N(float x) { return ember::simd::S(x); } \
+  [[maybe_unused]] inline double e_##N(double x) { return D(x); }
+EM(Exp, exp, std::exp) EM(Expm1, expm1, std::expm1) EM(Log, log, std::log) EM(Log1p, log1p, std::log1p)
+EM(Log2, log2, std::log2) EM(Log10, log10, std::log10) EM(Sinh, sinh, std::sinh) EM(Cosh, cosh, std::cosh)
+EM(Tanh, tanh, std::tanh) EM(ArcSin, asin, std::asin) EM(ArcCos, acos, std::acos) EM(ArcTan, atan, std::atan)
+EM(ArcSinh, asinh, std::asinh) EM(ArcCosh, acosh, std::acosh) EM(ArcTanh, atanh, std::atanh)
+EM(Erf, erf, std::erf) EM(Sin, sin_near, std::sin) EM(Cos, cos_near, std::cos) EM(Tan, tan_near, std::tan)
+#undef EM
+#define F1 template <class T> [[maybe_unused]] inline
+#define F2 template <class T> [[maybe_unused]] inline
+[[maybe_unused]] inline float e_Sin_far(float x) { return ember::simd::sin_far(x); }
+[[maybe_unused]] inline float e_Cos_far(float x) { return ember::simd::cos_far(x); }
+[[maybe_unused]] inline float e_Tan_far(float x) { return ember::simd::tan_far(x); }
+[[maybe_unused]] inline float e_ErfInv(float x) { return ember::simd::erfinv(x); }
+[[maybe_unused]] inline float e_Sigmoid(float x) { return ember::simd::sigmoid(x); }
+[[maybe_unused]] inline double e_Sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+F1 T e_Abs(T x) { return std::fabs(x); }
+F1 T e_Negative(T x) { return -x; }
+F1 T e_Sign(T x) { return static_cast<T>((x > 0) - (x < 0)); }
+F1 T e_Sqrt(T x) { return std::sqrt(x); }
+F1 T e_Rsqrt(T x) { return T(1) / std::sqrt(x); }
+F1 T e_Square(T x) { return x * x; }
+F1 T e_Floor(T x) { return std::floor(x); }
+F1 T e_Ceil(T x) { return std::ceil(x); }
+F1 T e_Round(T x) { return std::nearbyint(x); }
+F1 bool e_LogicalNot(T x) { return !(x != T(0)); }
+[[maybe_unused]] inline bool e_BitwiseInvert(bool x) { return !x; }
+F1 bool e_IsNaN(T x) { return x != x; }
+F1 bool e_IsInf(T x) { return std::fabs(x) == std::numeric_limits<T>::infinity(); }
+F1 bool e_IsPosInf(T x) { return x == T(std::numeric_limits<float>::infinity()); }
+F1 bool e_IsNegInf(T x) { return x == T(-std::numeric_limits<float>::infinity()); }
+F2 T e_Add(T a, T b) { return a + b; }
+F2 T e_Subtract(T a, T b) { return a - b; }
+F2 T e_Multiply(T a, T b) { return a * b; }
+F2 T e_Divide(T a, T b) { return a / b; }
+F2 T e_Remainder(T a, T b) {
+  T r = std::fmod(a, b);
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+F2 T e_FloorDivide(T a, T b) { return std::floor(a / b); }
+F2 T e_Power(T a, T b) { return std::pow(a, b); }
+F2 T e_Maximum(T a, T b) { return (a > b || a != a) ? a : b; }
+F2 T e_Minimum(T a, T b) { return (a < b || a != a) ? a : b; }
+F2 bool e_Equal(T a, T b) { return a == b; }
+F2 bool e_NotEqual(T a, T b) { return a != b; }
+F2 bool e_Less(T a, T b) { return a < b; }
+F2 bool e_LessEqual(T a, T b) { return !(b < a); }
+F2 bool e_Greater(T a, T b) { return b < a; }
+F2 bool e_GreaterEqual(T a, T b) { return !(a < b); }
+F2 bool e_LogicalAnd(T a, T b) { return (a != T(0)) && (b != T(0)); }
+F2 bool e_LogicalOr(T a, T b) { return (a != T(0)) || (b != T(0)); }
+[[maybe_unused]] inline bool e_BitwiseAnd(bool a, bool b) { return a & b; }
+[[maybe_unused]] inline bool e_BitwiseOr(bool a, bool b) { return a | b; }
+[[maybe_unused]] inline bool e_BitwiseXor(bool a, bool b) { return a ^ b; }
+F2 T e_ArcTan2(T a, T b) { return std::atan2(a, b); }
+F2 T e_LogAddExp(T a, T b) {
+  T mx = a > b ? a : b, mn = a > b ? b : a;
+  if (a != a || b != b) return a + b;
+  if (mn == -std::numeric_limits<T>::infinity() || mx == std::numeric_limits<T>::infinity()) return mx;
+  return mx + e_Log1p(e_Exp(mn - mx));
+}
+F2 bool e_NaNEqual(T a, T b) { return a == b || (a != a && b != b); }
+#undef F1
+#undef F2
+[[maybe_unused]] inline uint32_t e_mag(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  return u & 0x7fffffffu;
+}
+// The block loops: one instance per (op, dtype) however often a kernel uses
+// it, so compile time follows the distinct ops, not the graph's size.
+#define K(N) struct k_##N { template <class... T> auto operator()(T... x) const { return e_##N(x...); } };
+K(Exp) K(Expm1) K(Log) K(Log1p) K(Log2) K(Log10) K(Sinh) K(Cosh) K(Tanh) K(ArcSin) K(ArcCos) K(ArcTan)
+K(ArcSinh) K(ArcCosh) K(ArcTanh) K(Erf) K(Sin) K(Cos) K(Tan) K(Sin_far) K(Cos_far) K(Tan_far) K(ErfInv)
+K(Sigmoid) K(Abs) K(Negative) K(Sign) K(Sqrt) K(Rsqrt) K(Square) K(Floor) K(Ceil) K(Round) K(LogicalNot)
+K(BitwiseInvert) K(IsNaN) K(IsInf) K(IsPosInf) K(IsNegInf) K(Add) K(Subtract) K(Multiply) K(Divide)
+K(Remainder) K(FloorDivide) K(Power) K(Maximum) K(Minimum) K(Equal) K(NotEqual) K(Less) K(LessEqual)
+K(Greater) K(GreaterEqual) K(LogicalAnd) K(LogicalOr) K(BitwiseAnd) K(BitwiseOr) K(BitwiseXor) K(ArcTan2)
+K(LogAddExp) K(NaNEqual)
+#undef K
+#define NOINL __attribute__((noinline))
+template <class T, class O, class F>
+NOINL void u_loop(const T* __restrict a, O* __restrict o, int64_t m, F f) {
+  for (int64_t j = 0; j < m; ++j) o[j] = f(a[j]);
+}
+template <class T, class O, class F>
+NOINL void b_loop(const T* __restrict a, const T* __restrict b, O* __restrict o, int64_t m, F f) {
+  for (int64_t j = 0; j < m; ++j) o[j] = f(a[j], b[j]);
+}
+template <class T>
+NOINL void s_loop(const bool* __restrict c, const T* __restrict x, const T* __restrict y, T* __restrict o,
+                  int64_t m) {
+  for (int64_t j = 0; j < m; ++j) o[j] = c[j] ? x[j] : y[j];
+}
+template <class T, class O>
+NOINL void c_loop(const T* __restrict a, O* __restrict o, int64_t m) {
+  for (int64_t j = 0; j < m; ++j) {
+    if constexpr (std::is_same_v<O, bool>) o[j] = a[j] != T(0);
+    else o[j] = static_cast<O>(a[j]);
+  }
+}
+// float32 sin/cos/tan: the vector path, then the lanes beyond its bound again
+template <class F, class Far>
+NOINL void far_loop(const float* __restrict a, float* __restrict o, int64_t m, F f, Far far) {
+  uint32_t top = 0;
+  for (int64_t j = 0; j < m; ++j) {
+    o[j] = f(a[j]);
+    uint32_t u = e_mag(a[j]);
+    top = u > top ? u : top;
+  }
+  const float bound = ember::simd::kSinCosAccurateBound;
+  if (top <= e_mag(bound)) return;
+  for (int64_t j = 0; j < m; ++j) {
+    if (std::fabs(a[j]) > bound) o[j] = far(a[j]);
+  }
+}
+template <class T>
+NOINL void gather(const T* __restrict i, int64_t s, T* __restrict x, int64_t m) {
+  for (int64_t j = 0; j < m; ++j) x[j] = i[j * s];
+}
+template <class T>
+NOINL void scatter(const T* __restrict t, T* __restrict o, int64_t s, int64_t m) {
+  if (s == 1) std::memcpy(o, t, m * sizeof(T));
+  else for (int64_t j = 0; j < m; ++j) o[j * s] = t[j];
+}
+}  // namespace
+)EMBERSRC";
+  return text;
+}
+
+namespace {
+
+// A short chain without float32 sin/cos/tan: one loop over the block
+// computing every step per element in registers (the values never leave
+// them), outputs written in place when dense.
+std::string fused_loop_kernel(const FusedProgram& prog, const std::vector<const OpGen*>& gens, int block) {
+  const int nin = static_cast<int>(prog.in_dtypes.size());
+  const int nout = static_cast<int>(prog.outputs.size());
+  const int nsteps = static_cast<int>(prog.steps.size());
+  std::ostringstream src;
+  src << "extern \"C\" __attribute__((visibility(\"default\"))) void ember_fused(char* const* p, const int64_t* s, "
+         "int64_t n) {\n  constexpr int64_t B = "
+      << block << ";\n";
+  for (int o = 0; o < nout; ++o) {
+    const char* t = ctype(prog.steps[prog.outputs[o]].dtype);
+    src << "  " << t << "* o" << o << " = reinterpret_cast<" << t << "*>(p[" << o << "]); const int64_t so" << o
+        << " = s[" << o << "];\n  alignas(64) " << t << " u" << o << "[B];\n";
+  }
+  for (int i = 0; i < nin; ++i) {
+    const char* t = ctype(prog.in_dtypes[i]);
+    src << "  const " << t << "* i" << i << " = reinterpret_cast<const " << t << "*>(p[" << nout + i
+        << "]); const int64_t si" << i << " = s[" << nout + i << "];\n  alignas(64) " << t << " x" << i
+        << "[B];\n  if (si" << i << " == 0) for (int64_t j = 0; j < B; ++j) x" << i << "[j] = i" << i << "[0];\n";
+  }
+  src << "  for (int64_t b = 0; b < n; b += B) {\n    const int64_t m = n - b < B ? n - b : B;\n";
+  for (int i = 0; i < nin; ++i) {
+    const char* t = ctype(prog.in_dtypes[i]);
+    src << "    const " << t << "* a" << i << " = x" << i << ";\n    if (si" << i << " == 1) a" << i << " = i" << i
+        << " + b; else if (si" << i << " != 0) gather(i" << i << " + b * si" << i << ", si" << i << ", x" << i
+        << ", m);\n";
+  }
+  for (int o = 0; o < nout; ++o) {
+    const char* t = ctype(prog.steps[prog.outputs[o]].dtype);
+    src << "    " << t << "* d" << o << " = so" << o << " == 1 ? o" << o << " + b : u" << o << ";\n";
+  }
+  src << "#pragma GCC ivdep\n    for (int64_t j = 0; j < m; ++j) {\n";
+  for (int k = 0; k < nsteps; ++k) {
+    const auto& st = prog.steps[k];
+    auto arg = [&](int i) {
+      int a = st.args[i];
+      return a >= 0 ? "v" + std::to_string(a) : "a" + std::to_string(-a - 1) + "[j]";
+    };
+    const OpGen& g = *gens[k];
+    std::string expr;
+    switch (g.kind) {
+      case Kind::Unary: expr = std::string("e_") + g.name + "(" + arg(0) + ")"; break;
+      case Kind::Binary: expr = std::string("e_") + g.name + "(" + arg(0) + ", " + arg(1) + ")"; break;
+      case Kind::Select: expr = "(" + arg(0) + " ? " + arg(1) + " : " + arg(2) + ")"; break;
+      case Kind::AsType:
+        expr = st.dtype == Dtype::bool_ ? "(" + arg(0) + " != 0)"
+                                        : std::string("static_cast<") + ctype(st.dtype) + ">(" + arg(0) + ")";
+        break;
+    }
+    src << "      const " << ctype(st.dtype) << " v" << k << " = " << expr << ";\n";
+  }
+  for (int o = 0; o < nout; ++o) src << "      d" << o << "[j] = v" << prog.outputs[o] << ";\n";
+  src << "    }\n";
+  for (int o = 0; o < nout; ++o) {
+    src << "    if (so" << o << " != 1) scatter(u" << o << ", o" << o << " + b * so" << o << ", so" << o << ", m);\n";
+  }
+  src << "  }\n}\n";
+  return src.str();
+}
+
+}  // namespace
+
+static std::string elementwise_kernel(const FusedProgram& prog) {
+  constexpr int kBlock = 512;
+  // longer chains: one loop per step (one instance per op and dtype), which
+  // bounds the compile time by the distinct ops
+  constexpr int kFusedLoopSteps = 24;
+  const int nin = static_cast<int>(prog.in_dtypes.size());
+  const int nout = static_cast<int>(prog.outputs.size());
+  const int nsteps = static_cast<int>(prog.steps.size());
+  std::vector<const OpGen*> gens(nsteps);
+  for (int k = 0; k < nsteps; ++k) {
+    gens[k] = op_gen(*prog.steps[k].prim);
+    if (!gens[k]) return {};
+  }
+  bool far = false;
+  for (int k = 0; k < nsteps; ++k) {
+    far = far || (gens[k]->far && prog.in_dtypes.size() && [&] {
+            int a = prog.steps[k].args[0];
+            return (a >= 0 ? prog.steps[a].dtype : prog.in_dtypes[-a - 1]) == Dtype::float32;
+          }());
+  }
+  if (nsteps <= kFusedLoopSteps && !far) return fused_loop_kernel(prog, gens, kBlock);
+  auto arg_dtype = [&](int a) { return a >= 0 ? prog.steps[a].dtype : prog.in_dtypes[-a - 1]; };
+  // block buffers: a step's value lives until its last use (outputs: to the end)
+  std::vector<int> last(nsteps, -1);
+  for (int k = 0; k < nsteps; ++k) {
+    for (int a : prog.steps[k].args) {
+      if (a >= 0) last[a] = k;
+    }
+  }
+  for (int o : prog.outputs) last[o] = nsteps;
+  std::vector<int> buf(nsteps);
+  std::vector<Dtype> buf_dtype;
+  std::vector<std::vector<int>> free_bufs(3);  // by dtype bit index
+  auto bit_index = [](Dtype t) { return t == Dtype::bool_ ? 0 : t == Dtype::float32 ? 1 : 2; };
+  std::ostringstream body;
+  for (int k = 0; k < nsteps; ++k) {
+    const auto& st = prog.steps[k];
+    // free the buffers of arguments whose last use is this step (after reading: a
+    // step may write the buffer it reads only elementwise, which is safe)
+    auto& fl = free_bufs[bit_index(st.dtype)];
+    if (!fl.empty()) {
+      buf[k] = fl.back();
+      fl.pop_back();
+    } else {
+      buf[k] = static_cast<int>(buf_dtype.size());
+      buf_dtype.push_back(st.dtype);
+    }
+    auto arg = [&](int i) {
+      int a = st.args[i];
+      return a >= 0 ? "t" + std::to_string(buf[a]) : "a" + std::to_string(-a - 1);
+    };
+    const OpGen& g = *gens[k];
+    const std::string out = "t" + std::to_string(buf[k]);
+    body << "    ";
+    switch (g.kind) {
+      case Kind::Unary:
+        if (g.far && arg_dtype(st.args[0]) == Dtype::float32) {
+          body << "far_loop(" << arg(0) << ", " << out << ", m, k_" << g.name << "{}, k_" << g.name << "_far{});\n";
+        } else {
+          body << "u_loop(" << arg(0) << ", " << out << ", m, k_" << g.name << "{});\n";
+        }
+        break;
+      case Kind::Binary:
+        body << "b_loop(" << arg(0) << ", " << arg(1) << ", " << out << ", m, k_" << g.name << "{});\n";
+        break;
+      case Kind::Select:
+        body << "s_loop(" << arg(0) << ", " << arg(1) << ", " << arg(2) << ", " << out << ", m);\n";
+        break;
+      case Kind::AsType: body << "c_loop(" << arg(0) << ", " << out << ", m);\n"; break;
+    }
+    for (int a : st.args) {
+      if (a >= 0 && last[a] == k) {
+        free_bufs[bit_index(prog.steps[a].dtype)].push_back(buf[a]);
+        last[a] = -2;  // freed once even if used twice by this step
+      }
+    }
+  }
+  std::ostringstream src;
+  src << "extern \"C\" __attribute__((visibility(\"default\"))) void ember_fused(char* const* p, const int64_t* s, "
+         "int64_t n) {\n";
+  src << "  constexpr int64_t B = " << kBlock << ";\n";
+  for (int o = 0; o < nout; ++o) {
+    const char* t = ctype(prog.steps[prog.outputs[o]].dtype);
+    src << "  " << t << "* o" << o << " = reinterpret_cast<" << t << "*>(p[" << o << "]); const int64_t so" << o
+        << " = s[" << o << "];\n";
+  }
+  for (int i = 0; i < nin; ++i) {
+    const char* t = ctype(prog.in_dtypes[i]);
+    src << "  const " << t << "* i" << i << " = reinterpret_cast<const " << t << "*>(p[" << nout + i
+        << "]); const int64_t si" << i << " = s[" << nout + i << "];\n";
+    src << "  alignas(64) " << t << " x" << i << "[B];\n";
+    src << "  if (si" << i << " == 0) for (int64_t j = 0; j < B; ++j) x" << i << "[j] = i" << i << "[0];\n";
+  }
+  for (size_t b = 0; b < buf_dtype.size(); ++b) src << "  alignas(64) " << ctype(buf_dtype[b]) << " t" << b << "[B];\n";
+  src << "  for (int64_t b = 0; b < n; b += B) {\n    const int64_t m = n - b < B ? n - b : B;\n";
+  for (int i = 0; i < nin; ++i) {
+    const char* t = ctype(prog.in_dtypes[i]);
+    src << "    const " << t << "* a" << i << " = x" << i << ";\n    if (si" << i << " == 1) a" << i << " = i" << i
+        << " + b; else if (si" << i << " != 0) gather(i" << i << " + b * si" << i << ", si" << i << ", x" << i
+        << ", m);\n";
+  }
+  src << body.str();
+  for (int o = 0; o < nout; ++o) {
+    const std::string t = "t" + std::to_string(buf[prog.outputs[o]]);
+    src << "    scatter(" << t << ", o" << o << " + b * so" << o << ", so" << o << ", m);\n";
+  }
+  src << "  }\n}\n";
+  return src.str();
+}
+
+// A closing reduction: the elementwise kernel as ember_elem, computing a
+// piece of the row into a buffer, under the eager kernel's order of
+// evaluation (backend/cpu/reduce.cpp): pieces of at most 4096 elements at
+// the nodes of the pairwise split, in each piece element i into lane
+// i mod L (L = 32 for 4-byte values, 16 for 8-byte ones), the lanes
+// combined as a tree (lane j with lane j + w, w = L/2, ..., 1); a NaN
+// result is the canonical quiet NaN.
+std::string generate_kernel(const FusedProgram& prog) {
+  std::string k = elementwise_kernel(prog);
+  if (k.empty() || prog.reduce_kind < 0) return k;
+  const std::string sig = "extern \"C\" __attribute__((visibility(\"default\"))) void ember_fused(";
+  k.replace(k.find(sig), sig.size(), "static void ember_elem(");
+  const Dtype t = prog.steps[prog.outputs.at(0)].dtype;
+  const char* T = ctype(t);
+  const int L = size_of(t) <= 4 ? 32 : 16;
+  const int nin = static_cast<int>(prog.in_dtypes.size());
+  const char* id = prog.reduce_kind == 0 ? "T(0)" : prog.reduce_kind == 1 ? "-std::numeric_limits<T>::infinity()"
+                                                                          : "std::numeric_limits<T>::infinity()";
+  const char* ap = prog.reduce_kind == 0 ? "a + b" : prog.reduce_kind == 1 ? "((a > b) | (a != a)) ? a : b"
+                                                                           : "((a < b) | (a != a)) ? a : b";
+  std::ostringstream r;
+  r << "namespace {\nusing T = " << T << ";\nconstexpr int L = " << L << ";\nconstexpr int NIN = " << nin << ";\n";
+  r << "constexpr int ISZ[NIN + 1] = {" << size_of(t);
+  for (Dtype d : prog.in_dtypes) r << ", " << size_of(d);
+  r << "};\n";
+  r << "inline T r_ap(T a, T b) { return " << ap << "; }\n";
+  r << R"EMBERSRC(
+T r_leaf(char* const* p, const int64_t* s, int64_t off, int64_t len) {
+  alignas(64) T buf[4096];
+  char* q[NIN + 1];
+  int64_t ss[NIN + 1];
+  q[0] = reinterpret_cast<char*>(buf);
+  ss[0] = 1;
+  for (int i = 1; i <= NIN; ++i) {
+    q[i] = p[i] + off * s[i] * ISZ[i];
+    ss[i] = s[i];
+  }
+  ember_elem(q, ss, len);
+  T acc[L];
+  for (int l = 0; l < L; ++l) acc[l] = )EMBERSRC" << id << R"EMBERSRC(;
+  int64_t i = 0;
+  for (; i + L <= len; i += L) {
+    for (int l = 0; l < L; ++l) acc[l] = r_ap(acc[l], buf[i + l]);
+  }
+  for (int l = 0; i + l < len; ++l) acc[l] = r_ap(acc[l], buf[i + l]);
+  for (int w = L / 2; w >= 1; w /= 2) {
+    for (int j = 0; j < w; ++j) acc[j] = r_ap(acc[j], acc[j + w]);
+  }
+  return acc[0];
+}
+T r_tree(char* const* p, const int64_t* s, int64_t off, int64_t n) {
+  if (n <= 4096) return r_leaf(p, s, off, n);
+  const int64_t h = (n / 2 + L - 1) / L * L;
+  const T a = r_tree(p, s, off, h);
+  return r_ap(a, r_tree(p, s, off + h, n - h));
+}
+}  // namespace
+extern "C" __attribute__((visibility("default"))) void ember_fused(char* const* p, const int64_t* s, int64_t n) {
+  T v = r_tree(p, s, 0, n);
+  if (v != v) v = std::numeric_limits<T>::quiet_NaN();
+  *reinterpret_cast<T*>(p[0]) = v;
+}
+)EMBERSRC";
+  return k + r.str();
+}
+
+}  // namespace ember::compile

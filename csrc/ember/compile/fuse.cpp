@@ -1,0 +1,407 @@
+// Compile's fusion pass and the Compiled primitive (see fuse.h).
+#include "ember/compile/fuse.h"
+
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "ember/backend/cpu/copy.h"
+#include "ember/backend/cpu/isa.h"
+#include "ember/backend/cpu/kernel_utils.h"
+#include "ember/backend/cpu/loops.h"
+#include "ember/eval.h"
+#include "ember/ops.h"
+#include "ember/primitives/reduce.h"
+#include "ember/transforms/transforms.h"
+
+namespace ember::compile {
+
+// ---- FusedProgram -------------------------------------------------------------
+
+FusedProgram::Kernel FusedProgram::kernel(int level) const {
+  if (level < 0 || level > 3) level = 0;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!tried_[level]) {
+    kernels_[level] = load_kernel(source, level);
+    tried_[level] = true;
+  }
+  return kernels_[level];
+}
+
+std::vector<array> FusedProgram::apply(const std::vector<array>& inputs) const {
+  std::vector<array> vals;
+  vals.reserve(steps.size());
+  for (const auto& st : steps) {
+    std::vector<array> args;
+    for (int a : st.args) args.push_back(a >= 0 ? vals[a] : inputs[-a - 1]);
+    auto r = st.prim->vmap(args, std::vector<int>(args.size(), -1));
+    vals.push_back(r.first.at(0));
+  }
+  std::vector<array> outs;
+  for (int o : outputs) outs.push_back(vals[o]);
+  if (reduce) outs = {reduce->vmap(outs, {-1}).first.at(0)};
+  return outs;
+}
+
+// ---- Compiled -----------------------------------------------------------------
+
+namespace {
+struct RunCtx {
+  FusedProgram::Kernel fn;
+};
+void run_rows(void* ctx, char* const* p, const int64_t* s, int64_t n) { static_cast<RunCtx*>(ctx)->fn(p, s, n); }
+}  // namespace
+
+void Compiled::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  FusedProgram::Kernel fn = program_->kernel(cpu::isa_level());
+  if (!fn) {
+    // The kernel was built when the graph was fused; only a level without a
+    // kernel gets here (the compiler failed for it): the unfused graph.
+    auto outs = program_->apply(inputs);
+    eval(outs);
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      outputs[i].set_data(outs[i].buffer(), outs[i].strides(), outs[i].offset());
+    }
+    return;
+  }
+  if (program_->reduce) return eval_rows(fn, inputs, outputs[0]);
+  for (auto& out : outputs) cpu::alloc_or_donate(out, inputs);
+  const Shape& shape = outputs[0].shape();
+  if (outputs[0].size() == 0) return;
+  const int nout = static_cast<int>(outputs.size()), nin = static_cast<int>(inputs.size());
+  std::vector<Strides> strides;
+  strides.reserve(nout + nin);
+  std::vector<char*> base;
+  std::vector<int> itemsize;
+  for (auto& o : outputs) {
+    strides.push_back(o.strides());
+    base.push_back(o.data<char>());
+    itemsize.push_back(o.itemsize());
+  }
+  for (const auto& x : inputs) {
+    strides.push_back(cpu::broadcast_strides(x, shape));
+    base.push_back(x.data<char>());
+    itemsize.push_back(x.itemsize());
+  }
+  std::vector<const int64_t*> sp;
+  for (const auto& s : strides) sp.push_back(s.data());
+  RunCtx ctx{fn};
+  cpu::for_each_row_impl(nout + nin, shape, sp.data(), base.data(), itemsize.data(), run_rows, &ctx,
+                         cpu::kParallelGrain);
+}
+
+// A closing reduction: one kernel call per row of the elementwise shape (the
+// inputs broadcast together), rows spread over the threads.
+void Compiled::eval_rows(FusedProgram::Kernel fn, const std::vector<array>& inputs, array& out) {
+  out.alloc();
+  Shape shape;
+  for (const auto& x : inputs) shape = broadcast_shapes(shape, x.shape(), "compile");
+  const int nd = static_cast<int>(shape.size());
+  const int64_t n = nd ? shape.back() : 1;
+  const int64_t rows = out.size();
+  if (rows == 0) return;
+  const int nin = static_cast<int>(inputs.size());
+  std::vector<Strides> strides;
+  for (const auto& x : inputs) strides.push_back(cpu::broadcast_strides(x, shape));
+  std::vector<int64_t> inner(nin + 1, 1);
+  for (int i = 0; i < nin; ++i) inner[i + 1] = nd ? strides[i][nd - 1] : 0;
+  char* obase = out.data<char>();
+  const int osize = out.itemsize();
+  const int64_t grain = std::max<int64_t>(1, cpu::kParallelGrain / std::max<int64_t>(n, 1));
+  cpu::parallel_for(rows, grain, [&](int64_t begin, int64_t end) {
+    std::vector<char*> p(nin + 1);
+    for (int64_t r = begin; r < end; ++r) {
+      p[0] = obase + r * osize;
+      for (int i = 0; i < nin; ++i) {
+        int64_t rem = r, off = 0;
+        for (int d = nd - 2; d >= 0; --d) {
+          off += (rem % shape[d]) * strides[i][d];
+          rem /= shape[d];
+        }
+        p[i + 1] = inputs[i].data<char>() + off * inputs[i].itemsize();
+      }
+      fn(p.data(), inner.data(), n);
+    }
+  });
+}
+
+bool Compiled::is_equivalent(const Primitive& o) const {
+  auto p = dynamic_cast<const Compiled*>(&o);
+  return p && (p->program_ == program_ || p->program_->source == program_->source);
+}
+
+std::vector<array> Compiled::vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
+                                 const std::vector<int>& argnums, const std::vector<array>&) {
+  auto prog = program_;
+  auto [outs, grads] = ember::vjp([prog](const std::vector<array>& x) { return prog->apply(x); }, primals, cotangents);
+  std::vector<array> r;
+  for (int a : argnums) r.push_back(grads.at(a));
+  return r;
+}
+
+std::vector<array> Compiled::jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
+                                 const std::vector<int>& argnums, const std::vector<array>&) {
+  std::vector<array> t;
+  for (const auto& p : primals) t.push_back(zeros_like(p, {}, stream()));
+  for (size_t i = 0; i < argnums.size(); ++i) t[argnums[i]] = tangents[i];
+  auto prog = program_;
+  return ember::jvp([prog](const std::vector<array>& x) { return prog->apply(x); }, primals, t).second;
+}
+
+// The same kernel on the batched shapes: batched inputs get their batch axis
+// first and size-1 dims up to the per-example rank; unbatched ones broadcast
+// from the right, as the kernel reads them.
+std::pair<std::vector<array>, std::vector<int>> Compiled::vmap(const std::vector<array>& inputs,
+                                                               const std::vector<int>& axes) {
+  Stream s = stream();
+  if (program_->reduce) {  // the unfused graph, batched by the ordinary rules
+    auto prog = program_;
+    return vmap_rule([prog](const std::vector<array>& x) { return prog->apply(x); }, inputs, axes);
+  }
+  std::vector<array> in = inputs;
+  const bool batched = batch_size(in, axes, name()) >= 0;
+  if (batched) {
+    int rank = 0;  // per-example rank of the output
+    for (size_t i = 0; i < in.size(); ++i) rank = std::max(rank, in[i].ndim() - (axes[i] >= 0 ? 1 : 0));
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (axes[i] < 0) continue;
+      array x = batch_axis_to(in[i], axes[i], 0, -1, s);
+      if (x.ndim() - 1 < rank) {
+        Shape sh = x.shape();
+        sh.insert(sh.begin() + 1, rank - (x.ndim() - 1), 1);
+        x = reshape(x, sh, s);
+      }
+      in[i] = x;
+    }
+  }
+  Shape shape;
+  for (const auto& x : in) shape = broadcast_shapes(shape, x.shape(), name());
+  std::vector<Shape> shapes(program_->outputs.size(), shape);
+  std::vector<Dtype> dtypes;
+  for (int o : program_->outputs) dtypes.push_back(program_->steps[o].dtype);
+  auto outs = make_nodes<Compiled>(shapes, dtypes, in, s, program_);
+  return {outs, std::vector<int>(outs.size(), batched ? 0 : -1)};
+}
+
+// ---- the pass -------------------------------------------------------------------
+
+namespace {
+
+struct Info {
+  Node* node;
+  array out;                   // the (first reached) output array of the node
+  std::vector<int> producers;  // per input: the producing node's index, -1 a leaf
+  std::vector<int> consumers;  // nodes using this node's output (once per use)
+  bool fusable = false;
+  bool is_output = false;
+  int group = -1;
+};
+
+}  // namespace
+
+std::vector<array> fuse(const std::vector<array>& inputs, const std::vector<array>& outputs) {
+  if (!compiler_available()) {
+    load_kernel({}, 0);  // the one warning
+    return outputs;
+  }
+  std::unordered_set<const ArrayDesc*> leaves;
+  for (const auto& x : inputs) leaves.insert(x.desc().get());
+  auto is_leaf = [&](const array& a) {
+    return leaves.count(a.desc().get()) || !a.has_primitive() || a.buffer() != nullptr;
+  };
+  // post-order walk with an explicit stack: every node after its inputs
+  std::vector<Info> info;
+  std::unordered_map<const Node*, int> index;
+  {
+    std::vector<std::pair<array, size_t>> stack;
+    std::unordered_set<const Node*> seen;
+    for (const auto& o : outputs) {
+      if (is_leaf(o) || seen.count(o.desc()->node.get())) continue;
+      seen.insert(o.desc()->node.get());
+      stack.push_back({o, 0});
+      while (!stack.empty()) {
+        auto& [a, next] = stack.back();
+        Node* n = a.desc()->node.get();
+        if (next < n->inputs.size()) {
+          const array& in = n->inputs[next++];
+          if (!is_leaf(in) && !seen.count(in.desc()->node.get())) {
+            seen.insert(in.desc()->node.get());
+            stack.push_back({in, 0});
+          }
+          continue;
+        }
+        Info inf;
+        inf.node = n;
+        inf.out = a;
+        index[n] = static_cast<int>(info.size());
+        info.push_back(std::move(inf));
+        stack.pop_back();
+      }
+    }
+  }
+  const int N = static_cast<int>(info.size());
+  for (int i = 0; i < N; ++i) {
+    Info& inf = info[i];
+    for (const auto& in : inf.node->inputs) {
+      int p = -1;
+      if (!is_leaf(in)) p = index.at(in.desc()->node.get());
+      inf.producers.push_back(p);
+      if (p >= 0) info[p].consumers.push_back(i);
+    }
+    const Primitive& prim = *inf.node->prim;
+    if (inf.node->outputs.size() == 1 && prim.is_elementwise() && !prim.is_view()) {
+      std::vector<Dtype> dt;
+      for (const auto& in : inf.node->inputs) dt.push_back(in.dtype());
+      inf.fusable = fusable(prim, dt, inf.out.dtype());
+    }
+  }
+  for (const auto& o : outputs) {
+    if (!is_leaf(o)) info[index.at(o.desc()->node.get())].is_output = true;
+  }
+  // groups, from the outputs back: a node joins its consumers' group when
+  // they all are in one group and it has that group's shape
+  constexpr int kMaxGroupSteps = 256;
+  std::vector<int> group_root, group_size;
+  for (int i = N - 1; i >= 0; --i) {
+    Info& inf = info[i];
+    if (!inf.fusable) continue;
+    int g = -1;
+    if (!inf.consumers.empty()) {
+      g = info[inf.consumers[0]].group;
+      for (int c : inf.consumers) {
+        if (info[c].group != g) g = -1;
+        if (g < 0) break;
+      }
+      if (g >= 0 && info[group_root[g]].out.shape() != inf.out.shape()) g = -1;
+      if (g >= 0 && group_size[g] >= kMaxGroupSteps) g = -1;  // bounds one kernel's compile time
+    }
+    if (g < 0) {
+      g = static_cast<int>(group_root.size());
+      group_root.push_back(i);
+      group_size.push_back(0);
+    }
+    inf.group = g;
+    ++group_size[g];
+  }
+  std::vector<std::vector<int>> members(group_root.size());
+  for (int i = 0; i < N; ++i) {
+    if (info[i].group >= 0) members[info[i].group].push_back(i);
+  }
+  // replacements of the fused outputs, by descriptor
+  std::unordered_map<const ArrayDesc*, array> repl;
+  auto mapped = [&](const array& a) {
+    auto it = repl.find(a.desc().get());
+    return it == repl.end() ? a : it->second;
+  };
+  std::vector<bool> fused(N, false);
+  // groups in the order of their roots: a group's inputs come from earlier ones
+  std::vector<int> order(group_root.size());
+  for (size_t g = 0; g < order.size(); ++g) order[g] = static_cast<int>(g);
+  std::sort(order.begin(), order.end(), [&](int a, int b) { return group_root[a] < group_root[b]; });
+  // a group whose root feeds only a sum/max/min over its last axis takes
+  // that reduction in
+  auto closing_reduce = [&](int g) -> int {
+    const Info& root = info[group_root[g]];
+    if (root.is_output || root.consumers.size() != 1 || root.out.ndim() == 0) return -1;
+    const int c = root.consumers[0];
+    auto red = dynamic_cast<const Reduce*>(info[c].node->prim.get());
+    if (!red || info[c].node->outputs.size() != 1 || info[c].out.dtype() != root.out.dtype()) return -1;
+    if (red->axes() != std::vector<int>{root.out.ndim() - 1}) return -1;
+    if (red->kind() != Reduce::Sum && red->kind() != Reduce::Max && red->kind() != Reduce::Min) return -1;
+    if (root.out.dtype() != Dtype::float32 && root.out.dtype() != Dtype::float64) return -1;
+    for (int i : members[g]) {
+      if (i != group_root[g] && info[i].is_output) return -1;
+    }
+    return c;
+  };
+  for (int g : order) {
+    const auto& mem = members[g];
+    const int red = mem.empty() ? -1 : closing_reduce(g);
+    if (mem.size() < 2 && red < 0) continue;
+    auto prog = std::make_shared<FusedProgram>();
+    std::unordered_map<int, int> step_of;
+    std::unordered_map<const ArrayDesc*, int> input_of;
+    std::unordered_map<std::string, int> const_of;
+    std::vector<array> ext;
+    std::string label = "Compiled[";
+    for (int i : mem) {
+      const Info& inf = info[i];
+      FusedProgram::Step st;
+      st.prim = inf.node->prim;
+      st.dtype = inf.out.dtype();
+      for (size_t k = 0; k < inf.node->inputs.size(); ++k) {
+        int p = inf.producers[k];
+        if (p >= 0 && info[p].group == g) {
+          st.args.push_back(step_of.at(p));
+        } else {
+          const array& x = inf.node->inputs[k];
+          auto [it, fresh] = input_of.emplace(x.desc().get(), static_cast<int>(ext.size()));
+          if (fresh) {
+            // equal 0-d constants (the scalars of x * 2 + 2) share one input
+            std::string key;
+            if (x.ndim() == 0 && x.buffer() && !x.has_primitive()) {
+              key.assign(x.data<char>(), x.itemsize());
+              key += static_cast<char>(x.dtype());
+            }
+            auto [ct, cfresh] = key.empty() ? std::make_pair(const_of.end(), true)
+                                            : const_of.emplace(key, static_cast<int>(ext.size()));
+            if (cfresh) {
+              ext.push_back(mapped(x));
+              prog->in_dtypes.push_back(x.dtype());
+            } else {
+              it->second = ct->second;
+            }
+          }
+          st.args.push_back(-it->second - 1);
+        }
+      }
+      step_of[i] = static_cast<int>(prog->steps.size());
+      if (prog->steps.size()) label += ",";
+      label += inf.node->prim->name();
+      prog->steps.push_back(std::move(st));
+    }
+    std::vector<int> outs_idx;
+    for (int i : mem) {
+      if (i == group_root[g] || info[i].is_output) {
+        outs_idx.push_back(i);
+        prog->outputs.push_back(step_of.at(i));
+      }
+    }
+    if (red >= 0) {
+      const auto* rp = static_cast<const Reduce*>(info[red].node->prim.get());
+      prog->reduce = info[red].node->prim;
+      prog->reduce_kind = rp->kind() == Reduce::Sum ? 0 : rp->kind() == Reduce::Max ? 1 : 2;
+      label += std::string(",") + rp->name();
+      outs_idx = {red};
+    }
+    label += "]";
+    prog->label = label;
+    prog->source = generate_kernel(*prog);
+    if (prog->source.empty() || !prog->kernel(cpu::isa_level())) continue;
+    std::vector<Shape> shapes;
+    std::vector<Dtype> dtypes;
+    for (int i : outs_idx) {
+      shapes.push_back(info[i].out.shape());
+      dtypes.push_back(info[i].out.dtype());
+    }
+    auto node_outs = make_nodes<Compiled>(shapes, dtypes, ext, info[group_root[g]].node->prim->stream(),
+                                          std::shared_ptr<const FusedProgram>(prog));
+    for (size_t k = 0; k < outs_idx.size(); ++k) repl[info[outs_idx[k]].out.desc().get()] = node_outs[k];
+    for (int i : mem) fused[i] = true;
+    if (red >= 0) fused[red] = true;
+  }
+  if (repl.empty()) return outputs;
+  // rewire the consumers left outside the groups
+  for (int i = 0; i < N; ++i) {
+    if (fused[i]) continue;
+    for (auto& in : info[i].node->inputs) {
+      auto it = repl.find(in.desc().get());
+      if (it != repl.end()) in = it->second;
+    }
+  }
+  std::vector<array> result;
+  for (const auto& o : outputs) result.push_back(mapped(o));
+  return result;
+}
+
+}  // namespace ember::compile

@@ -1,0 +1,302 @@
+// Compile's kernel builder: the system C++ compiler, the disk cache and the
+// in-memory cache of fused kernels.
+//
+// A kernel's full source is simd_math.h's text (embedded at build time),
+// the generators' prelude (codegen.cpp) and the kernel. It is compiled for
+// the ISA level in use (-march=x86-64-v2/v3/v4, -ffp-contract=off as the
+// library's kernels) into a shared object in the cache folder
+// ($EMBER_CACHE_DIR, else ~/.cache/ember/kernels) named by a hash of the
+// source, the compiler's identity (path, size, modification time), the
+// flags and Ember's version. A compile writes a file of its own (pid and a
+// counter in the name) and renames it into place, so processes sharing the
+// folder never see a partial object; the object is loaded with dlopen and
+// kept, with its entry point, in memory under the same key. The compiler is
+// $CXX (its first word), else c++, g++ or clang++ on PATH; without one, or
+// when a compile fails, the kernel is null and the caller keeps the unfused
+// graph (one warning per process on stderr).
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ember/compile/fuse.h"
+
+extern char** environ;
+
+namespace ember::compile {
+
+namespace {
+
+const char kSimdMathText[] =
+#include "ember/compile/simd_math_text.inc"
+    ;
+
+#ifndef EMBER_VERSION
+#define EMBER_VERSION "unknown"
+#endif
+
+uint64_t fnv1a(const std::string& s, uint64_t h) {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+std::string hex(uint64_t v) {
+  char b[17];
+  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+struct Compiler {
+  std::string path;      // empty: none found
+  std::string identity;  // path, size and mtime
+};
+
+bool executable(const std::string& p, struct stat* st) {
+  return ::stat(p.c_str(), st) == 0 && S_ISREG(st->st_mode) && ::access(p.c_str(), X_OK) == 0;
+}
+
+std::string on_path(const std::string& name, struct stat* st) {
+  if (name.find('/') != std::string::npos) return executable(name, st) ? name : std::string();
+  const char* path = std::getenv("PATH");
+  if (!path) return {};
+  std::string all(path);
+  size_t start = 0;
+  while (start <= all.size()) {
+    size_t end = all.find(':', start);
+    if (end == std::string::npos) end = all.size();
+    std::string dir = all.substr(start, end - start);
+    if (!dir.empty()) {
+      std::string cand = dir + "/" + name;
+      if (executable(cand, st)) return cand;
+    }
+    start = end + 1;
+  }
+  return {};
+}
+
+const Compiler& compiler() {
+  static const Compiler c = [] {
+    Compiler r;
+    std::vector<std::string> names;
+    if (const char* cxx = std::getenv("CXX"); cxx && *cxx) {
+      std::string s(cxx);
+      names.push_back(s.substr(0, s.find(' ')));
+    } else {
+      names = {"c++", "g++", "clang++"};
+    }
+    for (const auto& n : names) {
+      struct stat st;
+      std::string p = on_path(n, &st);
+      if (!p.empty()) {
+        r.path = p;
+        r.identity = p + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtime);
+        break;
+      }
+    }
+    return r;
+  }();
+  return c;
+}
+
+const char* kLevelFlag[] = {"-march=x86-64-v2", "-march=x86-64-v3", "-march=x86-64-v4"};
+const std::vector<std::string>& common_flags() {
+  static const std::vector<std::string> f = {"-std=c++17", "-O3", "-fno-math-errno", "-ffp-contract=off",
+                                             "-mtune=generic", "-fPIC", "-shared", "-fvisibility=hidden",
+                                             "-fno-exceptions", "-w"};
+  return f;
+}
+
+struct State {
+  std::mutex mu;  // the memory cache and one compile at a time per process
+  std::unordered_map<std::string, FusedProgram::Kernel> kernels;
+  std::atomic<int64_t> memory_hits{0}, disk_hits{0}, compiles{0}, failures{0};
+  double compile_seconds = 0;
+  uint64_t counter = 0;
+};
+State& state() {
+  static State* s = new State();  // never destroyed: kernels may run at exit
+  return *s;
+}
+
+void warn_once(const std::string& msg) {
+  static std::once_flag once;
+  std::call_once(once, [&] { std::fprintf(stderr, "[ember] compile: %s\n", msg.c_str()); });
+}
+
+bool make_dirs(const std::string& dir) {
+  std::string cur;
+  size_t i = 0;
+  while (i <= dir.size()) {
+    size_t j = dir.find('/', i);
+    if (j == std::string::npos) j = dir.size();
+    cur = dir.substr(0, j);
+    if (!cur.empty()) {
+      if (::mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) return false;
+    }
+    i = j + 1;
+  }
+  struct stat st;
+  return ::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+FusedProgram::Kernel open_kernel(const std::string& so) {
+  void* h = ::dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) return nullptr;
+  auto fn = reinterpret_cast<FusedProgram::Kernel>(::dlsym(h, "ember_fused"));
+  if (!fn) ::dlclose(h);
+  return fn;  // the handle stays open for the process's life
+}
+
+// Runs the compiler; true on success. Its output goes to `log`.
+bool run_compiler(const std::string& src, const std::string& so, int level, const std::string& log) {
+  std::vector<std::string> args = {compiler().path};
+  if (const char* cxx = std::getenv("CXX"); cxx && *cxx) {  // extra words of $CXX
+    std::string s(cxx);
+    size_t p = s.find(' ');
+    while (p != std::string::npos) {
+      size_t q = s.find(' ', p + 1);
+      std::string w = s.substr(p + 1, q == std::string::npos ? std::string::npos : q - p - 1);
+      if (!w.empty()) args.push_back(w);
+      p = q;
+    }
+  }
+  for (const auto& f : common_flags()) args.push_back(f);
+  args.push_back(kLevelFlag[level]);
+  args.insert(args.end(), {"-o", so, src});
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  pid_t pid;
+  int rc = posix_spawn(&pid, args[0].c_str(), &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return false;
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return false;
+  }
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+bool write_file(const std::string& path, const std::string& text) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) return false;
+  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  return std::fclose(f) == 0 && ok;
+}
+
+}  // namespace
+
+std::string cache_dir() {
+  if (const char* d = std::getenv("EMBER_CACHE_DIR"); d && *d) return d;
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/ember/kernels";
+  return "/tmp/ember-kernels-" + std::to_string(::getuid());
+}
+
+bool compiler_available() { return !compiler().path.empty(); }
+
+FusedProgram::Kernel load_kernel(const std::string& source, int level) {
+  if (level < 0 || level > 2) level = 0;
+  State& S = state();
+  const Compiler& cc = compiler();
+  if (cc.path.empty()) {
+    warn_once("no C++ compiler found ($CXX, or c++/g++/clang++ on PATH): fused kernels are off and compiled graphs "
+              "run on the ordinary kernels");
+    S.failures++;
+    return nullptr;
+  }
+  static const uint64_t prelude_hash = fnv1a(kernel_prelude(), fnv1a(kSimdMathText, 1469598103934665603ull));
+  std::string flags;
+  for (const auto& f : common_flags()) flags += f + " ";
+  flags += kLevelFlag[level];
+  const std::string meta = cc.identity + "|" + flags + "|" + EMBER_VERSION + "|";
+  // two independent 64-bit hashes: a 128-bit name
+  uint64_t h1 = fnv1a(source, fnv1a(meta, prelude_hash));
+  uint64_t h2 = fnv1a(source, fnv1a(meta, prelude_hash ^ 0x9e3779b97f4a7c15ull) * 31 + 7);
+  const std::string key = hex(h1) + hex(h2);
+  std::lock_guard<std::mutex> lock(S.mu);
+  if (auto it = S.kernels.find(key); it != S.kernels.end()) {
+    S.memory_hits++;
+    return it->second;
+  }
+  const std::string dir = cache_dir();
+  const std::string so = dir + "/" + key + ".so";
+  struct stat st;
+  if (::stat(so.c_str(), &st) == 0) {
+    if (auto fn = open_kernel(so)) {
+      S.disk_hits++;
+      S.kernels.emplace(key, fn);
+      return fn;
+    }
+  }
+  if (!make_dirs(dir)) {
+    warn_once("cannot create the kernel cache folder " + dir + ": compiled graphs run on the ordinary kernels");
+    S.failures++;
+    return nullptr;
+  }
+  // a name no other writer uses: pid, a counter and the clock (processes of
+  // other PID namespaces may share the folder)
+  const std::string tmp = dir + "/" + key + ".tmp" + std::to_string(::getpid()) + "." + std::to_string(S.counter++) +
+                          "." + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count() & 0xffffff);
+  std::string full = "// Ember " EMBER_VERSION " fused kernel\n#define EMBER_ISA_NS ember_jit\n";
+  full += kSimdMathText;
+  full += kernel_prelude();
+  full += source;
+  auto t0 = std::chrono::steady_clock::now();
+  bool ok = write_file(tmp + ".cpp", full) && run_compiler(tmp + ".cpp", tmp + ".so", level, tmp + ".log");
+  S.compile_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  FusedProgram::Kernel fn = nullptr;
+  if (ok && ::rename((tmp + ".so").c_str(), so.c_str()) == 0) fn = open_kernel(so);
+  if (!fn) {
+    warn_once("the C++ compiler (" + cc.path + ") failed on a fused kernel (see " + tmp +
+              ".log): that group runs on the ordinary kernels");
+    S.failures++;
+    ::unlink((tmp + ".so").c_str());
+    S.kernels.emplace(key, nullptr);  // not retried in this process
+    return nullptr;
+  }
+  S.compiles++;
+  ::unlink((tmp + ".cpp").c_str());
+  ::unlink((tmp + ".log").c_str());
+  S.kernels.emplace(key, fn);
+  return fn;
+}
+
+JitStats jit_stats() {
+  State& S = state();
+  std::lock_guard<std::mutex> lock(S.mu);
+  JitStats r;
+  r.memory_hits = S.memory_hits;
+  r.disk_hits = S.disk_hits;
+  r.compiles = S.compiles;
+  r.failures = S.failures;
+  r.compile_seconds = S.compile_seconds;
+  return r;
+}
+
+void clear_memory_cache() {
+  State& S = state();
+  std::lock_guard<std::mutex> lock(S.mu);
+  S.kernels.clear();
+}
+
+}  // namespace ember::compile

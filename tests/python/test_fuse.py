@@ -1,0 +1,441 @@
+"""Compile's fusion pass (csrc/ember/compile/): elementwise chains of a lazy
+graph replaced by Compiled nodes running generated C++ kernels.
+
+``mx._fuse(outputs, inputs)`` is the pass on its own (compile() runs it on
+its traced graph). The fused results are compared bit for bit with the
+unfused graph (the same arrays, evaluated by the ordinary kernels): the
+generated code computes each op as its eager kernel does. Also: layouts
+(strided, broadcast, 0-d, empty, multithreaded sizes), the caches (memory,
+disk, several processes at once), the fallback without a compiler,
+donation, ISA levels, and the transform rules (vjp/jvp against finite
+differences in float64, vmap against a loop).
+"""
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import ember.core as mx
+from op_table import OPS
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cache_dir(tmp_path_factory):
+    d = str(tmp_path_factory.mktemp("kernels"))
+    before = os.environ.get("EMBER_CACHE_DIR")
+    os.environ["EMBER_CACHE_DIR"] = d
+    yield d
+    if before is None:
+        os.environ.pop("EMBER_CACHE_DIR", None)
+    else:
+        os.environ["EMBER_CACHE_DIR"] = before
+
+
+def bits(a):
+    a = np.asarray(a)
+    if a.dtype == np.bool_:
+        return a
+    return a.view(np.uint64 if a.itemsize == 8 else np.uint32)
+
+
+def assert_same(fused, eager):
+    mx.eval(fused, eager)
+    f, e = np.array(fused), np.array(eager)
+    assert f.dtype == e.dtype and f.shape == e.shape
+    np.testing.assert_array_equal(bits(f), bits(e))
+
+
+def chain(x):
+    return mx.tanh(x * 2 + 1) * mx.sigmoid(x) - x / 3
+
+
+def fused_name(a):
+    n = mx._fuse_node_name(a)
+    return n or ""
+
+
+def test_chain_is_one_kernel_and_exact(rng):
+    x = mx.array(rng.standard_normal((64, 33)).astype(np.float32))
+    y = chain(x)
+    (f,) = mx._fuse([y], [x])
+    assert fused_name(f) == "Compiled[Multiply,Add,Tanh,Sigmoid,Multiply,Divide,Subtract]"
+    assert fused_name(y) == "Subtract"  # the given graph keeps its nodes
+    assert_same(f, y)
+
+
+@pytest.mark.parametrize("dtype", [mx.float32, mx.float64])
+def test_layouts(dtype, rng):
+    base = mx.array(rng.standard_normal((70, 90)), dtype=dtype)
+    cases = {
+        "transposed": base.T,
+        "sliced": base[::3, 5:80:2],
+        "negative": base[::-1, ::-2],
+        "zero-d": mx.array(0.7, dtype=dtype),
+        "empty": base[:0],
+        "big": mx.array(rng.standard_normal((300, 1000)), dtype=dtype),  # several threads
+    }
+    # chain: one loop over each block; with sin: one loop per step (the
+    # generator's two forms)
+    for fn in (chain, lambda v: mx.sin(chain(v)) * v):
+        for name, x in cases.items():
+            y = fn(x)
+            (f,) = mx._fuse([y], [x])
+            assert fused_name(f).startswith("Compiled["), name
+            assert_same(f, y)
+
+
+def test_broadcast_inputs(rng):
+    x = mx.array(rng.standard_normal((50, 40)).astype(np.float32))
+    row = mx.array(rng.standard_normal((40,)).astype(np.float32))
+    col = mx.array(rng.standard_normal((50, 1)).astype(np.float32))
+    y = mx.exp(mx.minimum(x * row, 3.0)) + mx.where(col > 0, x, row) * col
+    (f,) = mx._fuse([y], [x, row, col])
+    assert fused_name(f).startswith("Compiled[")
+    assert_same(f, y)
+
+
+def test_intermediate_outputs_and_boundaries(rng):
+    x = mx.array(rng.standard_normal((40, 30)).astype(np.float32))
+    a = mx.sin(x) * 3
+    b = mx.exp(a) + 1          # a is consumed here and is an output too
+    s = mx.sum(b, axis=1, keepdims=True)  # a reduction: not fused
+    c = mx.sqrt(mx.abs(s - b)) * 2
+    outs = mx._fuse([a, b, c], [x])
+    assert all(fused_name(o).startswith("Compiled[") for o in outs)
+    for o, e in zip(outs, [a, b, c]):
+        assert_same(o, e)
+
+
+def test_donated_input(rng):
+    x = mx.array(rng.standard_normal((1000,)).astype(np.float32))
+    ref = np.array(chain(mx.cumsum(x)))
+    y = chain(mx.cumsum(x))  # cumsum's result is held by the kernel alone
+    (f,) = mx._fuse([y], [x])
+    del y
+    mx.eval(f)
+    np.testing.assert_array_equal(bits(f), bits(ref))
+
+
+def test_bool_and_casts(rng):
+    x = mx.array(rng.standard_normal((30, 20)).astype(np.float32))
+    m = (x > 0.1) & mx.logical_not(mx.isnan(x)) | (x < -1)
+    y = mx.where(m, x.astype(mx.float64) * 2, mx.array(-1.0, dtype=mx.float64)) + m.astype(mx.float64)
+    outs = mx._fuse([y, m], [x])
+    assert fused_name(outs[0]).startswith("Compiled[")
+    assert_same(outs[0], y)
+    assert_same(outs[1], m)
+
+
+def test_unfusable_dtypes_stay(rng):
+    x = mx.array(rng.standard_normal((10,)).astype(np.float16))
+    y = mx.exp(x * 2)
+    (f,) = mx._fuse([y], [x])
+    assert fused_name(f) == "Exp"
+    i = mx.arange(10)
+    z = (i * 3 + 1) // 2
+    (g,) = mx._fuse([z], [i])
+    assert not fused_name(g).startswith("Compiled")
+    assert_same(g, z)
+
+
+def test_long_chain_splits_into_kernels(rng):
+    x = mx.array(rng.standard_normal((100,)).astype(np.float32))
+    y = x
+    for k in range(150):  # 300 ops: groups stop at 256 nodes
+        y = y * 0.999 + 0.001
+    s0 = mx._fuse_stats()
+    (f,) = mx._fuse([y], [x])
+    s1 = mx._fuse_stats()
+    assert fused_name(f).startswith("Compiled[")
+    assert (s1["compiles"] + s1["disk_hits"] + s1["memory_hits"]) - (
+        s0["compiles"] + s0["disk_hits"] + s0["memory_hits"]) == 2
+    assert_same(f, y)
+
+
+def test_caches_counted(rng):
+    x = mx.array(rng.standard_normal((16,)).astype(np.float32))
+    def f(x):
+        return mx.erf(mx.cosh(x) * 0.25) - mx.arctan(x)
+    s0 = mx._fuse_stats()
+    mx._fuse([f(x)], [x])
+    s1 = mx._fuse_stats()
+    assert s1["compiles"] == s0["compiles"] + 1
+    mx._fuse([f(x)], [x])
+    s2 = mx._fuse_stats()
+    assert s2["memory_hits"] == s1["memory_hits"] + 1 and s2["compiles"] == s1["compiles"]
+    mx._fuse_clear_memory_cache()
+    (y,) = mx._fuse([f(x)], [x])
+    s3 = mx._fuse_stats()
+    assert s3["disk_hits"] == s2["disk_hits"] + 1 and s3["compiles"] == s2["compiles"]
+    assert_same(y, f(x))
+
+
+# ---- every elementwise op of the op table, bit for bit ------------------------
+
+def _row_inputs(row, dtype, rng, n=64):
+    lo, hi = row.domain if row.domain else (-5, 5)
+    vals = rng.uniform(lo, hi, n)
+    if row.family == "unary":
+        vals[:9] = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 1e7, -3e8]
+    if 0 in row.nonzero_args:
+        vals[vals == 0] = 1.0
+    return mx.array(vals, dtype=dtype)
+
+
+def _rhs_inputs(row, dtype, rng, n=64):
+    lo, hi = row.rhs_domain if row.rhs_domain else (-5, 5)
+    vals = rng.uniform(lo, hi, n)
+    vals[:3] = [np.nan, 0.0 if 1 not in row.nonzero_args else 1.0, np.inf]
+    return mx.array(vals, dtype=dtype)
+
+
+ELEMENTWISE = [r for r in OPS if r.family in ("unary", "binary") and not r.multi_output]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_every_elementwise_op_exact(dtype, rng):
+    """Every op of the table applied once into one graph, joined by
+    where(False, previous, this) (exactly `this`) so that one kernel per
+    output dtype computes them all."""
+    dt = getattr(mx, dtype)
+    chains = {}
+    results, names, leaves = [], [], []
+    for row in ELEMENTWISE:
+        if dtype not in row.dtypes:
+            continue
+        a = _row_inputs(row, dt, rng)
+        args = (a,) if row.family == "unary" else (a, _rhs_inputs(row, dt, rng))
+        try:
+            r = row.op(*args)
+        except Exception:
+            continue
+        leaves += list(args)
+        results.append(r)
+        names.append(row.name)
+        key = r.dtype
+        off = mx.zeros(r.shape, dtype=mx.bool_)
+        chains[key] = r if key not in chains else mx.where(off, chains[key], r)
+    assert len(names) >= 40
+    tails = list(chains.values())
+    fused = mx._fuse(results + tails, leaves)
+    kernels = {fused_name(f) for f in fused[len(results):]}
+    assert all(k.startswith("Compiled[") for k in kernels)
+    covered = sum(fused_name(f).startswith("Compiled[") for f in fused[:len(results)])
+    assert covered >= len(results) - 6  # all but ops outside the generator (complex, ints)
+    mx.eval(fused, results)
+    for name, f, e in zip(names, fused, results):
+        np.testing.assert_array_equal(bits(f), bits(e), err_msg=name)
+
+
+def test_random_chains_exact(rng):
+    unary = [mx.tanh, mx.sigmoid, mx.sin, mx.cos, mx.exp, mx.abs, mx.negative, mx.square,
+             mx.floor, mx.arctan, mx.erf, lambda v: mx.log1p(mx.abs(v)), lambda v: mx.sqrt(mx.abs(v))]
+    binary = [mx.add, mx.subtract, mx.multiply, mx.maximum, mx.minimum, mx.logaddexp,
+              lambda p, q: mx.where(p > q, p, q * 0.5), lambda p, q: p / (mx.abs(q) + 1)]
+    for dtype in (mx.float32, mx.float64):
+        leaves = [mx.array(rng.standard_normal((33, 17)) * 3, dtype=dtype) for _ in range(3)]
+        outs = []
+        for _ in range(4):
+            vals = list(leaves)
+            for _ in range(9):
+                if rng.random() < 0.5:
+                    v = unary[rng.integers(len(unary))](vals[rng.integers(len(vals))])
+                else:
+                    v = binary[rng.integers(len(binary))](vals[rng.integers(len(vals))],
+                                                          vals[rng.integers(len(vals))])
+                vals.append(mx.clip(v, -20, 20))
+            outs.append(vals[-1] + vals[-2] * vals[-5])
+        outs.append(outs[0] - outs[1] * outs[2] + outs[3])  # one kernel computes them all
+        fused = mx._fuse(outs, leaves)
+        assert len({fused_name(f) for f in fused}) == 1 and fused_name(fused[0]).startswith("Compiled[")
+        for f, e in zip(fused, outs):
+            assert_same(f, e)
+
+
+def test_isa_levels_match_eager(level, rng):
+    x = mx.array(rng.standard_normal((500,)).astype(np.float32) * 4)
+    for y in (mx.tanh(mx.sin(x) * mx.exp(x * 0.1)) + mx.erf(x), chain(x) * mx.log1p(mx.abs(x))):
+        (f,) = mx._fuse([y], [x])
+        assert fused_name(f).startswith("Compiled[")
+        assert_same(f, y)
+
+
+# ---- transforms ----------------------------------------------------------------
+
+def _f(x, y):
+    out = mx.tanh(x * y + 1) * mx.sigmoid(x) - mx.sin(y) / 3
+    (g,) = mx._fuse([out], [x, y])
+    assert fused_name(g).startswith("Compiled[")
+    return g
+
+
+def test_vjp_jvp_against_finite_differences(rng):
+    x = mx.array(rng.standard_normal((5, 4)), dtype=mx.float64)
+    y = mx.array(rng.standard_normal((5, 4)), dtype=mx.float64)
+    ct = mx.array(rng.standard_normal((5, 4)), dtype=mx.float64)
+    _, (gx, gy) = mx.vjp(_f, [x, y], [ct])
+    tx, ty = mx.array(rng.standard_normal((5, 4)), dtype=mx.float64), mx.array(rng.standard_normal((5, 4)), dtype=mx.float64)
+    _, (jt,) = mx.jvp(_f, [x, y], [tx, ty])
+    eps = 1e-6
+    fd = (np.array(_f(x + eps * tx, y + eps * ty)) - np.array(_f(x - eps * tx, y - eps * ty))) / (2 * eps)
+    np.testing.assert_allclose(np.array(jt), fd, rtol=1e-6, atol=1e-8)
+    # vjp: <ct, J t> == <J^T ct, t>
+    np.testing.assert_allclose(np.sum(np.array(ct) * fd),
+                               np.sum(np.array(gx) * np.array(tx) + np.array(gy) * np.array(ty)), rtol=1e-6)
+    g = mx.grad(lambda a, b: mx.sum(_f(a, b)))(x, y)
+    plain = mx.grad(lambda a, b: mx.sum(mx.tanh(a * b + 1) * mx.sigmoid(a) - mx.sin(b) / 3))(x, y)
+    np.testing.assert_allclose(np.array(g), np.array(plain), rtol=1e-12)
+
+
+@pytest.mark.parametrize("axes", [(0, 0), (1, 0), (0, None), (None, 1)])
+def test_vmap_against_loop(axes, rng):
+    x = mx.array(rng.standard_normal((4, 6)))
+    y = mx.array(rng.standard_normal((6, 4)) if axes[1] == 1 else rng.standard_normal((4, 6)))
+    if axes == (1, 0):
+        x = mx.array(rng.standard_normal((6, 4)))
+        y = mx.array(rng.standard_normal((4, 6)))
+    if axes == (0, None):
+        y = mx.array(rng.standard_normal((6,)))
+    if axes == (None, 1):
+        x = mx.array(rng.standard_normal((6,)))
+    out = mx.vmap(_f, in_axes=axes)(x, y)
+    B = 4
+    def take(a, ax, i):
+        return a if ax is None else (a[i] if ax == 0 else a[:, i])
+    loop = np.stack([np.array(_f(take(x, axes[0], i), take(y, axes[1], i))) for i in range(B)])
+    np.testing.assert_allclose(np.array(out), loop, rtol=1e-14, atol=0)
+
+
+def test_vmap_keeps_the_kernel(rng):
+    x = mx.array(rng.standard_normal((3, 5)), dtype=mx.float64)
+    y = mx.array(rng.standard_normal((3, 5)), dtype=mx.float64)
+    traced = {}
+
+    def g(a, b):
+        r = _f(a, b)
+        traced["name"] = fused_name(r)
+        return r
+    out = mx.vmap(g)(x, y)
+    assert traced["name"].startswith("Compiled[")
+    assert fused_name(out) == traced["name"]  # the batched node is the same kernel
+
+
+# ---- processes: no compiler, a failing compiler, concurrent compiles ------------
+
+SCRIPT = textwrap.dedent("""
+    import sys, numpy as np
+    import ember.core as mx
+    x = mx.array(np.linspace(-3, 3, 200, dtype=np.float32))
+    def f(x):
+        return mx.tanh(x * 1.5 + 0.25) * mx.cosh(x * 0.1) - mx.log1p(x * x)
+    outs = [mx._fuse([f(x)], [x])[0] for _ in range(2)]
+    name = mx._fuse_node_name(outs[0])
+    ok = all(np.array_equal(np.array(o), np.array(f(x))) for o in outs)
+    s = mx._fuse_stats()
+    print(ok, name, s["compiles"], s["disk_hits"], s["failures"])
+""")
+
+
+def _run(env_extra, cache):
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"), EMBER_CACHE_DIR=cache)
+    env.pop("CXX", None)
+    env.update(env_extra)
+    return subprocess.Popen([sys.executable, "-c", SCRIPT], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def test_no_compiler_falls_back(tmp_path):
+    p = _run({"PATH": ""}, str(tmp_path))
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    ok, name, compiles, hits, failures = out.split()
+    assert ok == "True" and name == "Subtract" and compiles == "0"
+    assert err.count("[ember] compile:") == 1 and "no C++ compiler" in err
+
+
+def test_failing_compiler_falls_back(tmp_path):
+    p = _run({"CXX": "/bin/false"}, str(tmp_path))
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    ok, name, compiles, hits, failures = out.split()
+    assert ok == "True" and name == "Subtract" and compiles == "0"
+    assert err.count("[ember] compile:") == 1 and "failed" in err
+
+
+def test_concurrent_processes_share_the_cache(tmp_path):
+    procs = [_run({}, str(tmp_path)) for _ in range(4)]
+    results = [p.communicate(timeout=180) for p in procs]
+    for p, (out, err) in zip(procs, results):
+        assert p.returncode == 0, err
+        ok, name, compiles, hits, failures = out.split()
+        assert ok == "True" and name.startswith("Compiled[") and failures == "0"
+        assert int(compiles) + int(hits) == 1
+    files = os.listdir(tmp_path)
+    assert len([f for f in files if f.endswith(".so")]) == 1
+    assert not [f for f in files if ".tmp" in f]
+
+
+# ---- a closing reduction over the last axis ------------------------------------
+
+@pytest.mark.parametrize("dtype", [mx.float32, mx.float64])
+def test_closing_reduction_exact(dtype, rng):
+    """sum/max/min over the last axis of a chain, in the eager reduction's
+    order (pieces of 4096 split pairwise, lanes): the same bits."""
+    for shape in [(7, 5000), (2, 3, 9000), (1, 4096 * 3 + 17), (40, 33), (5, 1), (4, 0), (9,)]:
+        x = mx.array(rng.standard_normal(shape), dtype=dtype)
+        t = mx.array(rng.standard_normal(shape[-1:]), dtype=dtype)
+        for red in (mx.sum, mx.max, mx.min) if dtype == mx.float32 else (mx.sum,):
+            if shape[-1] == 0 and red is not mx.sum:
+                continue
+            y = red((x - t) * (x - t) + mx.tanh(x), axis=-1, keepdims=True)
+            (f,) = mx._fuse([y], [x, t])
+            kind = {"sum": "Sum", "max": "Max", "min": "Min"}[red.__name__]
+            assert fused_name(f) == f"Compiled[Subtract,Subtract,Multiply,Tanh,Add,{kind}]", shape
+            assert_same(f, y)
+    # a strided input and a NaN row
+    base = mx.array(rng.standard_normal((30, 50)), dtype=dtype)
+    v = base.T[:, ::-2]
+    nan = mx.array(np.where(np.arange(15) == 3, np.nan, 1.0), dtype=dtype)
+    for y in (mx.sum(mx.exp(v) * nan, axis=-1), mx.max(v * nan, axis=-1)):
+        (f,) = mx._fuse([y], [v, nan])
+        assert_same(f, y)
+
+
+def test_closing_reduction_patterns(rng):
+    x = mx.array(rng.standard_normal((64, 300)).astype(np.float32))
+    w = mx.array(rng.standard_normal((300,)).astype(np.float32))
+    # logsumexp: exp(x - m) closes with its sum
+    m = mx.max(x, axis=-1, keepdims=True)
+    lse = m + mx.log(mx.sum(mx.exp(x - m), axis=-1, keepdims=True))
+    # layer norm: the variance's chain closes with its sum, the tail is one kernel
+    mu = mx.mean(x, axis=-1, keepdims=True)
+    var = mx.mean((x - mu) * (x - mu), axis=-1, keepdims=True)
+    ln = (x - mu) * mx.rsqrt(var + 1e-5) * w
+    # a loss
+    loss = mx.sum(mx.square(x - w) * 0.5, axis=-1)
+    outs = mx._fuse([lse, ln, loss], [x, w])
+    for o, e in zip(outs, [lse, ln, loss]):
+        assert_same(o, e)
+    np.testing.assert_allclose(np.array(outs[0])[:, 0], np.log(np.exp(np.array(x, dtype=np.float64)).sum(-1)),
+                               rtol=1e-5)
+
+
+def test_closing_reduction_transforms(rng):
+    def f(a, b):
+        y = mx.sum(mx.tanh(a * b) * a, axis=-1)
+        (g,) = mx._fuse([y], [a, b])
+        return g
+    a = mx.array(rng.standard_normal((3, 7)), dtype=mx.float64)
+    b = mx.array(rng.standard_normal((3, 7)), dtype=mx.float64)
+    ga, gb = mx.grad(lambda p, q: mx.sum(f(p, q) ** 2), argnums=(0, 1))(a, b)
+    ra, rb = mx.grad(lambda p, q: mx.sum(mx.sum(mx.tanh(p * q) * p, axis=-1) ** 2), argnums=(0, 1))(a, b)
+    np.testing.assert_allclose(np.array(ga), np.array(ra), rtol=1e-12)
+    np.testing.assert_allclose(np.array(gb), np.array(rb), rtol=1e-12)
+    out = mx.vmap(f, in_axes=(1, None))(a, b[:, 0])
+    loop = np.stack([np.array(f(a[:, i], b[:, 0])) for i in range(7)])
+    np.testing.assert_allclose(np.array(out), loop, rtol=1e-14)
