@@ -31,9 +31,11 @@ LAYERS = [
      ["core", "graph", "primitives", "op-api"]),
     ("transforms", ["csrc/ember/transforms/*"], ["core", "graph", "primitives", "op-api"]),
     ("rules", ["csrc/ember/primitives/*.cpp"], ["core", "graph", "primitives", "op-api", "transforms"]),
+    # compile: tracing, the tape and its passes (csrc/ember/compile/compile.h)
+    ("compile", ["csrc/ember/compile/*"], ["core", "graph", "primitives", "op-api", "transforms"]),
     # saving and loading: builds arrays on mapped files, evaluates through the op API
     ("io", ["csrc/ember/io/*"], ["core", "graph", "primitives", "op-api"]),
-    ("bindings", ["python/src/*"], ["core", "graph", "primitives", "kernels", "op-api", "transforms", "io"]),
+    ("bindings", ["python/src/*"], ["core", "graph", "primitives", "kernels", "op-api", "transforms", "io", "compile"]),
 ]
 # The op API's headers are public: the op layer's internals (namespace detail)
 # live in ops/common.h, builders that rules share live beside their primitive.
