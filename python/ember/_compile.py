@@ -145,6 +145,9 @@ class _Compiled:
     """The function ``compile`` returns."""
 
     def __init__(self, fun, inputs, outputs, shapeless, static_argnums, static_argnames):
+        # name, docstring, __wrapped__ of fun; not its __dict__ (a compiled or transformed
+        # function's attributes are its own)
+        functools.update_wrapper(self, fun, updated=())
         self._fun = fun
         self._inputs = inputs
         self._outputs = outputs
@@ -182,7 +185,6 @@ class _Compiled:
         self._static_argnums = tuple(nums)
         self._static_argnames = frozenset(names)
         self._has_static = bool(nums or names)
-        functools.update_wrapper(self, fun)
 
     # -- keys -------------------------------------------------------------
 

@@ -101,24 +101,31 @@ PassStats simplify(Tape& tape) {
 
   // 1. constants
   {
-    std::unordered_map<std::string, int> small;
-    std::unordered_map<std::string, int> views;
+    std::unordered_map<std::string, int> keys;
+    keys.reserve(static_cast<size_t>(n_const) * 2);
+    std::string key;
+    auto put = [&](int64_t x) { key.append(reinterpret_cast<const char*>(&x), sizeof(x)); };
     for (int c = 0; c < n_const; ++c) {
       array& a = tape.constants[c];
       if (!a.is_evaluated() && !a.is_tracer()) eval({a});  // captured lazy constants are computed once, now
-      int v = n_in + c;
+      if (!a.is_evaluated() || !a.buffer()) continue;
+      key.clear();
       std::string b = small_bytes(a);
-      std::string key;
-      if (!b.empty() || a.size() == 0) {
-        key = std::to_string(static_cast<int>(a.dtype())) + shape_str(a.shape()) + b;
-        auto [it, fresh] = small.emplace(key, v);
-        if (!fresh) canon[v] = it->second;
-      } else if (a.is_evaluated() && a.buffer()) {
-        key = std::to_string(reinterpret_cast<uintptr_t>(a.buffer().get())) + ":" + std::to_string(a.offset()) +
-              ":" + std::to_string(static_cast<int>(a.dtype())) + shape_str(a.shape()) + shape_str(a.strides());
-        auto [it, fresh] = views.emplace(key, v);
-        if (!fresh) canon[v] = it->second;
+      bool small = !b.empty() || a.size() == 0;
+      put(small ? 0 : 1);
+      put(static_cast<int64_t>(a.dtype()));
+      put(a.ndim());
+      for (auto d : a.shape()) put(d);
+      if (small) {
+        key += b;  // equal values
+      } else {
+        // the same view of the same buffer
+        put(static_cast<int64_t>(reinterpret_cast<uintptr_t>(a.buffer().get())));
+        put(a.offset());
+        for (auto st : a.strides()) put(st);
       }
+      auto [it, fresh] = keys.emplace(key, n_in + c);
+      if (!fresh) canon[n_in + c] = it->second;
     }
   }
 

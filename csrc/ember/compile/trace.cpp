@@ -12,7 +12,6 @@
 #include "ember/primitives/linalg.h"
 #include "ember/primitives/reduce.h"
 #include "ember/primitives/shape.h"
-#include "ember/transforms/graph.h"
 
 namespace ember {
 
@@ -187,62 +186,97 @@ Dtype Tape::value_dtype(int v) const {
 
 std::shared_ptr<Tape> record(const std::vector<array>& inputs, const std::vector<array>& outputs) {
   auto tape = std::make_shared<Tape>();
-  std::unordered_map<const ArrayDesc*, int> input_id;
+  // value of each descriptor met: >= 0 an input or a step output (provisional
+  // numbering: inputs, then step outputs), < 0 a constant (-1 - index)
+  std::unordered_map<const ArrayDesc*, int> val;
+  val.reserve(1024);
   for (size_t i = 0; i < inputs.size(); ++i) {
     tape->in_shapes.push_back(inputs[i].shape());
     tape->in_dtypes.push_back(inputs[i].dtype());
-    input_id.emplace(inputs[i].desc().get(), static_cast<int>(i));
+    val.emplace(inputs[i].desc().get(), static_cast<int>(i));
   }
-  auto is_input = [&](const array& a) { return input_id.count(a.desc().get()) > 0; };
-  auto order = detail::topo_order(outputs, is_input);
-  // the nodes that depend on an input (the others' outputs are constants)
-  std::unordered_set<const Node*> live;
-  std::unordered_set<const ArrayDesc*> live_out;
-  for (auto& np : order) {
-    bool dep = false;
-    for (auto& in : np->inputs) dep = dep || is_input(in) || live_out.count(in.desc().get());
-    if (!dep) continue;
-    live.insert(np.get());
-    for (auto& o : detail::node_outputs(*np)) {
-      if (o.valid()) live_out.insert(o.desc().get());
+  const int n_in = static_cast<int>(inputs.size());
+  // depth-first post-order over the nodes behind the outputs, stopping at inputs and computed arrays
+  std::unordered_set<const Node*> seen;
+  seen.reserve(1024);
+  std::vector<std::pair<Node*, size_t>> stack;
+  std::vector<Node*> order;
+  auto push = [&](const array& a) {
+    if (!a.valid() || val.count(a.desc().get())) return;
+    Node* n = a.desc()->node.get();
+    if (!n || !seen.insert(n).second) return;
+    stack.emplace_back(n, 0);
+  };
+  for (auto& o : outputs) {
+    push(o);
+    while (!stack.empty()) {
+      auto& [n, i] = stack.back();
+      if (i < n->inputs.size()) {
+        const array& in = n->inputs[i++];
+        push(in);  // may reallocate the stack
+      } else {
+        order.push_back(stack.back().first);
+        stack.pop_back();
+      }
     }
   }
-  // constants: arrays used by live nodes or returned that are neither inputs nor live outputs
-  std::unordered_map<const ArrayDesc*, int> id = input_id;
-  auto add_constant = [&](const array& a) {
-    if (is_input(a) || live_out.count(a.desc().get()) || id.count(a.desc().get())) return;
-    id.emplace(a.desc().get(), tape->n_inputs() + tape->n_constants());
-    tape->constants.push_back(a);
+  // nodes that depend on no input are constants (their outputs are captured as they are)
+  std::vector<char> live(order.size(), 0);
+  int next = n_in;
+  auto constant = [&](const array& a) {
+    auto [it, fresh] = val.emplace(a.desc().get(), -1 - tape->n_constants());
+    if (fresh) tape->constants.push_back(a);
+    return it->second;
   };
-  for (auto& np : order) {
-    if (!live.count(np.get())) continue;
-    for (auto& in : np->inputs) add_constant(in);
-  }
-  for (auto& o : outputs) add_constant(o);
-  int next = tape->n_inputs() + tape->n_constants();
-  for (auto& np : order) {
-    if (!live.count(np.get())) continue;
-    const Node& n = *np;
+  std::unordered_set<const ArrayDesc*> live_desc;
+  for (size_t k = 0; k < order.size(); ++k) {
+    Node& n = *order[k];
+    bool dep = false;
+    for (auto& in : n.inputs) {
+      auto it = val.find(in.desc().get());
+      if (it != val.end() && it->second >= 0) {
+        dep = true;
+        break;
+      }
+    }
+    if (!dep) continue;
+    live[k] = 1;
     Step st;
     st.prim = n.prim;
-    for (auto& in : n.inputs) st.inputs.push_back(id.at(in.desc().get()));
-    auto outs = detail::node_outputs(n);
+    st.inputs.reserve(n.inputs.size());
+    for (auto& in : n.inputs) {
+      auto it = val.find(in.desc().get());
+      st.inputs.push_back(it != val.end() ? it->second : constant(in));
+    }
     if (!n.out_shapes.empty()) {
       st.shapes = n.out_shapes;
       st.dtypes = n.out_dtypes;
     } else {
-      st.shapes = {outs.at(0).shape()};
-      st.dtypes = {outs.at(0).dtype()};
+      auto o = n.outputs.at(0).lock();
+      st.shapes = {o->shape};
+      st.dtypes = {o->dtype};
     }
     st.first_out = next;
     for (size_t j = 0; j < st.shapes.size(); ++j) {
-      if (j < outs.size() && outs[j].valid()) id[outs[j].desc().get()] = next;
+      if (j < n.outputs.size()) {
+        if (auto o = n.outputs[j].lock()) val[o.get()] = next;
+      }
       ++next;
     }
     tape->steps.push_back(std::move(st));
   }
-  tape->n_values = next;
-  for (auto& o : outputs) tape->outputs.push_back(id.at(o.desc().get()));
+  for (auto& o : outputs) {
+    if (!val.count(o.desc().get())) constant(o);
+  }
+  // final numbering: inputs, constants, step outputs
+  const int nc = tape->n_constants();
+  auto fix = [&](int v) { return v < 0 ? n_in + (-1 - v) : (v < n_in ? v : v + nc); };
+  for (Step& st : tape->steps) {
+    for (int& k : st.inputs) k = fix(k);
+    st.first_out += nc;
+  }
+  tape->n_values = next + nc;
+  for (auto& o : outputs) tape->outputs.push_back(fix(val.at(o.desc().get())));
   return tape;
 }
 
@@ -298,7 +332,10 @@ std::shared_ptr<Tape> compile_graph(const std::vector<array>& inputs, const std:
   }
   std::vector<array> simplified = replay(*tape, inputs);
   std::vector<array> fused = run_fusion(inputs, simplified);
-  auto final_tape = record(inputs, fused);
+  bool unchanged = fused.size() == simplified.size();
+  for (size_t i = 0; unchanged && i < fused.size(); ++i) unchanged = fused[i].desc() == simplified[i].desc();
+  // the fusion pass rewrote nothing: the simplified tape is the graph it was given
+  auto final_tape = unchanged ? tape : record(inputs, fused);
   final_tape->shapeless = shapeless;
   return final_tape;
 }
