@@ -192,6 +192,7 @@ def test_cache_hits_and_retraces():
     assert len(calls) == 6
 
 
+@ember_only  # MLX 0.32 retraces more often here (a detail of its cache)
 def test_cache_keys_the_tree_structure():
     fun, calls = counted(lambda t: t["a"] + t["b"][0])
     f = mx.compile(fun)
@@ -293,6 +294,7 @@ def test_evaluation_error_message_names_compile():
 # shapeless
 # --------------------------------------------------------------------------
 
+@ember_only  # MLX 0.32 retraces once more here (a detail of its cache)
 def test_shapeless_reuses_one_trace():
     fun, calls = counted(lambda x, y: mx.exp(x) * y + 1)
     f = mx.compile(fun, shapeless=True)
@@ -305,6 +307,7 @@ def test_shapeless_reuses_one_trace():
     assert len(calls) == 6
 
 
+@ember_only  # MLX 0.32 crashes (segfault) on this function
 def test_shapeless_reductions_broadcasts_transposes():
     def fun(x, b):
         s = mx.sum(mx.exp(x), axis=-1)  # Reduce + a reshape dropping the axis
@@ -563,7 +566,9 @@ def test_nested_compile():
     expected = (mx.exp(x) + 1) * (mx.exp(x * 2) + 1)
     for _ in range(3):
         assert_same(outer(x), expected)
-    assert len(outer_calls) == 1 and len(inner_calls) == 1  # the inner trace is reused inside the outer one
+    assert len(outer_calls) == 1
+    # Ember reuses the inner trace inside the outer one; MLX inlines the inner function (traces it per call)
+    assert len(inner_calls) == (2 if IS_MLX else 1)
 
 
 # --------------------------------------------------------------------------
@@ -701,6 +706,7 @@ def test_million_node_graph_does_not_overflow_the_stack():
 # threads, and the interpreter exiting
 # --------------------------------------------------------------------------
 
+@ember_only  # MLX 0.32 aborts at exit after threaded compiled calls (about one run in three)
 def test_threads_then_exit():
     code = """
         import threading, numpy as np
