@@ -509,7 +509,7 @@ def make_jaxpr(fun, static_argnums=(), static_argnames=()):
         ``num_nodes`` counts its nodes).
 
     >>> import ember.core as mx
-    >>> print(mx.make_jaxpr(lambda x: x * 2)(mx.array([1.0, 2.0])))
+    >>> mx.make_jaxpr(lambda x: x * 2)(mx.array([1.0, 2.0]))
     { lambda b:f32[] ; a:f32[2]. let
         c:f32[2] = Multiply a b
       in (c) }
