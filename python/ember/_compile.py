@@ -182,6 +182,11 @@ class _Compiled:
                     p = params[i]
                     if p.kind != p.POSITIONAL_ONLY:
                         names.append(positional[i])
+        # calls without static arguments or state take the engine's fast path (_fast_cache:
+        # argument tokens -> (tape, result tokens)), filled by the first trace of each key
+        self._fast = not (nums or names) and inputs is None and outputs is None
+        self._fast_cache = {}
+        self._mode = 1 if shapeless else 0
         self._static_argnums = tuple(nums)
         self._static_argnames = frozenset(names)
         self._has_static = bool(nums or names)
@@ -289,6 +294,8 @@ class _Compiled:
                 if entry is None or (keep_raw and entry.raw_text is None):
                     entry = self._trace(arrays, tokens, in_trees, state_arrays, uses_random, statics, keep_raw)
                     self._cache[key] = entry
+                    if self._fast:
+                        self._fast_cache[tokens] = (entry.tape, entry.out_tokens)
         return entry
 
     def _run(self, entry, arrays, state_arrays):
@@ -313,6 +320,10 @@ class _Compiled:
     def __call__(self, *args, **kwargs):
         if not _switch.enabled:
             return self._fun(*args, **kwargs)
+        if self._fast:
+            hit = _core._compile_fast_call(self._fast_cache, args, kwargs, self._mode)
+            if hit is not None:
+                return hit[0]
         key, arrays, tokens, in_trees, state_arrays, uses_random, statics = self._prepare(args, kwargs)
         entry = self._entry(key, arrays, tokens, in_trees, state_arrays, uses_random, statics)
         return self._run(entry, arrays, state_arrays)

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "bindings.h"
+#include "ember/compile/compile.h"
 
 namespace ember::py_bind {
 
@@ -114,15 +115,18 @@ py::object rebuild(const Node& n, py::handle type, const py::object& new_childre
 // (1, type, value). For arguments (mode 0/1) only None, bool, int, float and
 // str leaves are allowed (ValueError otherwise, as MLX); results (mode 2)
 // keep any leaf; state (mode 3) records other leaves by their type only.
-py::tuple compile_flatten(py::handle tree, int mode) {
-  std::vector<array> arrays;
+py::tuple compile_tokens(py::handle tree, int mode, std::vector<array>& arrays) {
   py::list tokens;
-  std::vector<py::object> stack{py::reinterpret_borrow<py::object>(tree)};
+  static PyObject* array_type = reinterpret_cast<PyObject*>(py::type::of<array>().ptr());
+  const bool plain_ok = registry().empty();
+  std::vector<py::handle> stack{tree};  // borrowed: every item is held by its parent (or the caller)
+  std::vector<py::object> keep;         // children lists of registered / subclass nodes
   while (!stack.empty()) {
-    py::object t = std::move(stack.back());
+    py::handle t = stack.back();
     stack.pop_back();
-    if (is_array(t)) {
-      array a = t.cast<array>();
+    PyTypeObject* type = Py_TYPE(t.ptr());
+    if (reinterpret_cast<PyObject*>(type) == array_type || py::isinstance<array>(t)) {
+      const array& a = t.cast<const array&>();
       py::object shape;
       if (mode == 1) {
         shape = py::int_(a.ndim());
@@ -132,7 +136,31 @@ py::tuple compile_flatten(py::handle tree, int mode) {
         shape = sh;
       }
       tokens.append(py::make_tuple(0, static_cast<int>(a.dtype()), shape));
-      arrays.push_back(std::move(a));
+      arrays.push_back(a);
+      continue;
+    }
+    // the common containers, exactly (the walker's kinds without its general lookups)
+    bool exact = plain_ok || !registry().contains(reinterpret_cast<PyObject*>(type));
+    if (exact && (type == &PyTuple_Type || type == &PyList_Type)) {
+      Py_ssize_t n = PySequence_Fast_GET_SIZE(t.ptr());
+      tokens.append(py::make_tuple(2, static_cast<int>(Kind::Sequence), py::handle(reinterpret_cast<PyObject*>(type)),
+                                   n, py::none(), py::none()));
+      PyObject** items = PySequence_Fast_ITEMS(t.ptr());
+      for (Py_ssize_t i = n; i-- > 0;) stack.push_back(items[i]);
+      continue;
+    }
+    if (exact && type == &PyDict_Type) {
+      py::tuple keys(PyDict_Size(t.ptr()));
+      std::vector<py::handle> vals;
+      PyObject *k, *v;
+      Py_ssize_t pos = 0, i = 0;
+      while (PyDict_Next(t.ptr(), &pos, &k, &v)) {
+        keys[i++] = py::reinterpret_borrow<py::object>(k);
+        vals.push_back(v);
+      }
+      tokens.append(py::make_tuple(2, static_cast<int>(Kind::Dict), py::handle(reinterpret_cast<PyObject*>(type)),
+                                   vals.size(), keys, py::none()));
+      for (size_t j = vals.size(); j-- > 0;) stack.push_back(vals[j]);
       continue;
     }
     Node n = node_of(t, true);
@@ -155,8 +183,15 @@ py::tuple compile_flatten(py::handle tree, int mode) {
                                  keyed ? py::object(py::tuple(n.keys)) : py::object(py::none()),
                                  n.aux ? n.aux : py::object(py::none())));
     for (size_t i = n.children.size(); i-- > 0;) stack.push_back(n.children[i]);
+    keep.push_back(n.children);
   }
-  return py::make_tuple(py::cast(arrays), py::tuple(tokens));
+  return py::tuple(tokens);
+}
+
+py::tuple compile_flatten(py::handle tree, int mode) {
+  std::vector<array> arrays;
+  py::tuple tokens = compile_tokens(tree, mode, arrays);
+  return py::make_tuple(py::cast(arrays), tokens);
 }
 
 // The tree of flatten's tokens with its array leaves taken from `arrays` in order.
@@ -297,6 +332,23 @@ void init_trees(py::module_& m) {
   m.def("_compile_fill", &compile_fill, "tree"_a, "arrays"_a, "replace"_a = py::none(),
         "compile: replace the array leaves of the tree's lists and dicts in place (all, in order; or those "
         "that are one of `replace`).");
+  // compile's fast path: a call whose argument tokens are a key of `cache`
+  // (tokens -> (tape, result tokens)) replayed without going through Python;
+  // None on a miss (the Python path then traces and fills the cache).
+  m.def("_compile_fast_call", [](py::dict cache, py::tuple args, py::dict kwargs, int mode) -> py::object {
+        std::vector<array> arrays;
+        py::tuple tokens = compile_tokens(py::make_tuple(args, kwargs), mode, arrays);
+        PyObject* hit = PyDict_GetItemWithError(cache.ptr(), tokens.ptr());
+        if (!hit) {
+          if (PyErr_Occurred()) throw py::error_already_set();
+          return py::none();
+        }
+        py::tuple entry = py::reinterpret_borrow<py::tuple>(hit);
+        const auto& tape = entry[0].cast<const compiler::Tape&>();
+        std::vector<array> outs = compiler::replay(tape, arrays);
+        return py::make_tuple(compile_unflatten(entry[1].cast<py::tuple>(), outs));
+      }, "cache"_a, "args"_a, "kwargs"_a, "mode"_a,
+      "compile: the replayed result (in a 1-tuple) of a call whose key is in the cache; None on a miss.");
   m.def(
       "eval",
       [](py::args args) {
