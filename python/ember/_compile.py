@@ -544,12 +544,58 @@ def make_jaxpr(fun, static_argnums=(), static_argnames=()):
     return traced
 
 
+def export_to_dot(file, *args, **kwargs):
+    """export_to_dot(file, *args, **kwargs) -> None
+
+    Writes the unevaluated graph behind the given arrays in Graphviz's DOT
+    language: a box per node (its primitive), an ellipse per array (name,
+    dtype and shape), the arrays without a node (inputs, computed values)
+    at the top and the given outputs at the bottom. Render it with
+    ``dot -Tsvg graph.dot``.
+
+    Args:
+        file (str, path or file object): where to write (a path is
+            created or overwritten; a file object gets ``write(text)``).
+        *args (array or tree of arrays): the outputs whose graph to write.
+        **kwargs (array): names for arrays of the graph (``x=x`` labels
+            the array ``x`` "x").
+
+    Returns:
+        None.
+
+    Raises:
+        TypeError: a keyword value is not an array.
+
+    >>> import ember.core as mx, io
+    >>> buf = io.StringIO()
+    >>> x = mx.array([1.0, 2.0])
+    >>> mx.export_to_dot(buf, mx.exp(x), x=x)
+    >>> buf.getvalue().count("label=")
+    3
+    """
+    core = _core
+    outputs, _ = core._compile_flatten(args, 2)
+    names = []
+    for k, v in kwargs.items():
+        if not isinstance(v, core.array):
+            raise TypeError(f"export_to_dot(): the name {k!r} must label an array, got {type(v).__name__}.")
+        names.append((v, k))
+    text = core._graph_dot(outputs, names)
+    if isinstance(file, (str, os.PathLike)):
+        with open(file, "w") as f:
+            f.write(text)
+    elif hasattr(file, "write"):
+        file.write(text)
+    else:
+        raise TypeError(f"export_to_dot(): file must be a path or have write(), got {type(file).__name__}.")
+
+
 def install(core) -> None:
-    """Adds ``compile``, ``disable_compile``, ``enable_compile`` and
-    ``make_jaxpr`` to the ember.core module."""
+    """Adds ``compile``, ``disable_compile``, ``enable_compile``,
+    ``make_jaxpr`` and ``export_to_dot`` to the ember.core module."""
     global _core
     _core = core
-    for f in (compile, disable_compile, enable_compile, make_jaxpr):
+    for f in (compile, disable_compile, enable_compile, make_jaxpr, export_to_dot):
         f.__module__ = "ember.core"
         setattr(core, f.__name__, f)
     if _env_disabled():

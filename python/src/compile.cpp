@@ -46,6 +46,9 @@ void init_compile(py::module_& m) {
   m.def("_compile_record", [](const std::vector<array>& inputs, const std::vector<array>& outputs) {
         return compiler::record(inputs, outputs);
       }, "inputs"_a, "outputs"_a, "The tape of the traced graph as traced (no pass).");
+  m.def("_graph_dot", [](const std::vector<array>& outputs, const std::vector<std::pair<array, std::string>>& names) {
+        return compiler::to_dot(outputs, names);
+      }, "outputs"_a, "names"_a, "The unevaluated graph behind the outputs in Graphviz's DOT language.");
   m.def("_random_push_traced_key", &random::push_traced_key, "key"_a);
   m.def("_random_pop_traced_key", &random::pop_traced_key);
   m.def("_random_set_key", &random::set_global_key, "key"_a);

@@ -732,3 +732,76 @@ def test_threads_then_exit():
     """
     for _ in range(3):
         run_python(code)
+
+
+# --------------------------------------------------------------------------
+# the fast path (calls without state or static arguments)
+# --------------------------------------------------------------------------
+
+@ember_only
+def test_fast_path_keys_like_the_slow_one():
+    fun, calls = counted(lambda x, y=None, *, scale=1.0: x * scale if y is None else (x + y) * scale)
+    f = mx.compile(fun)
+    a = mx.array([1.0, 2.0])
+    for _ in range(3):
+        assert_same(f(a), a)
+        assert_same(f(a, a, scale=2.0), (a + a) * 2.0)
+        assert_same(f(a, y=a), a + a)
+    assert len(calls) == 3  # positional y, keyword y and no y are three kinds of call
+    assert len(f._fast_cache) == 3
+    assert_same(f(a.astype(mx.float16)), a.astype(mx.float16))  # a new dtype misses, traces
+    assert len(calls) == 4
+    mx.disable_compile()
+    try:
+        f(a)
+        assert len(calls) == 5
+    finally:
+        mx.enable_compile()
+
+
+# --------------------------------------------------------------------------
+# export_to_dot
+# --------------------------------------------------------------------------
+
+def _dot_graph(text):
+    decl = set(re.findall(r"\{ (?:rank=\w+; )?(a\d+|n\d+) \[label=", text))
+    edges = re.findall(r"^  (a\d+|n\d+) -> (a\d+|n\d+)$", text, re.M)
+    boxes = re.findall(r'\[label="([^"]+)", shape=rectangle\]', text)
+    return decl, edges, boxes
+
+
+@ember_only
+def test_export_to_dot(tmp_path):
+    x = mx.array([1.0, 2.0])
+    y = mx.exp(x) * 2 + x
+    path = tmp_path / "graph.dot"
+    mx.export_to_dot(str(path), y, {"extra": [x * 3]}, x=x, out=y)
+    text = path.read_text()
+    assert text.startswith("digraph {") and text.rstrip().endswith("}")
+    decl, edges, boxes = _dot_graph(text)
+    assert sorted(boxes) == ["Add", "Exp", "Multiply", "Multiply"]
+    assert all(a in decl and b in decl for a, b in edges)  # every edge between declared items
+    assert '"x: f32[2]"' in text and '"out: f32[2]"' in text
+    assert text.count("rank=sink") == 2
+    # a file object, an evaluated array (no node), a name with a quote
+    import io
+    buf = io.StringIO()
+    z = mx.array(1.0)
+    mx.eval(z)
+    mx.export_to_dot(buf, z, **{'q"': z})
+    assert buf.getvalue().count("label=") == 1 and r'q\"' in buf.getvalue()
+    with raises(TypeError, "must label an array"):
+        mx.export_to_dot(io.StringIO(), y, x=3)
+    with raises(TypeError, "must be a path or have write"):
+        mx.export_to_dot(3, y)
+
+
+@ember_only
+def test_export_to_dot_of_a_long_chain():
+    x = mx.array(0.0)
+    for _ in range(100_000):
+        x = x + 1.0
+    import io
+    buf = io.StringIO()
+    mx.export_to_dot(buf, x)
+    assert buf.getvalue().count("shape=rectangle") == 100_000

@@ -22,6 +22,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ember/array.h"
@@ -99,5 +100,11 @@ struct Cost {
   double flops = 0, transcendentals = 0, bytes_accessed = 0;
 };
 Cost cost_analysis(const Tape& tape);
+
+// The unevaluated graph behind `outputs` in Graphviz's DOT language: a box
+// per node (its primitive's name), an ellipse per array (its name from
+// `names`, else a letter code; shape and dtype), arrays without a node
+// (inputs, computed values) at the top and the outputs at the bottom.
+std::string to_dot(const std::vector<array>& outputs, const std::vector<std::pair<array, std::string>>& names);
 
 }  // namespace ember::compiler

@@ -397,5 +397,76 @@ Cost cost_analysis(const Tape& tape) {
   return c;
 }
 
+std::string to_dot(const std::vector<array>& outputs, const std::vector<std::pair<array, std::string>>& names) {
+  std::unordered_map<const ArrayDesc*, std::string> name;
+  for (auto& [a, n] : names) name[a.desc().get()] = n;
+  std::unordered_map<const ArrayDesc*, int> ids;
+  std::unordered_set<const ArrayDesc*> is_output;
+  for (auto& o : outputs) is_output.insert(o.desc().get());
+  std::ostringstream os;
+  os << "digraph {\n";
+  auto quote = [](const std::string& s) {
+    std::string q = "\"";
+    for (char c : s) {
+      if (c == '"' || c == '\\') q += '\\';
+      q += c;
+    }
+    return q + "\"";
+  };
+  auto label_of = [&](const array& a) {
+    auto it = name.find(a.desc().get());
+    std::string n = it != name.end() ? it->second : value_name(ids.at(a.desc().get()));
+    std::string shape;
+    for (size_t i = 0; i < a.shape().size(); ++i) shape += (i ? "," : "") + std::to_string(a.shape()[i]);
+    return n + ": " + dtype_short(a.dtype()) + "[" + shape + "]";
+  };
+  // an array's id; declares it on first sight
+  auto array_id = [&](const array& a) {
+    auto [it, fresh] = ids.emplace(a.desc().get(), static_cast<int>(ids.size()));
+    if (fresh) {
+      os << "  { ";
+      if (!a.has_primitive() || a.is_evaluated()) os << "rank=source; ";
+      else if (is_output.count(a.desc().get())) os << "rank=sink; ";
+      os << "a" << it->second << " [label=" << quote(label_of(a)) << "]; }\n";
+    }
+    return it->second;
+  };
+  std::unordered_set<const Node*> seen;
+  std::vector<std::pair<Node*, size_t>> stack;
+  auto push = [&](const array& a) {
+    if (!a.valid() || a.is_evaluated() || !a.has_primitive()) return;
+    Node* n = a.desc()->node.get();
+    if (seen.insert(n).second) stack.emplace_back(n, 0);
+  };
+  for (auto& o : outputs) {
+    push(o);
+    while (!stack.empty()) {
+      auto& [n, i] = stack.back();
+      if (i < n->inputs.size()) {
+        const array& in = n->inputs[i++];
+        push(in);
+        continue;
+      }
+      Node* node = stack.back().first;
+      stack.pop_back();
+      uintptr_t nid = reinterpret_cast<uintptr_t>(node);
+      os << "  { n" << nid << " [label=" << quote(node->prim->name()) << ", shape=rectangle]; }\n";
+      for (auto& in : node->inputs) {
+        int id = array_id(in);  // declared before the edge line
+        os << "  a" << id << " -> n" << nid << "\n";
+      }
+      for (size_t j = 0; j < node->outputs.size(); ++j) {
+        if (auto d = node->outputs[j].lock()) {
+          int id = array_id(array(d));
+          os << "  n" << nid << " -> a" << id << "\n";
+        }
+      }
+    }
+    array_id(o);
+  }
+  os << "}\n";
+  return os.str();
+}
+
 }  // namespace compiler
 }  // namespace ember
