@@ -119,6 +119,48 @@ def test_every_op_compiled_equals_eager(op):
                 assert_same(compiled(*arrays), expected)
 
 
+GRAD_FAMILIES = ("unary", "binary", "ternary", "reduction", "shape", "product", "index", "scan", "contract")
+GRAD_OPS = [o for o in OPS if o.family in GRAD_FAMILIES and o.differentiable and "float32" in o.dtypes]
+
+
+@ember_only
+@pytest.mark.parametrize("op", GRAD_OPS, ids=[o.name for o in GRAD_OPS])
+def test_every_differentiable_op_vjp_and_vmap_of_compiled(op):
+    """vjp(compile(f)) == vjp(f) and vmap(compile(f)) == vmap(f) (a batch of 2)."""
+    rng = np.random.default_rng(1)
+    for sample in op.sample_inputs("float32", rng)[:3]:
+        args = _convert(tuple(sample.args), "float32", "contiguous")
+        kwargs = {k: _convert(v, "float32", "contiguous") for k, v in sample.kwargs.items()}
+        arrays = []
+        template = _arrays_in((args, kwargs), arrays)
+        if not arrays or any(a.dtype != mx.float32 or a.size == 0 for a in arrays):
+            continue
+
+        def call(*xs):
+            a, k = _fill(template, list(xs))
+            r = op.op(*a, **k)
+            return list(r) if isinstance(r, (list, tuple)) else [r]
+
+        try:
+            outs = call(*arrays)
+            mx.eval(outs)
+        except (ValueError, TypeError, IndexError):
+            continue
+        if any(o.dtype != mx.float32 for o in outs):
+            continue
+        cots = [mx.ones_like(o) for o in outs]
+        _, expected = mx.vjp(call, arrays, cots)
+        _, got = mx.vjp(mx.compile(call), arrays, cots)
+        assert_same(got, expected, exact=False)
+        batched = [mx.stack([a, a * 0.5]) for a in arrays]
+        try:
+            expected = mx.vmap(call)(*batched)
+            mx.eval(expected)
+        except ValueError:
+            continue  # an op vmap does not batch with these arguments
+        assert_same(mx.vmap(mx.compile(call))(*batched), expected, exact=False)
+
+
 # --------------------------------------------------------------------------
 # random chains of elementwise ops
 # --------------------------------------------------------------------------

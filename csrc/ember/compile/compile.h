@@ -97,7 +97,7 @@ std::string as_text(const Tape& tape);
 // elementwise op or reduction input element, 2*M*N*K for a matmul) and
 // bytes accessed (each step's inputs read and outputs written).
 struct Cost {
-  double flops = 0, transcendentals = 0, bytes_accessed = 0;
+  double flops = 0, bytes_accessed = 0;
 };
 Cost cost_analysis(const Tape& tape);
 
