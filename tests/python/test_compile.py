@@ -366,6 +366,29 @@ def test_shapeless_reductions_broadcasts_transposes():
 
 
 @ember_only
+def test_shapeless_mlp_over_batch_sizes_and_rank_changes():
+    rng = np.random.default_rng(2)
+    w1 = mx.array(rng.standard_normal((6, 5)).astype(np.float32))
+    w2 = mx.array(rng.standard_normal((5, 3)).astype(np.float32))
+
+    def mlp(x):
+        h = mx.maximum(x @ w1, 0.0)
+        return mx.softmax(h @ w2, axis=-1).sum(axis=-1)
+
+    fun, calls = counted(mlp)
+    f = mx.compile(fun, shapeless=True)
+    for b in (4, 1, 9):
+        x = mx.array(rng.standard_normal((b, 6)).astype(np.float32))
+        assert_same(f(x), mlp(x), exact=False)
+    assert len(calls) == 1
+    x3 = mx.array(rng.standard_normal((2, 3, 6)).astype(np.float32))
+    assert_same(f(x3), mlp(x3), exact=False)  # another rank: a new trace
+    assert len(calls) == 2
+    with raises(ValueError, "shapeless: primitive Matmul cannot be replayed"):
+        f(mx.ones((4, 7)))
+
+
+@ember_only
 def test_shapeless_error_names_the_primitive():
     f = mx.compile(lambda x: mx.reshape(x, (-1,)) * 2, shapeless=True)
     assert_same(f(mx.ones((2, 3))), mx.full((6,), 2.0))

@@ -83,7 +83,8 @@ std::shared_ptr<Tape> compile_graph(const std::vector<array>& inputs, const std:
 // The tape's outputs computed from `inputs` (their shapes and dtypes those
 // of the traced inputs; for a shapeless tape only the dtypes and ranks must
 // match, and the shapes are recomputed node by node: elementwise ops
-// broadcast, reductions keep their axes, transposes permute, broadcasts and
+// broadcast, reductions keep their axes, softmax keeps its shape, matmul
+// takes (..., M, K) x (..., K, N), transposes permute, broadcasts and
 // reshapes that only add or drop size-1 dims follow their input; any other
 // primitive whose input shapes changed raises ValueError naming it).
 std::vector<array> replay(const Tape& tape, const std::vector<array>& inputs);

@@ -112,6 +112,18 @@ std::vector<array> reshaped_step(const Step& st, const std::vector<array>& ins, 
     return build(st.prim, {out}, st.dtypes, ins);
   }
   if (dynamic_cast<const Softmax*>(&p)) return build(st.prim, {ins[0].shape()}, st.dtypes, ins);
+  if (dynamic_cast<const Matmul*>(&p)) {
+    // a (..., M, K) @ b (..., K, N) with equal batch dims (the op layer broadcast them at trace time)
+    const Shape& a = ins[0].shape();
+    const Shape& b = ins[1].shape();
+    if (a.size() < 2 || b.size() < 2 || a[a.size() - 1] != b[b.size() - 2] ||
+        !std::equal(a.begin(), a.end() - 2, b.begin(), b.end() - 2)) {
+      return fail_rule("the operands no longer line up (a (..., M, K) and b (..., K, N) of equal batch dims).");
+    }
+    Shape out(a.begin(), a.end() - 1);
+    out.push_back(b.back());
+    return build(st.prim, {out}, st.dtypes, ins);
+  }
   if (auto t = dynamic_cast<const Transpose*>(&p)) {
     Shape out;
     for (int ax : t->axes()) out.push_back(ins[0].shape(ax));
