@@ -20,8 +20,9 @@ Captured state: ``inputs`` and ``outputs`` name trees (lists, dicts, an
 ``fun`` reads and writes besides its arguments. Their arrays become extra
 inputs and outputs of the graph; after each call the arrays of ``outputs``
 are replaced in place (the lists and dicts holding them get the new arrays),
-and with ``mx.random.state`` the global key is a traced input: the samplers
-inside split it as they would eagerly, and the key advances on every call.
+and with ``mx.random.state`` in ``inputs`` the global key is a traced input:
+the samplers inside split it as they would eagerly; with it in ``outputs``
+too, the global key advances on every call as it would eagerly.
 
 Beyond MLX (JAX's workflow): ``static_argnums`` / ``static_argnames``
 (hashed into the key, a retrace when they change), ``lower(*args)`` (the
@@ -99,14 +100,15 @@ def enable_compile():
 class _Entry:
     """One trace: the tape and how to map its outputs back."""
 
-    __slots__ = ("tape", "out_tokens", "n_out", "n_state_out", "random", "stats", "raw_text")
+    __slots__ = ("tape", "out_tokens", "n_out", "n_state_out", "random", "random_out", "stats", "raw_text")
 
-    def __init__(self, tape, out_tokens, n_out, n_state_out, random, stats, raw_text):
+    def __init__(self, tape, out_tokens, n_out, n_state_out, random, random_out, stats, raw_text):
         self.tape = tape
         self.out_tokens = out_tokens
         self.n_out = n_out
         self.n_state_out = n_state_out
         self.random = random
+        self.random_out = random_out
         self.stats = stats
         self.raw_text = raw_text
 
@@ -252,10 +254,12 @@ class _Compiled:
         ph_state = [core._compile_placeholder(a.shape, a.dtype) for a in state_arrays]
         dyn_args, dyn_kwargs = core._compile_unflatten(tokens, ph)
         args, kwargs = self._merge(tuple(dyn_args), dyn_kwargs, statics)
-        out_trees, _ = _state_trees(self._outputs)
+        out_trees, random_out = _state_trees(self._outputs)
         offset = 0
+        counts = {}
         for t in in_trees:
             n = len(core._compile_flatten(t, 3)[0])
+            counts[id(t)] = n
             core._compile_fill(t, ph_state[offset:offset + n])
             offset += n
         ph_key = []
@@ -273,18 +277,31 @@ class _Compiled:
             if uses_random:
                 pushed = False
                 state_out.append(core._random_pop_traced_key())
+        except BaseException:
+            # a failed trace changes no state: the input trees get their arrays back (by
+            # position where fun left their structure as it was, else where placeholders remain)
+            offset = 0
+            for t in in_trees:
+                n = len(core._compile_flatten(t, 3)[0])
+                if n == counts[id(t)]:
+                    core._compile_fill(t, state_arrays[offset:offset + n])
+                else:
+                    core._compile_fill(t, state_arrays, ph_state)
+                offset += counts[id(t)]
+            raise
+        else:
+            for t in in_trees:
+                core._compile_fill(t, state_arrays, ph_state)
         finally:
             if pushed:
                 core._random_pop_traced_key()
-            for t in in_trees:
-                core._compile_fill(t, state_arrays, ph_state)
         placeholders = ph + ph_state + ph_key
         outs = out_arrays + state_out
         raw_text = core._compile_record(placeholders, outs).as_text() if keep_raw else None
         tape, stats = core._compile_graph(placeholders, outs, self._shapeless)
         self._traces += 1
         return _Entry(tape, out_tokens, len(out_arrays), len(state_out) - (1 if uses_random else 0),
-                      uses_random, stats, raw_text)
+                      uses_random, uses_random and random_out, stats, raw_text)
 
     def _entry(self, key, arrays, tokens, in_trees, state_arrays, uses_random, statics, keep_raw=False):
         entry = self._cache.get(key)
@@ -313,7 +330,7 @@ class _Compiled:
                 k = len(core._compile_flatten(t, 3)[0])
                 core._compile_fill(t, new_state[offset:offset + k])
                 offset += k
-            if entry.random:
+            if entry.random_out:
                 core._random_set_key(outs[-1])
         return core._compile_unflatten(entry.out_tokens, outs[:n])
 

@@ -870,3 +870,33 @@ def test_export_to_dot_of_a_long_chain():
     buf = io.StringIO()
     mx.export_to_dot(buf, x)
     assert buf.getvalue().count("shape=rectangle") == 100_000
+
+
+def test_random_state_only_in_inputs_does_not_advance():
+    f = mx.compile(lambda: mx.random.uniform(shape=(3,)), inputs=[mx.random.state])
+    mx.random.seed(5)
+    a, b = np.array(f()), np.array(f())
+    np.testing.assert_array_equal(a, b)  # the key is read, never written back
+    mx.random.seed(5)
+    np.testing.assert_allclose(a, np.array(mx.random.uniform(shape=(3,))), rtol=1e-6)
+
+
+def test_a_failing_trace_leaves_the_state_as_it_was():
+    state = {"w": mx.array([1.0, 2.0])}
+
+    def bad(x):
+        state["w"] = state["w"] * x
+        raise RuntimeError("boom")
+
+    f = mx.compile(bad, inputs=[state, mx.random.state], outputs=[state, mx.random.state])
+    mx.random.seed(1)
+    key = np.array(mx.random.state[0])
+    with pytest.raises(RuntimeError, match="boom"):
+        f(mx.array(3.0))
+    # the state is what it was before the call (no traced array left behind)
+    assert np.array_equal(np.array(state["w"]), [1.0, 2.0])
+    assert np.array_equal(np.array(mx.random.state[0]), key)
+    mx.eval(mx.random.normal((2,)))  # the traced key is gone: sampling works
+    g = mx.compile(lambda x: state.__setitem__("w", state["w"] + x) or state["w"], inputs=state, outputs=state)
+    state["w"] = mx.array([1.0, 2.0])
+    assert np.array_equal(np.array(g(mx.array(1.0))), [2.0, 3.0])

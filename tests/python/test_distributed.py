@@ -170,3 +170,20 @@ def test_compile_traces_the_function_once():
     cf(mx.array(1.0)), cf(mx.array(2.0))
     assert len(calls) == 1
     assert cf.__name__ == "f"
+
+
+def test_compile_runs_the_function_each_call():
+    # under disable_compile (MLX's switch) the function runs on every call
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return x + 1
+
+    cf = mx.compile(f)
+    mx.disable_compile()
+    try:
+        cf(mx.array(1.0)), cf(mx.array(2.0))
+    finally:
+        mx.enable_compile()
+    assert len(calls) == 2
