@@ -872,6 +872,7 @@ def test_export_to_dot_of_a_long_chain():
     assert buf.getvalue().count("shape=rectangle") == 100_000
 
 
+@ember_only  # MLX 0.32 leaves a traced key in random.state (RuntimeError at the next eval)
 def test_random_state_only_in_inputs_does_not_advance():
     f = mx.compile(lambda: mx.random.uniform(shape=(3,)), inputs=[mx.random.state])
     mx.random.seed(5)
@@ -881,6 +882,7 @@ def test_random_state_only_in_inputs_does_not_advance():
     np.testing.assert_allclose(a, np.array(mx.random.uniform(shape=(3,))), rtol=1e-6)
 
 
+@ember_only  # MLX 0.32 leaves traced arrays in the state (RuntimeError at the next eval)
 def test_a_failing_trace_leaves_the_state_as_it_was():
     state = {"w": mx.array([1.0, 2.0])}
 
@@ -900,3 +902,24 @@ def test_a_failing_trace_leaves_the_state_as_it_was():
     g = mx.compile(lambda x: state.__setitem__("w", state["w"] + x) or state["w"], inputs=state, outputs=state)
     state["w"] = mx.array([1.0, 2.0])
     assert np.array_equal(np.array(g(mx.array(1.0))), [2.0, 3.0])
+
+
+def test_compile_with_checkpoint_and_custom_function():
+    def f(x):
+        return mx.sum(mx.sin(x) * mx.exp(x))
+
+    x = mx.array([0.1, 0.5, -0.3])
+    g = mx.grad(f)(x)
+    assert_same(mx.compile(mx.grad(mx.checkpoint(f)))(x), g, exact=False)
+    assert_same(mx.grad(mx.compile(mx.checkpoint(f)))(x), g, exact=False)
+
+    @mx.custom_function
+    def h(x):
+        return mx.sin(x)
+
+    @h.vjp
+    def h_vjp(primals, cotangent, output):
+        return [cotangent * 10.0]  # a rule of its own: compile must keep it
+
+    ch = mx.compile(mx.grad(lambda x: h(x).sum()))
+    assert_same(ch(x), mx.full((3,), 10.0))
