@@ -310,9 +310,12 @@ class _Compiled:
                 entry = self._cache.get(key)
                 if entry is None or (keep_raw and entry.raw_text is None):
                     entry = self._trace(arrays, tokens, in_trees, state_arrays, uses_random, statics, keep_raw)
-                    self._cache[key] = entry
-                    if self._fast:
-                        self._fast_cache[tokens] = (entry.tape, entry.out_tokens)
+                    # a trace that captured an outer transform's traced value (a closure over
+                    # grad's argument, say) holds it as a constant: good for this call only
+                    if not entry.tape.captures_tracers:
+                        self._cache[key] = entry
+                        if self._fast:
+                            self._fast_cache[tokens] = (entry.tape, entry.out_tokens)
         return entry
 
     def _run(self, entry, arrays, state_arrays):

@@ -23,6 +23,13 @@ void init_compile(py::module_& m) {
       .def_property_readonly("num_inputs", [](const Tape& t) { return t.in_shapes.size(); })
       .def_property_readonly("num_outputs", [](const Tape& t) { return t.outputs.size(); })
       .def_property_readonly("shapeless", [](const Tape& t) { return t.shapeless; })
+      .def_property_readonly("captures_tracers", [](const Tape& t) {
+             // a constant that is an outer transform's traced value: valid for this call only
+             for (auto& c : t.constants) {
+               if (c.desc()->tracer) return true;
+             }
+             return false;
+           })
       .def_property_readonly("input_shapes", [](const Tape& t) {
              py::list l;
              for (size_t i = 0; i < t.in_shapes.size(); ++i) l.append(py::make_tuple(py::tuple(py::cast(t.in_shapes[i])), t.in_dtypes[i]));

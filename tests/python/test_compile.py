@@ -923,3 +923,21 @@ def test_compile_with_checkpoint_and_custom_function():
 
     ch = mx.compile(mx.grad(lambda x: h(x).sum()))
     assert_same(ch(x), mx.full((3,), 10.0))
+
+
+@ember_only  # MLX 0.32 returns a zero gradient here (the closure's traced value is lost)
+def test_a_closure_over_an_outer_traced_value_is_not_reused():
+    x0 = mx.array([1.0, 2.0])
+    holder = {}
+    cf = mx.compile(lambda x: (x * holder["w"] * holder["w"]).sum())
+
+    def outer(w):
+        holder["w"] = w
+        return cf(x0)
+
+    for w in (2.0, 3.0, 2.0):
+        assert mx.grad(outer)(mx.array(w)).item() == pytest.approx(2 * w * 3.0)
+    holder["w"] = mx.array(5.0)
+    assert cf(x0).item() == pytest.approx(75.0)  # an ordinary constant: traced once, then cached
+    holder["w"] = mx.array(1.0)
+    assert cf(x0).item() == pytest.approx(75.0)
