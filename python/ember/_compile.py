@@ -113,15 +113,21 @@ class _Entry:
         self.raw_text = raw_text
 
 
+_Optimizer = None
+
+
 def _state_trees(state):
     """(trees, uses_random): the state as trees whose lists and dicts hold
     its arrays: the state itself, then the state dict of each optimizer it
     names at its top level (an optimizer is a leaf of the walker);
     ``random.state`` (a leaf too) sets uses_random."""
+    global _Optimizer
     if state is None:
         return [], False
-    from .optimizers.optimizers import Optimizer  # the optimizers import ember.core: at call time
-
+    if _Optimizer is None:
+        from .optimizers.optimizers import Optimizer  # the optimizers import ember.core: at first use
+        _Optimizer = Optimizer
+    Optimizer = _Optimizer
     items = state if isinstance(state, (list, tuple)) else [state]
     trees = [state]
     uses_random = False
