@@ -413,8 +413,21 @@ class Lowered:
         """
         return Compiled(self._compiled, self._key, self._entry)
 
+    def cost_analysis(self):
+        """cost_analysis() -> dict
+
+        The work of one call of the compiled graph, as
+        :meth:`Compiled.cost_analysis` gives it.
+
+        Returns:
+            dict: ``{"flops": float, "bytes accessed": float}``.
+        """
+        return self._entry.tape.cost_analysis()
+
     def __str__(self):
         return self.as_text()
+
+    __repr__ = __str__
 
 
 class Compiled:

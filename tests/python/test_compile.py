@@ -655,6 +655,7 @@ def test_lower_compile_as_text_cost_analysis():
     assert ctext.count("= Exp a") == 1  # after common-subexpression elimination
     assert ctext.splitlines()[-1].startswith("  in (")
     cost = c.cost_analysis()
+    assert lowered.cost_analysis() == cost
     assert cost["flops"] == 9.0  # exp, multiply, add on 3 elements
     assert cost["bytes accessed"] == 4 * (2 * 3 + 3 * 3 + 3 * 3)
     assert_same(c(x, y), fun(x, y))
