@@ -162,7 +162,6 @@ class _Compiled:
         self._shapeless = shapeless
         self._cache = {}
         self._lock = threading.RLock()
-        self._traces = 0
         if isinstance(static_argnums, int):
             static_argnums = (static_argnums,)
         if isinstance(static_argnames, str):
@@ -305,7 +304,6 @@ class _Compiled:
         outs = out_arrays + state_out
         raw_text = core._compile_record(placeholders, outs).as_text() if keep_raw else None
         tape, stats = core._compile_graph(placeholders, outs, self._shapeless)
-        self._traces += 1
         return _Entry(tape, out_tokens, len(out_arrays), len(state_out) - (1 if uses_random else 0),
                       uses_random, uses_random and random_out, stats, raw_text)
 
