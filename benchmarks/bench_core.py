@@ -1,7 +1,7 @@
 """Ember core: elementwise chain, reductions, softmax, graph overhead.
 
 Each workload in every framework's idiomatic eager form, plus a compiled row
-(mx.compile / jax.jit / torch.compile) for the chain and for softmax, as in
+(Ember's and MLX's mx.compile / jax.jit / torch.compile) for the chain and for softmax, as in
 the peer table of PERFORMANCE.md. Sums and softmax run on 4096x4096, on short
 rows (8, 64 and 1000 elements; 8M elements in all) and on strided views
 (every other column, transposed) of 8M elements. Run:
@@ -55,7 +55,7 @@ def _jax_jit(jnp, f):
 
 
 COMPILERS = {"torch": lambda torch, f: torch.compile(f), "jax": _jax_jit,
-             "mlx": lambda mx, f: mx.compile(f)}
+             "mlx": lambda mx, f: mx.compile(f), "ember": lambda mx, f: mx.compile(f)}
 
 
 def eager(fns):
@@ -67,7 +67,7 @@ def eager(fns):
 
 def compiled(fns):
     """{framework: f(m, x)} as implementations that run x -> f(m, x) through
-    torch.compile / jax.jit / mx.compile (frameworks without one dropped)."""
+    torch.compile / jax.jit / mx.compile, Ember's and MLX's (frameworks without one dropped)."""
     def make(fw, f):
         def impl(m, x):
             g = COMPILERS[fw](m, lambda x: f(m, x))

@@ -35,7 +35,7 @@ LAYERS = [
     ("io", ["csrc/ember/io/*"], ["core", "graph", "primitives", "op-api"]),
     # collectives over MPI: primitives with their kernels and rules in one place
     ("distributed", ["csrc/ember/distributed/*"], ["core", "graph", "primitives", "kernels", "op-api", "transforms"]),
-    # compile's fusion: a pass over graphs, its primitive's kernel and rules
+    # compile: tracing, the tape and its passes (compile.h), the fusion pass, its primitive's kernel and rules
     ("compile", ["csrc/ember/compile/*"], ["core", "graph", "primitives", "kernels", "op-api", "transforms"]),
     ("bindings", ["python/src/*"], ["core", "graph", "primitives", "kernels", "op-api", "transforms", "io",
                                     "distributed", "compile"]),

@@ -4,6 +4,7 @@
 
 namespace ember::py_bind {
 void init_distributed(py::module_& m);  // distributed.cpp
+void init_compile(py::module_& m);  // compile.cpp
 }
 
 PYBIND11_MODULE(core, m) {
@@ -32,6 +33,7 @@ PYBIND11_MODULE(core, m) {
   ember::py_bind::init_io(m);
   ember::py_bind::init_distributed(m);
   ember::py_bind::init_fuse(m);
+  ember::py_bind::init_compile(m);
   // ArrayLike: the protocol of objects that convert themselves with __mlx_array__()
   m.attr("ArrayLike") = py::module_::import("builtins").attr("type")(
       "ArrayLike", py::make_tuple(),

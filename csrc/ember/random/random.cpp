@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 #include <mutex>
+#include <vector>
 
 #include "ember/ops/common.h"
 #include "ember/primitives/random.h"
@@ -135,10 +136,42 @@ array global_key() {
   return array(g_key, Shape{2}, Dtype::uint32);
 }
 
+namespace {
+thread_local std::vector<array> t_traced_keys;
+}
+
+void set_global_key(const array& k) {
+  check_key(k, "random.state");
+  k.eval();
+  const uint32_t* p = k.data<uint32_t>();
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_key[0] = p[0];
+  g_key[1] = p[k.strides()[0]];
+  g_seeded = true;
+}
+
+void push_traced_key(const array& k) {
+  check_key(k, "random.state");
+  t_traced_keys.push_back(k);
+}
+
+array pop_traced_key() {
+  if (t_traced_keys.empty()) throw std::logic_error("[random] No traced key to pop.");
+  array k = t_traced_keys.back();
+  t_traced_keys.pop_back();
+  return k;
+}
+
 array get_key(const Key& k, const char* op) {
   if (k) {
     check_key(*k, op);
     return *k;
+  }
+  if (!t_traced_keys.empty()) {
+    // split(key) -> [[w0, w1], [w2, w3]]: keep the first row, hand out the second (as the host split below)
+    array both = split(t_traced_keys.back(), 2);
+    t_traced_keys.back() = reshape(slice(both, {0, 0}, {1, 2}, {1, 1}), {2});
+    return reshape(slice(both, {1, 0}, {2, 2}, {1, 1}), {2});
   }
   uint32_t next[2];
   {

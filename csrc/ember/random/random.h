@@ -19,6 +19,14 @@ array key(uint64_t seed);
 void seed(uint64_t seed);
 // The global key now (a copy): what the next keyless sampler splits.
 array global_key();
+// The global key set from an array (uint32, shape (2,); evaluated now).
+void set_global_key(const array& key);
+// compile: while a compiled function that captures random.state is traced,
+// the calling thread's global key is an array of the trace (push), which
+// keyless samplers split with ops, giving the bits the host split gives;
+// pop returns the key as the trace leaves it.
+void push_traced_key(const array& key);
+array pop_traced_key();
 // The key a sampler uses: `k` (checked: uint32, shape (2,)) or the next one
 // split off the global key.
 array get_key(const Key& k, const char* op = "bits");
