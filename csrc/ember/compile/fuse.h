@@ -74,7 +74,8 @@ class Compiled final : public Primitive {
   const char* name() const override { return program_->label.c_str(); }
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
   EMBER_TRANSFORM_RULES
-  bool is_elementwise() const override { return true; }
+  // elementwise unless the group ends in a reduction over the last axis
+  bool is_elementwise() const override { return program_->reduce_kind < 0; }
   bool is_equivalent(const Primitive& o) const override;
   const FusedProgram& program() const { return *program_; }
 

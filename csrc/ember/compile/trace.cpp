@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "ember/compile/compile.h"
+#include "ember/compile/fuse.h"
 #include "ember/ops.h"
 #include "ember/primitives/linalg.h"
 #include "ember/primitives/reduce.h"
@@ -99,6 +100,14 @@ std::vector<array> reshaped_step(const Step& st, const std::vector<array>& ins, 
   };
   for (size_t i = 0; i < ins.size(); ++i) {
     if (ins[i].ndim() != static_cast<int>(traced_in[i].size())) fail_rule("the rank of an input changed.");
+  }
+  if (auto c = dynamic_cast<const compile::Compiled*>(&p); c && c->program().reduce_kind >= 0) {
+    // a fused group closing with a reduction over the last axis (kept, size 1)
+    Shape out;
+    for (auto& in : ins) out = broadcast_shapes(out, in.shape());
+    if (out.empty()) return fail_rule("a closing reduction needs an axis.");
+    out.back() = 1;
+    return build(st.prim, {out}, st.dtypes, ins);
   }
   if (p.is_elementwise()) {
     Shape out;
@@ -397,7 +406,12 @@ Cost cost_analysis(const Tape& tape) {
     if (p.is_view()) continue;  // no data moves
     for (int k : st.inputs) c.bytes_accessed += bytes(tape.value_shape(k), tape.value_dtype(k));
     for (size_t j = 0; j < st.shapes.size(); ++j) c.bytes_accessed += bytes(st.shapes[j], st.dtypes[j]);
-    if (p.is_elementwise()) {
+    if (auto fused = dynamic_cast<const compile::Compiled*>(&p)) {
+      // one flop per element and step of the group, on the broadcast inputs' shape
+      Shape in;
+      for (int k : st.inputs) in = broadcast_shapes(in, tape.value_shape(k));
+      c.flops += elems(in) * static_cast<double>(fused->program().steps.size() + (fused->program().reduce_kind >= 0));
+    } else if (p.is_elementwise()) {
       c.flops += elems(st.shapes[0]);
     } else if (dynamic_cast<const Matmul*>(&p)) {
       Shape a = tape.value_shape(st.inputs[0]);
