@@ -2,6 +2,10 @@
 #include "bindings.h"
 #include "docstrings.h"
 
+namespace ember::py_bind {
+void init_quantized(py::module_& m);  // quantized.cpp
+}  // namespace ember::py_bind
+
 PYBIND11_MODULE(core, m) {
   m.doc() = "Ember core: lazily evaluated arrays, ops, devices and memory.";
   // Engine errors -> Python: invalid_argument is ValueError and out_of_range
@@ -26,6 +30,7 @@ PYBIND11_MODULE(core, m) {
   ember::py_bind::init_linalg(m);
   ember::py_bind::init_fast(m);
   ember::py_bind::init_io(m);
+  ember::py_bind::init_quantized(m);
   // ArrayLike: the protocol of objects that convert themselves with __mlx_array__()
   m.attr("ArrayLike") = py::module_::import("builtins").attr("type")(
       "ArrayLike", py::make_tuple(),

@@ -1,0 +1,246 @@
+// The quantized matrix product (QuantizedMatmul's kernel, arguments in
+// backend/cpu/qmm.h), compiled once per ISA level.
+//
+// Two paths:
+//  - matrix-vector (transpose, M <= 8, codes of 1, 2, 4 or 8 bits): each
+//    output row's codes are unpacked in registers, 8 words at a time: lane j
+//    of a chunk holds word j, whose `per` codes are the consecutive columns
+//    chunk + j*per + i, so x is read through a copy permuted the same way
+//    (xp[i*8 + j]); the chunk's lane sums are scaled by their group's scale
+//    and the biases enter once per group as bias * sum(x over the group).
+//    No dequantized weights are written anywhere.
+//  - otherwise: tiles of the weights dequantized into a per-thread float32
+//    panel (about 128 KB) and multiplied by sgemm, accumulating over K tiles.
+// Work is split over output rows/column blocks (and the batch) with the
+// pool. The lane arithmetic is multiply then add, never fused, so every
+// level computes the same bits.
+#include "ember/backend/cpu/isa_unit.h"
+#include "ember/backend/cpu/qmm.h"
+
+namespace ember::cpu::EMBER_ISA_NS {
+
+namespace {
+
+float half_to_float(uint16_t h) {
+  float16_t v;
+  std::memcpy(&v, &h, 2);
+  return static_cast<float>(v);
+}
+
+// Row r's scales (or biases) as float32 (n values).
+void row_scales(const QmmArgs& a, const void* base, int64_t r, int64_t n, float* dst) {
+  if (a.scale_kind == 0) {
+    std::memcpy(dst, static_cast<const float*>(base) + r * n, n * sizeof(float));
+  } else if (a.scale_kind == 1) {
+    const uint16_t* p = static_cast<const uint16_t*>(base) + r * n;
+    for (int64_t i = 0; i < n; ++i) dst[i] = half_to_float(p[i]);
+  } else if (a.scale_kind == 2) {
+    const uint16_t* p = static_cast<const uint16_t*>(base) + r * n;
+    for (int64_t i = 0; i < n; ++i) {
+      uint32_t u = static_cast<uint32_t>(p[i]) << 16;
+      std::memcpy(dst + i, &u, 4);
+    }
+  } else {
+    const uint8_t* p = static_cast<const uint8_t*>(base) + r * n;
+    const float* t = a.mode == 3 ? fp8_e4m3_values() : e8m0_values();
+    for (int64_t i = 0; i < n; ++i) dst[i] = t[p[i]];
+  }
+}
+
+// The value table of the codes (nullptr: affine, the code itself).
+const float* code_table(int mode) {
+  if (mode == 1 || mode == 3) return kFp4Values;
+  if (mode == 2) return fp8_e4m3_values();
+  return nullptr;
+}
+
+// Codes c0 .. c0+n-1 of a row whose packed bytes start at `row`.
+void unpack_codes(const uint8_t* row, int bits, int64_t c0, int64_t n, uint8_t* dst) {
+  const uint32_t mask = (1u << bits) - 1;
+  if ((bits & (bits - 1)) == 0) {
+    const int per = 32 / bits;
+    const uint32_t* w = reinterpret_cast<const uint32_t*>(row);
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t c = c0 + i;
+      dst[i] = static_cast<uint8_t>((w[c / per] >> (bits * (c % per))) & mask);
+    }
+    return;
+  }
+  const int per = bits == 6 ? 4 : 8, nbytes = per * bits / 8;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t c = c0 + i, u = c / per;
+    uint64_t word = 0;
+    for (int b = 0; b < nbytes; ++b) word |= static_cast<uint64_t>(row[u * nbytes + b]) << (8 * b);
+    dst[i] = static_cast<uint8_t>((word >> (bits * (c % per))) & mask);
+  }
+}
+
+// Dequantizes rows [r0, r1) x columns [c0, c1) (c0 a multiple of the group
+// size) of batch item b into dst (row stride ld).
+void dequant_tile(const QmmArgs& a, int64_t b, int64_t R, int64_t C, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
+                  float* dst, int64_t ld) {
+  const int64_t G = C / a.group_size, wc = C * a.bits / 32;
+  const float* table = code_table(a.mode);
+  std::vector<float> s(G), bi(G);
+  std::vector<uint8_t> codes(c1 - c0);
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t row = b * R + r;
+    row_scales(a, a.scales, row, G, s.data());
+    if (a.mode == 0) row_scales(a, a.biases, row, G, bi.data());
+    unpack_codes(reinterpret_cast<const uint8_t*>(a.w + row * wc), a.bits, c0, c1 - c0, codes.data());
+    float* d = dst + (r - r0) * ld;
+    for (int64_t c = c0; c < c1; ++c) {
+      const int64_t g = c / a.group_size;
+      const uint8_t q = codes[c - c0];
+      d[c - c0] = table ? table[q] * s[g] : static_cast<float>(q) * s[g] + bi[g];
+    }
+  }
+}
+
+void qmm_panels(const QmmArgs& a) {
+  const int64_t M = a.M, N = a.N, K = a.K;
+  if (a.transpose) {
+    // W (N, K): blocks of NB rows, K tiles of KB
+    const int64_t NB = 64, KB = 512, nblocks = (N + NB - 1) / NB;
+    parallel_for(a.batch * nblocks, 1, [&](int64_t t0, int64_t t1) {
+      std::vector<float> panel(NB * KB);
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t b = t / nblocks, n0 = (t % nblocks) * NB, n1 = std::min(N, n0 + NB);
+        const float* x = a.x + b * M * K;
+        float* out = a.out + b * M * N;
+        for (int64_t k0 = 0; k0 < K; k0 += KB) {
+          const int64_t k1 = std::min(K, k0 + KB);
+          dequant_tile(a, b, N, K, n0, n1, k0, k1, panel.data(), KB);
+          scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, n1 - n0, k1 - k0, 1.0f, x + k0, K,
+                            panel.data(), KB, k0 == 0 ? 0.0f : 1.0f, out + n0, N);
+        }
+      }
+    });
+  } else {
+    // W (K, N): blocks of NB columns, K tiles of KB rows
+    const int64_t NB = 256, KB = 128, nblocks = (N + NB - 1) / NB;
+    parallel_for(a.batch * nblocks, 1, [&](int64_t t0, int64_t t1) {
+      std::vector<float> panel(NB * KB);
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t b = t / nblocks, n0 = (t % nblocks) * NB, n1 = std::min(N, n0 + NB);
+        const float* x = a.x + b * M * K;
+        float* out = a.out + b * M * N;
+        for (int64_t k0 = 0; k0 < K; k0 += KB) {
+          const int64_t k1 = std::min(K, k0 + KB);
+          dequant_tile(a, b, K, N, k0, k1, n0, n1, panel.data(), n1 - n0);
+          scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, n1 - n0, k1 - k0, 1.0f, x + k0, K,
+                            panel.data(), n1 - n0, k0 == 0 ? 0.0f : 1.0f, out + n0, N);
+        }
+      }
+    });
+  }
+}
+
+constexpr int kMaxVecRows = 8;
+
+// Output rows [n0, n1) of batch item b, x given permuted (xp: M rows of
+// Kp values) with its group sums (xsum: M rows of G).
+template <int BITS, int VAL>  // VAL: 0 affine, 1 fp4, 2 fp8
+void qmv_rows(const QmmArgs& a, int64_t b, int64_t n0, int64_t n1, const float* xp, int64_t Kp, const float* xsum) {
+  constexpr int per = 32 / BITS, CK = 8 * per;
+  constexpr uint32_t mask = (1u << BITS) - 1;
+  const int64_t M = a.M, N = a.N, K = a.K, G = K / a.group_size, wc = K * BITS / 32;
+  const int64_t chunks = Kp / CK;
+  const float* table = code_table(a.mode);
+  float s[1024], bi[1024];  // G <= K / 16; larger rows take the panel path
+  for (int64_t n = n0; n < n1; ++n) {
+    const int64_t row = b * N + n;
+    row_scales(a, a.scales, row, G, s);
+    if (VAL == 0) row_scales(a, a.biases, row, G, bi);
+    const uint32_t* wr = a.w + row * wc;
+    float total[kMaxVecRows][8] = {};
+    for (int64_t c = 0; c < chunks; ++c) {
+      uint32_t wv[8];
+      float sl[8];
+      for (int j = 0; j < 8; ++j) {
+        const int64_t idx = c * 8 + j, k0 = c * CK + j * per;
+        wv[j] = idx < wc ? wr[idx] : 0u;
+        sl[j] = k0 < K ? s[k0 / a.group_size] : 0.0f;
+      }
+      float tmp[kMaxVecRows][8] = {};
+      const float* xc = xp + c * CK;
+      for (int i = 0; i < per; ++i) {
+        float v[8];
+        for (int j = 0; j < 8; ++j) {
+          const uint32_t q = (wv[j] >> (BITS * i)) & mask;
+          v[j] = VAL == 0 ? static_cast<float>(q) : table[q];
+        }
+        for (int64_t m = 0; m < M; ++m) {
+          const float* xm = xc + m * Kp + i * 8;
+          for (int j = 0; j < 8; ++j) tmp[m][j] = tmp[m][j] + v[j] * xm[j];
+        }
+      }
+      for (int64_t m = 0; m < M; ++m)
+        for (int j = 0; j < 8; ++j) total[m][j] = total[m][j] + tmp[m][j] * sl[j];
+    }
+    for (int64_t m = 0; m < M; ++m) {
+      float r = ((total[m][0] + total[m][1]) + (total[m][2] + total[m][3])) +
+                ((total[m][4] + total[m][5]) + (total[m][6] + total[m][7]));
+      if (VAL == 0) {
+        const float* xs = xsum + m * G;
+        for (int64_t g = 0; g < G; ++g) r = r + bi[g] * xs[g];
+      }
+      a.out[(b * M + m) * N + n] = r;
+    }
+  }
+}
+
+template <int BITS, int VAL>
+void qmv(const QmmArgs& a) {
+  constexpr int per = 32 / BITS, CK = 8 * per;
+  const int64_t M = a.M, N = a.N, K = a.K, G = K / a.group_size;
+  const int64_t Kp = (K + CK - 1) / CK * CK;
+  std::vector<float> xp(a.batch * M * Kp, 0.0f), xsum(a.batch * M * G, 0.0f);
+  for (int64_t bm = 0; bm < a.batch * M; ++bm) {
+    const float* x = a.x + bm * K;
+    float* p = xp.data() + bm * Kp;
+    for (int64_t k = 0; k < K; ++k) {
+      const int64_t c = k / CK, r = k % CK;  // r = j * per + i
+      p[c * CK + (r % per) * 8 + r / per] = x[k];
+    }
+    for (int64_t g = 0; g < G; ++g) {
+      float acc = 0.0f;
+      for (int64_t k = 0; k < a.group_size; ++k) acc = acc + x[g * a.group_size + k];
+      xsum[bm * G + g] = acc;
+    }
+  }
+  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(K, 1));
+  parallel_for(a.batch * N, grain, [&](int64_t t0, int64_t t1) {
+    while (t0 < t1) {
+      const int64_t b = t0 / N, n0 = t0 % N, n1 = std::min(N, n0 + (t1 - t0));
+      qmv_rows<BITS, VAL>(a, b, n0, n1, xp.data() + b * M * Kp, Kp, xsum.data() + b * M * G);
+      t0 += n1 - n0;
+    }
+  });
+}
+
+}  // namespace
+
+void qmm_run(const QmmArgs& a) {
+  if (a.batch * a.M * a.N == 0) return;
+  if (a.K == 0) {
+    std::fill(a.out, a.out + a.batch * a.M * a.N, 0.0f);
+    return;
+  }
+  const bool pow2 = (a.bits & (a.bits - 1)) == 0;
+  if (a.transpose && pow2 && a.M <= kMaxVecRows && a.K / a.group_size <= 1024) {
+    if (a.mode == 0) {
+      switch (a.bits) {
+        case 1: return qmv<1, 0>(a);
+        case 2: return qmv<2, 0>(a);
+        case 4: return qmv<4, 0>(a);
+        default: return qmv<8, 0>(a);
+      }
+    }
+    if (a.mode == 2) return qmv<8, 2>(a);
+    return qmv<4, 1>(a);
+  }
+  qmm_panels(a);
+}
+
+}  // namespace ember::cpu::EMBER_ISA_NS
