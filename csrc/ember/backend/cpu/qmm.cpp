@@ -77,40 +77,68 @@ void unpack_codes(const uint8_t* row, int bits, int64_t c0, int64_t n, uint8_t* 
 
 // Dequantizes rows [r0, r1) x columns [c0, c1) (c0 a multiple of the group
 // size) of batch item b into dst (row stride ld).
+struct TileScratch {
+  std::vector<float> s, bi;
+  std::vector<uint8_t> codes;
+};
+
 void dequant_tile(const QmmArgs& a, int64_t b, int64_t R, int64_t C, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
-                  float* dst, int64_t ld) {
+                  float* dst, int64_t ld, TileScratch& t) {
   const int64_t G = C / a.group_size, wc = C * a.bits / 32;
   const float* table = code_table(a.mode);
-  std::vector<float> s(G), bi(G);
-  std::vector<uint8_t> codes(c1 - c0);
+  t.s.resize(G);
+  t.bi.resize(G);
+  t.codes.resize(c1 - c0);
+  const bool pow2 = (a.bits & (a.bits - 1)) == 0;
+  const int per = 32 / a.bits, gs = a.group_size;
+  const uint32_t mask = (1u << a.bits) - 1;
   for (int64_t r = r0; r < r1; ++r) {
     const int64_t row = b * R + r;
-    row_scales(a, a.scales, row, G, s.data());
-    if (a.mode == 0) row_scales(a, a.biases, row, G, bi.data());
-    unpack_codes(reinterpret_cast<const uint8_t*>(a.w + row * wc), a.bits, c0, c1 - c0, codes.data());
+    row_scales(a, a.scales, row, G, t.s.data());
+    if (a.mode == 0) row_scales(a, a.biases, row, G, t.bi.data());
     float* d = dst + (r - r0) * ld;
+    if (pow2) {
+      // whole groups: every group holds gs / per words
+      const uint32_t* wr = a.w + row * wc;
+      for (int64_t g = c0 / gs; g * gs < c1; ++g) {
+        const float sc = t.s[g], bs = a.mode == 0 ? t.bi[g] : 0.0f;
+        float* dg = d + (g * gs - c0);
+        const uint32_t* wg = wr + g * gs / per;
+        for (int u = 0; u < gs / per; ++u) {
+          const uint32_t word = wg[u];
+          for (int i = 0; i < per; ++i) {
+            const uint32_t q = (word >> (a.bits * i)) & mask;
+            dg[u * per + i] = table ? table[q] * sc : static_cast<float>(q) * sc + bs;
+          }
+        }
+      }
+      continue;
+    }
+    unpack_codes(reinterpret_cast<const uint8_t*>(a.w + row * wc), a.bits, c0, c1 - c0, t.codes.data());
     for (int64_t c = c0; c < c1; ++c) {
-      const int64_t g = c / a.group_size;
-      const uint8_t q = codes[c - c0];
-      d[c - c0] = table ? table[q] * s[g] : static_cast<float>(q) * s[g] + bi[g];
+      const int64_t g = c / gs;
+      const uint8_t q = t.codes[c - c0];
+      d[c - c0] = table ? table[q] * t.s[g] : static_cast<float>(q) * t.s[g] + t.bi[g];
     }
   }
 }
 
 void qmm_panels(const QmmArgs& a) {
+  SingleThreadedBlas one_thread;
   const int64_t M = a.M, N = a.N, K = a.K;
   if (a.transpose) {
     // W (N, K): blocks of NB rows, K tiles of KB
     const int64_t NB = 64, KB = 512, nblocks = (N + NB - 1) / NB;
     parallel_for(a.batch * nblocks, 1, [&](int64_t t0, int64_t t1) {
       std::vector<float> panel(NB * KB);
+      TileScratch scratch;
       for (int64_t t = t0; t < t1; ++t) {
         const int64_t b = t / nblocks, n0 = (t % nblocks) * NB, n1 = std::min(N, n0 + NB);
         const float* x = a.x + b * M * K;
         float* out = a.out + b * M * N;
         for (int64_t k0 = 0; k0 < K; k0 += KB) {
           const int64_t k1 = std::min(K, k0 + KB);
-          dequant_tile(a, b, N, K, n0, n1, k0, k1, panel.data(), KB);
+          dequant_tile(a, b, N, K, n0, n1, k0, k1, panel.data(), KB, scratch);
           scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, n1 - n0, k1 - k0, 1.0f, x + k0, K,
                             panel.data(), KB, k0 == 0 ? 0.0f : 1.0f, out + n0, N);
         }
@@ -121,13 +149,14 @@ void qmm_panels(const QmmArgs& a) {
     const int64_t NB = 256, KB = 128, nblocks = (N + NB - 1) / NB;
     parallel_for(a.batch * nblocks, 1, [&](int64_t t0, int64_t t1) {
       std::vector<float> panel(NB * KB);
+      TileScratch scratch;
       for (int64_t t = t0; t < t1; ++t) {
         const int64_t b = t / nblocks, n0 = (t % nblocks) * NB, n1 = std::min(N, n0 + NB);
         const float* x = a.x + b * M * K;
         float* out = a.out + b * M * N;
         for (int64_t k0 = 0; k0 < K; k0 += KB) {
           const int64_t k1 = std::min(K, k0 + KB);
-          dequant_tile(a, b, K, N, k0, k1, n0, n1, panel.data(), n1 - n0);
+          dequant_tile(a, b, K, N, k0, k1, n0, n1, panel.data(), n1 - n0, scratch);
           scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, n1 - n0, k1 - k0, 1.0f, x + k0, K,
                             panel.data(), n1 - n0, k0 == 0 ? 0.0f : 1.0f, out + n0, N);
         }
@@ -138,54 +167,80 @@ void qmm_panels(const QmmArgs& a) {
 
 constexpr int kMaxVecRows = 8;
 
-// Output rows [n0, n1) of batch item b, x given permuted (xp: M rows of
-// Kp values) with its group sums (xsum: M rows of G).
-template <int BITS, int VAL>  // VAL: 0 affine, 1 fp4, 2 fp8
-void qmv_rows(const QmmArgs& a, int64_t b, int64_t n0, int64_t n1, const float* xp, int64_t Kp, const float* xsum) {
-  constexpr int per = 32 / BITS, CK = 8 * per;
+// One chunk (8 words) times MR rows of the permuted x: tmp[m][j] = sum_i
+// v(code i of word j) * xp[m][i*8 + j] (MR fixed, so tmp stays in registers).
+template <int BITS, int VAL, int MR>
+inline void chunk_dot(const uint32_t* wv, const float* xc, int64_t Kp, const float* table, float (&tmp)[MR][8]) {
+  constexpr int per = 32 / BITS;
   constexpr uint32_t mask = (1u << BITS) - 1;
-  const int64_t M = a.M, N = a.N, K = a.K, G = K / a.group_size, wc = K * BITS / 32;
-  const int64_t chunks = Kp / CK;
+  for (int m = 0; m < MR; ++m)
+    for (int j = 0; j < 8; ++j) tmp[m][j] = 0.0f;
+  uint32_t w[8];
+  for (int j = 0; j < 8; ++j) w[j] = wv[j];
+  for (int i = 0; i < per; ++i) {
+    float v[8];
+    for (int j = 0; j < 8; ++j) {
+      const uint32_t q = (w[j] >> (BITS * i)) & mask;
+      v[j] = VAL == 0 ? static_cast<float>(q) : table[q];
+    }
+    for (int m = 0; m < MR; ++m) {
+      const float* xm = xc + m * Kp + i * 8;
+      for (int j = 0; j < 8; ++j) tmp[m][j] = tmp[m][j] + v[j] * xm[j];
+    }
+  }
+}
+
+// Output rows [n0, n1) of batch item b for the MR rows m0.. of x, given
+// permuted (xp: rows of Kp values) with its group sums (xsum: rows of G).
+template <int BITS, int VAL, int MR>  // VAL: 0 affine, 1 fp4, 2 fp8
+void qmv_rows(const QmmArgs& a, int64_t b, int64_t n0, int64_t n1, int64_t m0, const float* xp, int64_t Kp,
+              const float* xsum) {
+  constexpr int per = 32 / BITS, CK = 8 * per;
+  const int64_t M = a.M, N = a.N, K = a.K, gs = a.group_size, G = K / gs, wc = K * BITS / 32;
+  const int64_t chunks = Kp / CK, full = wc / 8;
+  int lg = 0;
+  while ((int64_t(1) << lg) < gs) ++lg;
+  const bool one_scale = gs % CK == 0;  // every chunk lies in one group
   const float* table = code_table(a.mode);
-  float s[1024], bi[1024];  // G <= K / 16; larger rows take the panel path
+  const float* x0 = xp + m0 * Kp;
+  float s[1024], bi[1024];  // G <= 1024 (checked by the caller)
   for (int64_t n = n0; n < n1; ++n) {
     const int64_t row = b * N + n;
     row_scales(a, a.scales, row, G, s);
     if (VAL == 0) row_scales(a, a.biases, row, G, bi);
     const uint32_t* wr = a.w + row * wc;
-    float total[kMaxVecRows][8] = {};
+    float total[MR][8] = {};
+    float tmp[MR][8];
     for (int64_t c = 0; c < chunks; ++c) {
-      uint32_t wv[8];
-      float sl[8];
-      for (int j = 0; j < 8; ++j) {
-        const int64_t idx = c * 8 + j, k0 = c * CK + j * per;
-        wv[j] = idx < wc ? wr[idx] : 0u;
-        sl[j] = k0 < K ? s[k0 / a.group_size] : 0.0f;
+      const uint32_t* wv = wr + c * 8;
+      uint32_t tail[8];
+      if (c >= full) {  // the last, partial chunk: zero words past the row
+        for (int j = 0; j < 8; ++j) tail[j] = c * 8 + j < wc ? wr[c * 8 + j] : 0u;
+        wv = tail;
       }
-      float tmp[kMaxVecRows][8] = {};
-      const float* xc = xp + c * CK;
-      for (int i = 0; i < per; ++i) {
-        float v[8];
+      chunk_dot<BITS, VAL, MR>(wv, x0 + c * CK, Kp, table, tmp);
+      if (one_scale) {
+        const float sc = s[(c * CK) >> lg];
+        for (int m = 0; m < MR; ++m)
+          for (int j = 0; j < 8; ++j) total[m][j] = total[m][j] + tmp[m][j] * sc;
+      } else {
+        float sl[8];
         for (int j = 0; j < 8; ++j) {
-          const uint32_t q = (wv[j] >> (BITS * i)) & mask;
-          v[j] = VAL == 0 ? static_cast<float>(q) : table[q];
+          const int64_t k0 = c * CK + j * per;
+          sl[j] = k0 < K ? s[k0 >> lg] : 0.0f;
         }
-        for (int64_t m = 0; m < M; ++m) {
-          const float* xm = xc + m * Kp + i * 8;
-          for (int j = 0; j < 8; ++j) tmp[m][j] = tmp[m][j] + v[j] * xm[j];
-        }
+        for (int m = 0; m < MR; ++m)
+          for (int j = 0; j < 8; ++j) total[m][j] = total[m][j] + tmp[m][j] * sl[j];
       }
-      for (int64_t m = 0; m < M; ++m)
-        for (int j = 0; j < 8; ++j) total[m][j] = total[m][j] + tmp[m][j] * sl[j];
     }
-    for (int64_t m = 0; m < M; ++m) {
+    for (int m = 0; m < MR; ++m) {
       float r = ((total[m][0] + total[m][1]) + (total[m][2] + total[m][3])) +
                 ((total[m][4] + total[m][5]) + (total[m][6] + total[m][7]));
       if (VAL == 0) {
-        const float* xs = xsum + m * G;
+        const float* xs = xsum + (m0 + m) * G;
         for (int64_t g = 0; g < G; ++g) r = r + bi[g] * xs[g];
       }
-      a.out[(b * M + m) * N + n] = r;
+      a.out[(b * M + m0 + m) * N + n] = r;
     }
   }
 }
@@ -213,7 +268,16 @@ void qmv(const QmmArgs& a) {
   parallel_for(a.batch * N, grain, [&](int64_t t0, int64_t t1) {
     while (t0 < t1) {
       const int64_t b = t0 / N, n0 = t0 % N, n1 = std::min(N, n0 + (t1 - t0));
-      qmv_rows<BITS, VAL>(a, b, n0, n1, xp.data() + b * M * Kp, Kp, xsum.data() + b * M * G);
+      const float* xb = xp.data() + b * M * Kp;
+      const float* sb = xsum.data() + b * M * G;
+      for (int64_t m0 = 0; m0 < M; m0 += 4) {
+        switch (std::min<int64_t>(4, M - m0)) {
+          case 1: qmv_rows<BITS, VAL, 1>(a, b, n0, n1, m0, xb, Kp, sb); break;
+          case 2: qmv_rows<BITS, VAL, 2>(a, b, n0, n1, m0, xb, Kp, sb); break;
+          case 3: qmv_rows<BITS, VAL, 3>(a, b, n0, n1, m0, xb, Kp, sb); break;
+          default: qmv_rows<BITS, VAL, 4>(a, b, n0, n1, m0, xb, Kp, sb); break;
+        }
+      }
       t0 += n1 - n0;
     }
   });
