@@ -99,12 +99,15 @@ std::vector<array> quantize(const array& w, std::optional<int> group_size, std::
                             const StreamOrDevice& s) {
   const char* op = "quantize";
   QuantMode mode = parse_mode(op, mode_name);
-  auto [gs, b] = check_params(op, mode, mode_name, group_size, bits);
   if (w.ndim() < 2)
     fail(op, "The matrix to be quantized must have at least 2 dimension but it has only ", w.ndim(), ".");
-  if (w.shape(-1) % gs != 0)
-    fail(op, "The last dimension of the matrix needs to be divisible by the quantization group size ", gs,
+  // MLX's order: divisibility before the supported sizes (a size of 0 or
+  // less is reported as unsupported, where MLX divides by it)
+  const int want = group_size.value_or(mode == QuantMode::Affine ? 64 : mode == QuantMode::NvFp4 ? 16 : 32);
+  if (want > 0 && w.shape(-1) % want != 0)
+    fail(op, "The last dimension of the matrix needs to be divisible by the quantization group size ", want,
          ". However the provided  matrix has shape ", shp(w.shape()));
+  auto [gs, b] = check_params(op, mode, mode_name, group_size, bits);
   check_float(op, "The matrix to be quantized", w);
   std::vector<array> in{w};
   if (global_scale) in.push_back(checked_global(op, mode, *global_scale));
@@ -134,7 +137,7 @@ array dequantize(const array& w, const array& scales, const std::optional<array>
   if (global_scale) in.push_back(checked_global(op, mode, *global_scale));
   Shape os = w.shape();
   os.back() = C;
-  return make_node<Dequantize>(os, out, std::move(in), to_stream(s), gs, b, mode, global_scale.has_value());
+  return make_node<Dequantize>(os, out, std::move(in), to_stream(s), gs, b, mode, global_scale.has_value(), out);
 }
 
 array quantized_matmul(const array& x_in, const array& w, const array& scales, const std::optional<array>& biases,

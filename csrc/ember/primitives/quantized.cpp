@@ -145,7 +145,7 @@ std::pair<std::vector<array>, std::vector<int>> Dequantize::vmap(const std::vect
   std::optional<array> b, g;
   if (nq == 3) b = in[2];
   if (has_global_) g = inputs[nq];
-  return {{dequantize(in[0], in[1], b, group_size_, bits_, mode_name(mode_), g, Dtype(), s)}, {0}};
+  return {{dequantize(in[0], in[1], b, group_size_, bits_, mode_name(mode_), g, out_, s)}, {0}};
 }
 
 // ---- QuantizedMatmul: out = x W^T or x W, W = dequantize(w, scales, biases) --------

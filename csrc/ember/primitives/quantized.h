@@ -49,8 +49,8 @@ class Quantize final : public Primitive {
 // output: (..., R, C) of the primitive's output dtype.
 class Dequantize final : public Primitive {
  public:
-  Dequantize(Stream s, int group_size, int bits, QuantMode mode, bool has_global)
-      : Primitive(s), group_size_(group_size), bits_(bits), mode_(mode), has_global_(has_global) {}
+  Dequantize(Stream s, int group_size, int bits, QuantMode mode, bool has_global, Dtype out)
+      : Primitive(s), group_size_(group_size), bits_(bits), mode_(mode), has_global_(has_global), out_(out) {}
   const char* name() const override { return "Dequantize"; }
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
   EMBER_TRANSFORM_RULES
@@ -59,11 +59,13 @@ class Dequantize final : public Primitive {
   int bits() const { return bits_; }
   QuantMode mode() const { return mode_; }
   bool has_global() const { return has_global_; }
+  Dtype out_dtype() const { return out_; }
 
  private:
   int group_size_, bits_;
   QuantMode mode_;
   bool has_global_;
+  Dtype out_;
 };
 
 // out = x @ W^T (transpose) or x @ W, W the dequantized weights.

@@ -382,7 +382,8 @@ bool Quantize::is_equivalent(const Primitive& o) const {
 }
 bool Dequantize::is_equivalent(const Primitive& o) const {
   auto p = dynamic_cast<const Dequantize*>(&o);
-  return p && p->group_size_ == group_size_ && p->bits_ == bits_ && p->mode_ == mode_ && p->has_global_ == has_global_;
+  return p && p->group_size_ == group_size_ && p->bits_ == bits_ && p->mode_ == mode_ && p->has_global_ == has_global_ &&
+         p->out_ == out_;
 }
 bool QuantizedMatmul::is_equivalent(const Primitive& o) const {
   auto p = dynamic_cast<const QuantizedMatmul*>(&o);
