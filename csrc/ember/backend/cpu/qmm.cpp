@@ -3,10 +3,10 @@
 //
 // Two paths:
 //  - matrix-vector (transpose, M <= 8, codes of 1, 2, 4 or 8 bits): each
-//    output row's codes are unpacked in registers, 8 words at a time: lane j
-//    of a chunk holds word j, whose `per` codes are the consecutive columns
+//    output row's codes are unpacked in registers, 16 words at a time: lane
+//    j of a chunk holds word j, whose `per` codes are the consecutive columns
 //    chunk + j*per + i, so x is read through a copy permuted the same way
-//    (xp[i*8 + j]); the chunk's lane sums are scaled by their group's scale
+//    (xp[i*16 + j]); the chunk's lane sums are scaled by their group's scale
 //    and the biases enter once per group as bias * sum(x over the group).
 //    No dequantized weights are written anywhere.
 //  - otherwise: tiles of the weights dequantized into a per-thread float32
@@ -15,6 +15,12 @@
 // pool. The lane arithmetic is multiply then add, never fused, so every
 // level computes the same bits.
 #include "ember/backend/cpu/isa_unit.h"
+
+#if !defined(EMBER_ISA_SINGLE) && EMBER_ISA_LEVEL == 4
+// the 16 lanes of the matrix-vector kernel in one zmm register (before the
+// entry point's declaration, which must carry the same target)
+#pragma GCC target("prefer-vector-width=512")
+#endif
 #include "ember/backend/cpu/qmm.h"
 
 namespace ember::cpu::EMBER_ISA_NS {
@@ -166,26 +172,27 @@ void qmm_panels(const QmmArgs& a) {
 }
 
 constexpr int kMaxVecRows = 8;
+constexpr int kL = 16;  // lanes (words per chunk) of the matrix-vector kernel, on every level
 
-// One chunk (8 words) times MR rows of the permuted x: tmp[m][j] = sum_i
-// v(code i of word j) * xp[m][i*8 + j] (MR fixed, so tmp stays in registers).
+// One chunk (kL words) times MR rows of the permuted x: tmp[m][j] = sum_i
+// v(code i of word j) * xp[m][i*kL + j] (MR fixed, so tmp stays in registers).
 template <int BITS, int VAL, int MR>
-inline void chunk_dot(const uint32_t* wv, const float* xc, int64_t Kp, const float* table, float (&tmp)[MR][8]) {
+inline void chunk_dot(const uint32_t* wv, const float* xc, int64_t Kp, const float* table, float (&tmp)[MR][kL]) {
   constexpr int per = 32 / BITS;
   constexpr uint32_t mask = (1u << BITS) - 1;
   for (int m = 0; m < MR; ++m)
-    for (int j = 0; j < 8; ++j) tmp[m][j] = 0.0f;
-  uint32_t w[8];
-  for (int j = 0; j < 8; ++j) w[j] = wv[j];
+    for (int j = 0; j < kL; ++j) tmp[m][j] = 0.0f;
+  uint32_t w[kL];
+  for (int j = 0; j < kL; ++j) w[j] = wv[j];
   for (int i = 0; i < per; ++i) {
-    float v[8];
-    for (int j = 0; j < 8; ++j) {
+    float v[kL];
+    for (int j = 0; j < kL; ++j) {
       const uint32_t q = (w[j] >> (BITS * i)) & mask;
       v[j] = VAL == 0 ? static_cast<float>(q) : table[q];
     }
     for (int m = 0; m < MR; ++m) {
-      const float* xm = xc + m * Kp + i * 8;
-      for (int j = 0; j < 8; ++j) tmp[m][j] = tmp[m][j] + v[j] * xm[j];
+      const float* xm = xc + m * Kp + i * kL;
+      for (int j = 0; j < kL; ++j) tmp[m][j] = tmp[m][j] + v[j] * xm[j];
     }
   }
 }
@@ -195,9 +202,9 @@ inline void chunk_dot(const uint32_t* wv, const float* xc, int64_t Kp, const flo
 template <int BITS, int VAL, int MR>  // VAL: 0 affine, 1 fp4, 2 fp8
 void qmv_rows(const QmmArgs& a, int64_t b, int64_t n0, int64_t n1, int64_t m0, const float* xp, int64_t Kp,
               const float* xsum) {
-  constexpr int per = 32 / BITS, CK = 8 * per;
+  constexpr int per = 32 / BITS, CK = kL * per;
   const int64_t M = a.M, N = a.N, K = a.K, gs = a.group_size, G = K / gs, wc = K * BITS / 32;
-  const int64_t chunks = Kp / CK, full = wc / 8;
+  const int64_t chunks = Kp / CK, full = wc / kL;
   int lg = 0;
   while ((int64_t(1) << lg) < gs) ++lg;
   const bool one_scale = gs % CK == 0;  // every chunk lies in one group
@@ -209,33 +216,37 @@ void qmv_rows(const QmmArgs& a, int64_t b, int64_t n0, int64_t n1, int64_t m0, c
     row_scales(a, a.scales, row, G, s);
     if (VAL == 0) row_scales(a, a.biases, row, G, bi);
     const uint32_t* wr = a.w + row * wc;
-    float total[MR][8] = {};
-    float tmp[MR][8];
+    float total[MR][kL] = {};
+    float tmp[MR][kL];
     for (int64_t c = 0; c < chunks; ++c) {
-      const uint32_t* wv = wr + c * 8;
-      uint32_t tail[8];
+      const uint32_t* wv = wr + c * kL;
+      uint32_t tail[kL];
       if (c >= full) {  // the last, partial chunk: zero words past the row
-        for (int j = 0; j < 8; ++j) tail[j] = c * 8 + j < wc ? wr[c * 8 + j] : 0u;
+        for (int j = 0; j < kL; ++j) tail[j] = c * kL + j < wc ? wr[c * kL + j] : 0u;
         wv = tail;
       }
       chunk_dot<BITS, VAL, MR>(wv, x0 + c * CK, Kp, table, tmp);
       if (one_scale) {
         const float sc = s[(c * CK) >> lg];
         for (int m = 0; m < MR; ++m)
-          for (int j = 0; j < 8; ++j) total[m][j] = total[m][j] + tmp[m][j] * sc;
+          for (int j = 0; j < kL; ++j) total[m][j] = total[m][j] + tmp[m][j] * sc;
       } else {
-        float sl[8];
-        for (int j = 0; j < 8; ++j) {
+        float sl[kL];
+        for (int j = 0; j < kL; ++j) {
           const int64_t k0 = c * CK + j * per;
           sl[j] = k0 < K ? s[k0 >> lg] : 0.0f;
         }
         for (int m = 0; m < MR; ++m)
-          for (int j = 0; j < 8; ++j) total[m][j] = total[m][j] + tmp[m][j] * sl[j];
+          for (int j = 0; j < kL; ++j) total[m][j] = total[m][j] + tmp[m][j] * sl[j];
       }
     }
     for (int m = 0; m < MR; ++m) {
-      float r = ((total[m][0] + total[m][1]) + (total[m][2] + total[m][3])) +
-                ((total[m][4] + total[m][5]) + (total[m][6] + total[m][7]));
+      // a fixed pairwise tree over the lanes
+      float h[kL];
+      for (int j = 0; j < kL; ++j) h[j] = total[m][j];
+      for (int w = kL / 2; w >= 1; w /= 2)
+        for (int j = 0; j < w; ++j) h[j] = h[j] + h[j + w];
+      float r = h[0];
       if (VAL == 0) {
         const float* xs = xsum + (m0 + m) * G;
         for (int64_t g = 0; g < G; ++g) r = r + bi[g] * xs[g];
@@ -245,9 +256,93 @@ void qmv_rows(const QmmArgs& a, int64_t b, int64_t n0, int64_t n1, int64_t m0, c
   }
 }
 
+#if EMBER_ISA_HAS_AVX512
+// GCC 12 warns about the undefined pass-through operand inside its own
+// AVX-512 intrinsic headers (a false positive)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+// qmv_rows with AVX-512 intrinsics: the same lanes and the same operations
+// in the same order (so the same bits), one zmm register per lane vector.
+template <int BITS, int VAL, int MR>
+void qmv_rows_512(const QmmArgs& a, int64_t b, int64_t n0, int64_t n1, int64_t m0, const float* xp, int64_t Kp,
+                  const float* xsum) {
+  static_assert(kL == 16, "one zmm register per chunk");
+  constexpr int per = 32 / BITS, CK = kL * per;
+  const int64_t M = a.M, N = a.N, K = a.K, gs = a.group_size, G = K / gs, wc = K * BITS / 32;
+  const int64_t chunks = Kp / CK, full = wc / kL;
+  int lg = 0;
+  while ((int64_t(1) << lg) < gs) ++lg;
+  const bool one_scale = gs % CK == 0;
+  const float* table = code_table(a.mode);
+  const __m512i mask = _mm512_set1_epi32((1 << BITS) - 1);
+  const __m512 fp4 = _mm512_loadu_ps(kFp4Values);
+  const __m512i lane_k = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                            _mm512_set1_epi32(per));
+  const __m512i lane_g = _mm512_srl_epi32(lane_k, _mm_cvtsi32_si128(lg));
+  const float* x0 = xp + m0 * Kp;
+  alignas(64) float s[1024 + 16] = {}, bi[1024];  // 16 past the last group: read, never used
+  for (int64_t n = n0; n < n1; ++n) {
+    const int64_t row = b * N + n;
+    row_scales(a, a.scales, row, G, s);
+    if (VAL == 0) row_scales(a, a.biases, row, G, bi);
+    const uint32_t* wr = a.w + row * wc;
+    __m512 total[MR];
+    for (int m = 0; m < MR; ++m) total[m] = _mm512_setzero_ps();
+    for (int64_t c = 0; c < chunks; ++c) {
+      __m512i w;
+      if (c < full) {
+        w = _mm512_loadu_si512(wr + c * kL);
+      } else {
+        const __mmask16 live = static_cast<__mmask16>((1u << (wc - c * kL)) - 1);
+        w = _mm512_maskz_loadu_epi32(live, wr + c * kL);
+      }
+      const float* xc = x0 + c * CK;
+      __m512 tmp[MR];
+      for (int m = 0; m < MR; ++m) tmp[m] = _mm512_setzero_ps();
+      for (int i = 0; i < per; ++i) {
+        const __m512i q = _mm512_and_si512(_mm512_srli_epi32(w, BITS * i), mask);
+        __m512 v;
+        if (VAL == 0) v = _mm512_cvtepi32_ps(q);
+        else if (VAL == 1) v = _mm512_permutexvar_ps(q, fp4);
+        else v = _mm512_i32gather_ps(q, table, 4);
+        for (int m = 0; m < MR; ++m)
+          tmp[m] = _mm512_add_ps(tmp[m], _mm512_mul_ps(v, _mm512_loadu_ps(xc + m * Kp + i * kL)));
+      }
+      __m512 sl;
+      if (one_scale) {
+        sl = _mm512_set1_ps(s[(c * CK) >> lg]);
+      } else {
+        // the chunk's groups start at g0; lane j's is g0 + (j * per >> lg)
+        const __m512i k0 = _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(c * CK)), lane_k);
+        const __mmask16 inside = _mm512_cmplt_epi32_mask(k0, _mm512_set1_epi32(static_cast<int>(K)));
+        sl = _mm512_maskz_permutexvar_ps(inside, lane_g, _mm512_loadu_ps(s + ((c * CK) >> lg)));
+      }
+      for (int m = 0; m < MR; ++m) total[m] = _mm512_add_ps(total[m], _mm512_mul_ps(tmp[m], sl));
+    }
+    for (int m = 0; m < MR; ++m) {
+      alignas(64) float h[kL];
+      _mm512_store_ps(h, total[m]);
+      for (int wdt = kL / 2; wdt >= 1; wdt /= 2)
+        for (int j = 0; j < wdt; ++j) h[j] = h[j] + h[j + wdt];
+      float r = h[0];
+      if (VAL == 0) {
+        const float* xs = xsum + (m0 + m) * G;
+        for (int64_t g = 0; g < G; ++g) r = r + bi[g] * xs[g];
+      }
+      a.out[(b * M + m0 + m) * N + n] = r;
+    }
+  }
+}
+#pragma GCC diagnostic pop
+#define EMBER_QMV_ROWS qmv_rows_512
+#else
+#define EMBER_QMV_ROWS qmv_rows
+#endif
+
 template <int BITS, int VAL>
 void qmv(const QmmArgs& a) {
-  constexpr int per = 32 / BITS, CK = 8 * per;
+  constexpr int per = 32 / BITS, CK = kL * per;
   const int64_t M = a.M, N = a.N, K = a.K, G = K / a.group_size;
   const int64_t Kp = (K + CK - 1) / CK * CK;
   std::vector<float> xp(a.batch * M * Kp, 0.0f), xsum(a.batch * M * G, 0.0f);
@@ -256,7 +351,7 @@ void qmv(const QmmArgs& a) {
     float* p = xp.data() + bm * Kp;
     for (int64_t k = 0; k < K; ++k) {
       const int64_t c = k / CK, r = k % CK;  // r = j * per + i
-      p[c * CK + (r % per) * 8 + r / per] = x[k];
+      p[c * CK + (r % per) * kL + r / per] = x[k];
     }
     for (int64_t g = 0; g < G; ++g) {
       float acc = 0.0f;
@@ -272,10 +367,10 @@ void qmv(const QmmArgs& a) {
       const float* sb = xsum.data() + b * M * G;
       for (int64_t m0 = 0; m0 < M; m0 += 4) {
         switch (std::min<int64_t>(4, M - m0)) {
-          case 1: qmv_rows<BITS, VAL, 1>(a, b, n0, n1, m0, xb, Kp, sb); break;
-          case 2: qmv_rows<BITS, VAL, 2>(a, b, n0, n1, m0, xb, Kp, sb); break;
-          case 3: qmv_rows<BITS, VAL, 3>(a, b, n0, n1, m0, xb, Kp, sb); break;
-          default: qmv_rows<BITS, VAL, 4>(a, b, n0, n1, m0, xb, Kp, sb); break;
+          case 1: EMBER_QMV_ROWS<BITS, VAL, 1>(a, b, n0, n1, m0, xb, Kp, sb); break;
+          case 2: EMBER_QMV_ROWS<BITS, VAL, 2>(a, b, n0, n1, m0, xb, Kp, sb); break;
+          case 3: EMBER_QMV_ROWS<BITS, VAL, 3>(a, b, n0, n1, m0, xb, Kp, sb); break;
+          default: EMBER_QMV_ROWS<BITS, VAL, 4>(a, b, n0, n1, m0, xb, Kp, sb); break;
         }
       }
       t0 += n1 - n0;
