@@ -268,6 +268,18 @@ def test_quantize_defaults_and_batch_dims(rng):
     np.testing.assert_array_equal(np.array(got[0]), ref_affine_quantize(wt, 32, 4)[0])
 
 
+def test_non_finite_input_gives_codes():
+    w = np.ones((2, 64), np.float32)
+    w[0, 3] = np.nan
+    w[1, 5] = np.inf
+    for mode in ["affine", "mxfp4", "mxfp8", "nvfp4"]:
+        q = mx.quantize(mx.array(w), mode=mode)
+        mx.eval(q)
+        assert np.array(q[0]).shape[0] == 2
+    wq, s = mx.quantize(mx.array(w), mode="mxfp4")
+    assert (np.array(s)[:, 0] == 255).all()  # a non-finite group: the e8m0 NaN scale
+
+
 def test_empty():
     wq, s, b = mx.quantize(mx.zeros((0, 64)))
     assert wq.shape == (0, 8) and s.shape == (0, 1)

@@ -236,7 +236,7 @@ void Quantize::eval_cpu(const std::vector<array>& inputs, std::vector<array>& ou
         }
         for (int k = 0; k < gs; ++k) {
           float q = std::rint((v[k] - bias) / scale);
-          q = std::min(std::max(q, 0.0f), nb);
+          q = q >= 0.0f ? std::min(q, nb) : 0.0f;  // NaN (a NaN or infinite group) gives code 0
           codes[k] = static_cast<uint8_t>(q);
         }
         cpu::store(sout, t, gi, scale);
