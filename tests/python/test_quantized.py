@@ -138,7 +138,7 @@ def e8m0_for(amax, emax):
     return np.where(a == 0, 127, np.clip(e + 127, 0, 254)).astype(np.uint8)
 
 
-def ref_fp_quantize(w, mode, global_scale=None):
+def ref_fp_quantize(w, mode, global_scale=None, bfloat=False):
     gs, bits = (16, 4) if mode == "nvfp4" else (32, 8 if mode == "mxfp8" else 4)
     g = f32(w).reshape(*w.shape[:-1], -1, gs)
     amax = np.abs(g).max(-1)
@@ -156,6 +156,8 @@ def ref_fp_quantize(w, mode, global_scale=None):
     with np.errstate(divide="ignore"):
         inv = np.where(sv == 0, np.float32(0), enc / sv).astype(np.float32)
     y = (g * inv[..., None]).astype(np.float32).reshape(w.shape)
+    if bfloat:  # the product is rounded to the input's dtype
+        y = bf16(y)
     return pack(fp4_encode(y) if bits == 4 else e4m3_encode(y), bits), sc
 
 
@@ -232,6 +234,12 @@ def test_fp_quantize_bit_exact(rng, mode):
             d = mx.dequantize(wq, s, mode=mode, dtype=mx.float32, **kw)
             np.testing.assert_array_equal(np.array(d), ref_fp_dequantize(rq, rs, mode, g))
             assert mx.dequantize(wq, s, mode=mode, **kw).dtype == mx.bfloat16  # MLX's default
+            # bfloat16 weights
+            wb = bf16(w)
+            wq, s = mx.quantize(mx.array(w).astype(mx.bfloat16), mode=mode, **kw)
+            rq, rs = ref_fp_quantize(wb, mode, g, bfloat=True)
+            np.testing.assert_array_equal(np.array(wq), rq)
+            np.testing.assert_array_equal(np.array(s), rs)
 
 
 def test_fp_encodings_edge_values():

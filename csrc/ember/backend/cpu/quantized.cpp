@@ -17,7 +17,8 @@
 //    6 (448 for fp8), as e8m0 (127 + log2 s, clamped to [0, 254]; 127 for a
 //    zero group, 255 for a non-finite amax); values w / s.
 //  - nvfp4: the scale is amax / 6 (times 448 * 6 / global_scale when given)
-//    rounded to e4m3; values w * (enc / scale).
+//    rounded to e4m3; values w * (enc / scale), the product rounded to w's
+//    dtype.
 //  - fp4 e2m1: the nearest of the 16 values, the first in code order on a
 //    tie (ties go to the smaller magnitude; a negative value rounding to 0
 //    gives +0; NaN gives 0). fp8 e4m3: round to nearest even, +-448 for
@@ -263,7 +264,7 @@ void Quantize::eval_cpu(const std::vector<array>& inputs, std::vector<array>& ou
         }
         reinterpret_cast<uint8_t*>(sout)[gi] = sc;
         for (int k = 0; k < gs; ++k) {
-          const float y = v[k] * inv;
+          const float y = cpu::round_to(t, v[k] * inv);  // MLX rounds the product to w's dtype
           codes[k] = mode == QuantMode::MxFp8 ? cpu::e4m3_encode(y) : cpu::fp4_encode(y);
         }
       }
