@@ -817,6 +817,151 @@ Example:
     >>> mx.to_fp8(mx.array([1.0, 2.5, 1000.0]))
     array([56, 66, 126], dtype=uint8)
 )doc"},
+    {{"quantize"}, R"doc(Quantizes a matrix by groups of consecutive elements of its last axis.
+
+Modes (MLX's layouts, bit for bit): ``"affine"`` stores each value as an
+unsigned code q of ``bits`` bits with one scale and one bias per group
+(w ~ scale * q + bias; group sizes 32, 64, 128; bits 1, 2, 3, 4, 5, 6, 8);
+``"mxfp4"``/``"mxfp8"`` store fp4 e2m1 / fp8 e4m3 values with one e8m0
+(power of two) scale per 32 values; ``"nvfp4"`` stores fp4 values with one
+e4m3 scale per 16 values, optionally relative to a global scale. The codes
+are packed into uint32 words from the low bits up (3, 5 and 6 bits: 8, 8
+and 4 codes in 3, 5 and 3 little-endian bytes).
+
+Args:
+    w (array): the matrix, float32, float16 or bfloat16, at least 2-D; its
+        last axis a multiple of the group size.
+    group_size (int, optional): the group size. Default: 64 (affine), 32
+        (mxfp4, mxfp8), 16 (nvfp4).
+    bits (int, optional): bits per code. Default: 4 (8 for mxfp8).
+    mode (str): ``"affine"``, ``"mxfp4"``, ``"mxfp8"`` or ``"nvfp4"``. Default: ``"affine"``.
+    global_scale (array, optional): nvfp4 only: a float scalar, the tensor's
+        scale (the group scales are stored relative to it). Default: None.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    tuple(array, ...): ``(w_q, scales, biases)`` for affine (scales and biases
+    in ``w``'s dtype), ``(w_q, scales)`` for the fp modes (uint8 scales);
+    ``w_q`` is uint32 with last axis ``w.shape[-1] * bits / 32``.
+
+Example:
+    >>> w_q, scales, biases = mx.quantize(mx.ones((4, 64)), 64, 4)
+    >>> w_q.shape, scales.shape
+    ((4, 8), (4, 1))
+)doc"},
+    {{"dequantize"}, R"doc(Reconstructs a matrix from its quantized form (as ``quantize`` writes it).
+
+Affine: ``scale * q + bias`` per group; the fp modes: the code's value
+times the group's scale (times ``global_scale / 2688`` for nvfp4 with a
+global scale).
+
+Args:
+    w (array): the uint32 codes.
+    scales (array): the group scales, one per group of each row.
+    biases (array, optional): the group biases (affine only). Default: None.
+    group_size (int, optional): the group size (the mode's default if None).
+    bits (int, optional): bits per code (the mode's default if None).
+    mode (str): the quantization mode. Default: ``"affine"``.
+    global_scale (array, optional): nvfp4's global scale. Default: None.
+    dtype (Dtype, optional): the output dtype. Default: the scales' dtype
+        (affine), bfloat16 (the fp modes).
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the matrix, with last axis ``w.shape[-1] * 32 / bits``.
+
+Example:
+    >>> mx.dequantize(*mx.quantize(mx.ones((1, 32)), 32, 4), 32, 4)[0, :3]
+    array([1, 1, 1], dtype=float32)
+)doc"},
+    {{"quantized_matmul"}, R"doc(Multiplies ``x`` by a quantized matrix without materializing it.
+
+Computes ``x @ dequantize(w).T`` (``transpose=True``) or ``x @
+dequantize(w)``; the weights are unpacked in registers for a few rows of
+``x`` and in cache-sized tiles otherwise, accumulating in float32. Batch
+dimensions broadcast.
+
+Args:
+    x (array): the input (..., M, K), float32, float16 or bfloat16.
+    w (array): the uint32 codes (..., N, K * bits / 32) when ``transpose``,
+        else (..., K, N * bits / 32).
+    scales (array): the group scales.
+    biases (array, optional): the group biases (affine only). Default: None.
+    transpose (bool): whether to multiply by the transpose of the dequantized
+        matrix. Default: True.
+    group_size (int, optional): the group size (the mode's default if None).
+    bits (int, optional): bits per code (the mode's default if None).
+    mode (str): the quantization mode. Default: ``"affine"``.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the product (..., M, N), in the promoted dtype of ``x`` and the
+    affine scales and biases (``x``'s dtype for the fp modes).
+
+Example:
+    >>> w_q, s, b = mx.quantize(mx.ones((8, 64)))
+    >>> mx.quantized_matmul(mx.ones((1, 64)), w_q, s, b).shape
+    (1, 8)
+)doc"},
+    {{"gather_qmm"}, R"doc(Quantized matrix products of gathered batch entries (mixture-of-experts layers).
+
+Entry i of the result is ``quantized_matmul(x[lhs_indices[i]],
+w[rhs_indices[i]], ...)``, the indices pointing into the batch dimensions
+of ``x`` and ``w`` (flattened) and broadcast together; a missing index array
+enumerates its operand's batch.
+
+Args:
+    x (array): the inputs (..., M, K).
+    w (array): the quantized weights (..., N, K * bits / 32).
+    scales (array): the group scales.
+    biases (array, optional): the group biases (affine only). Default: None.
+    lhs_indices (array, optional): integer indices into ``x``'s batch. Default: None.
+    rhs_indices (array, optional): integer indices into ``w``'s batch. Default: None.
+    transpose (bool): as in ``quantized_matmul``. Default: True.
+    group_size (int, optional): the group size (the mode's default if None).
+    bits (int, optional): bits per code (the mode's default if None).
+    mode (str): the quantization mode. Default: ``"affine"``.
+    global_scale (array, optional): nvfp4's global scale of ``w``. Default: None.
+    sorted_indices (bool): whether the indices are sorted (a hint; the result
+        does not depend on it). Default: False.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the products, shape ``indices.shape + (M, N)``.
+)doc"},
+    {{"qqmm"}, R"doc(Matrix product with both operands quantized (the fp modes).
+
+``x`` is quantized in ``mode`` (and dequantized), ``w`` too unless it is
+given quantized with its ``scales``; the result is ``x_q @ w_q.T`` in
+``x``'s dtype. (MLX 0.32's CPU backend raises for every call.)
+
+Args:
+    x (array): the left operand (..., M, K).
+    w (array): the right operand (N, K) unquantized, or its uint32 codes.
+    scales (array, optional): ``w``'s scales when ``w`` is quantized. Default: None.
+    group_size (int, optional): the group size (the mode's default if None).
+    bits (int, optional): bits per code (the mode's default if None).
+    mode (str): ``"nvfp4"``, ``"mxfp4"`` or ``"mxfp8"``. Default: ``"nvfp4"``.
+    global_scale_x (array, optional): nvfp4 global scale of ``x``. Default: None.
+    global_scale_w (array, optional): nvfp4 global scale of ``w``. Default: None.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the product (..., M, N).
+)doc"},
+    {{"gather_qqmm"}, R"doc(``qqmm`` of gathered batch entries, the indices as in ``gather_qmm``.
+
+Args:
+    x (array): the left operands (..., M, K).
+    w (array): the right operands (..., N, K), unquantized or their codes.
+    scales (array, optional): ``w``'s scales when ``w`` is quantized. Default: None.
+    lhs_indices (array, optional): integer indices into ``x``'s batch. Default: None.
+    rhs_indices (array, optional): integer indices into ``w``'s batch. Default: None.
+    group_size (int, optional): the group size (the mode's default if None).
+    bits (int, optional): bits per code (the mode's default if None).
+    mode (str): ``"nvfp4"``, ``"mxfp4"`` or ``"mxfp8"``. Default: ``"nvfp4"``.
+    global_scale_x (array, optional): nvfp4 global scale of ``x``. Default: None.
+    global_scale_w (array, optional): nvfp4 global scale of ``w``. Default: None.
+    sorted_indices (bool): a hint, as in ``gather_qmm``. Default: False.
+)doc" EMBER_DOC_STREAM R"doc(
+Returns:
+    array: the products, shape ``indices.shape + (M, N)``.
+)doc"},
     {{"from_fp8"}, R"doc(Decodes 8-bit float codes (fp8 e4m3, as ``to_fp8`` writes them) into a floating-point dtype.
 
 Every finite code's value is exact in each floating dtype; the codes 127

@@ -6,6 +6,8 @@ namespace ember::py_bind {
 void init_distributed(py::module_& m);  // distributed.cpp
 void init_compile(py::module_& m);  // compile.cpp
 }
+void init_quantized(py::module_& m);  // quantized.cpp
+}  // namespace ember::py_bind
 
 PYBIND11_MODULE(core, m) {
   m.doc() = "Ember core: lazily evaluated arrays, ops, devices and memory.";
@@ -34,6 +36,7 @@ PYBIND11_MODULE(core, m) {
   ember::py_bind::init_distributed(m);
   ember::py_bind::init_fuse(m);
   ember::py_bind::init_compile(m);
+  ember::py_bind::init_quantized(m);
   // ArrayLike: the protocol of objects that convert themselves with __mlx_array__()
   m.attr("ArrayLike") = py::module_::import("builtins").attr("type")(
       "ArrayLike", py::make_tuple(),

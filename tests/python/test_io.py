@@ -443,6 +443,12 @@ def test_gguf_quantized_mlx_layout(tmp_path, kind):
         + np.array(out["w.biases"]).astype(np.float32)[..., None]
     ref = quants.dequantize(q, t)
     np.testing.assert_allclose(deq.reshape(6, 128), ref, atol=4e-3)
+    # the quantization ops read the loaded layout: dequantize and quantized_matmul
+    got = mx.dequantize(out["w"], out["w.scales"], out["w.biases"], 32, bits)
+    np.testing.assert_allclose(np.array(got).astype(np.float32), deq.reshape(6, 128), rtol=2e-3, atol=2e-3)
+    xv = np.random.default_rng(1).standard_normal((3, 128)).astype(np.float32)
+    y = mx.quantized_matmul(mx.array(xv), out["w"], out["w.scales"], out["w.biases"], True, 32, bits)
+    np.testing.assert_allclose(np.array(y), xv @ deq.reshape(6, 128).T, rtol=1e-4, atol=1e-3)
 
 
 @ember_only  # MLX 0.32's save_gguf rejects bfloat16 (and its loader int64/float64)

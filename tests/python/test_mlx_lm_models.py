@@ -289,14 +289,29 @@ def test_lora_training_touches_only_the_adapters():
 
 
 @ember_only
-@pytest.mark.xfail(strict=True, raises=AttributeError,
-                   reason="LoRALinear.from_base and fuse test isinstance(linear, nn.QuantizedLinear); Ember has "
-                          "no quantized layers (mx.quantize/dequantize/quantized_matmul are missing)")
 def test_lora_from_base():
+    """mlx-lm's LoRA adapter on a float and on a quantized projection: a zero
+    lora_b leaves the output unchanged, and fuse() gives the adapted layer's
+    output (dequantized: exactly the float sum; requantized: a QuantizedLinear)."""
+    import mlx.nn as nn
     from mlx_lm.tuner.lora import LoRALinear
 
     model, _ = C.build(mx, "llama")
-    LoRALinear.from_base(model.model.layers[0].self_attn.q_proj, r=4)
+    lin = model.model.layers[0].self_attn.q_proj
+    x = mx.random.normal((3, lin.weight.shape[1]))
+    for base in [lin, nn.QuantizedLinear.from_linear(lin, group_size=32, bits=8)]:
+        lora = LoRALinear.from_base(base, r=4)
+        np.testing.assert_allclose(np.array(lora(x)), np.array(base(x)), rtol=1e-5, atol=1e-5)
+        lora.lora_b = 0.1 * mx.random.normal(lora.lora_b.shape)
+        want = np.array(lora(x))
+        assert np.abs(want - np.array(base(x))).max() > 1e-3
+        fused = lora.fuse(dequantize=True) if isinstance(base, nn.QuantizedLinear) else lora.fuse()
+        assert type(fused) is nn.Linear
+        np.testing.assert_allclose(np.array(fused(x)), want, rtol=1e-4, atol=1e-4)
+        if isinstance(base, nn.QuantizedLinear):
+            requant = lora.fuse()
+            assert isinstance(requant, nn.QuantizedLinear) and requant.bits == 8
+            np.testing.assert_allclose(np.array(requant(x)), want, rtol=0.05, atol=0.05)
 
 
 # --------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from ember.nn.layers.linear import Bilinear, Identity, Linear
 from ember.nn.layers.normalization import BatchNorm, GroupNorm, InstanceNorm, LayerNorm, RMSNorm
 from ember.nn.layers.pooling import AvgPool1d, AvgPool2d, AvgPool3d, MaxPool1d, MaxPool2d, MaxPool3d
 from ember.nn.layers.positional_encoding import ALiBi, RoPE, SinusoidalPositionalEncoding
+from ember.nn.layers.quantized import QQLinear, QuantizedEmbedding, QuantizedLinear, quantize
 from ember.nn.layers.recurrent import GRU, LSTM, RNN
 from ember.nn.layers.transformer import (MultiHeadAttention, Transformer, TransformerDecoder,
                                          TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer)

@@ -35,3 +35,12 @@ class Embedding(Module):
             raise ValueError(f"[Embedding.as_linear] Expected the input to have {self.weight.shape[1]} "
                              f"features in its last dimension but got an array of shape {tuple(x.shape)}.")
         return x @ self.weight.T
+
+    def to_quantized(self, group_size: int = None, bits: int = None, mode: str = "affine",
+                     quantize_input: bool = False):
+        """This table quantized, as a QuantizedEmbedding (``quantize_input``
+        is not supported: ValueError)."""
+        if quantize_input:
+            raise ValueError("Quantized input is not supported.")
+        from ember.nn.layers.quantized import QuantizedEmbedding
+        return QuantizedEmbedding.from_embedding(self, group_size, bits, mode)

@@ -53,6 +53,15 @@ class Linear(Module):
             return mx.addmm(self["bias"], x, self["weight"].T)
         return x @ self["weight"].T
 
+    def to_quantized(self, group_size: int = None, bits: int = None, mode: str = "affine",
+                     quantize_input: bool = False):
+        """This layer quantized: a QuantizedLinear, or with ``quantize_input``
+        a QQLinear (inputs quantized too)."""
+        from ember.nn.layers.quantized import QQLinear, QuantizedLinear
+        if quantize_input:
+            return QQLinear.from_linear(self, group_size, bits, mode)
+        return QuantizedLinear.from_linear(self, group_size, bits, mode)
+
 
 class Bilinear(Module):
     r"""Bilinear map :math:`y_k = x_1^T W_k x_2 + b_k`.

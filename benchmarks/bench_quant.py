@@ -1,0 +1,93 @@
+"""Quantized matmul on the shapes of a Llama-3.2-1B-sized model (hidden 2048,
+FFN 8192): decode (one row of x) in GB/s of quantized weights read, and
+prefill (128 rows) in GFLOP/s, beside NumPy (dequantize then matmul), torch
+(dequantize then matmul: its int4/int8 CPU kernels need a packing of their
+own, see the note) and MLX's quantized_matmul. Weights are 4- or 8-bit affine,
+group 64, bfloat16 scales and biases as mlx-lm stores them; x is float32
+(MLX 0.32's CPU kernel accumulates a bfloat16 x in bfloat16, and fails the
+check). The inputs hold weights that
+are already on the quantization grid, so every framework multiplies by the
+same matrix and the float64 reference is exact. Run:
+
+    python3 benchmarks/bench_quant.py [--quick] [--only PATTERN] [--rounds 3]
+"""
+
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import Case, main  # noqa: E402
+
+GROUP = 64
+
+
+def grid_weights(rng, n, k, bits):
+    """(n, k) float32 weights on an affine grid of `bits` bits per group of 64
+    (bfloat16-exact scales and biases): quantizing them again is lossless."""
+    levels = (1 << bits) - 1
+    q = rng.integers(0, levels + 1, size=(n, k // GROUP, GROUP)).astype(np.float32)
+    # scales and biases exactly representable in bfloat16, products exact in float32
+    scale = (np.ldexp(1.0, rng.integers(-9, -6, size=(n, k // GROUP, 1)))).astype(np.float32)
+    bias = (-scale * (levels // 2)).astype(np.float32)
+    q[:, :, 0] = 0  # every group spans the whole grid, so its min and max fix the same scale
+    q[:, :, 1] = levels
+    return (q * scale + bias).reshape(n, k)
+
+
+def codes_np(w, bits):
+    g = w.reshape(w.shape[0], -1, GROUP)
+    lo, hi = g.min(-1, keepdims=True), g.max(-1, keepdims=True)
+    s = (hi - lo) / ((1 << bits) - 1)
+    return np.rint((g - lo) / s).astype(np.uint8), s.astype(np.float32), lo.astype(np.float32)
+
+
+def make(m, n, k, bits):
+    def inputs(rng):
+        return [rng.standard_normal((m, k)).astype(np.float32), grid_weights(rng, n, k, bits)]
+    return inputs
+
+
+def ref(x, w):
+    return x.astype(np.float64) @ w.astype(np.float64).T
+
+
+def impls(bits):
+    def mlx_like(mx, x, w):
+        wq, s, b = mx.quantize(w.astype(mx.bfloat16), GROUP, bits)
+        mx.eval(wq, s, b)
+        return lambda: mx.quantized_matmul(x, wq, s, b, True, GROUP, bits)
+
+    def numpy_impl(np_, x, w):
+        q, s, b = codes_np(np_.asarray(w), bits)
+        return lambda: x @ (q * s + b).reshape(w.shape).T
+
+    def torch_impl(torch, x, w):
+        q, s, b = codes_np(w.numpy(), bits)
+        q, s, b = torch.from_numpy(q), torch.from_numpy(s), torch.from_numpy(b)
+        return lambda: x @ (q.float() * s + b).reshape(w.shape).T
+
+    return {"mlx": mlx_like, "numpy": numpy_impl, "torch": torch_impl}
+
+
+def weight_bytes(n, k, bits):
+    return n * k * bits / 8 + 2 * (n * k // GROUP) * 2  # codes + bfloat16 scales and biases
+
+
+SHAPES = [("attn 2048x2048", 2048, 2048), ("ffn up 2048->8192", 8192, 2048), ("ffn down 8192->2048", 2048, 8192)]
+
+CASES = []
+for bits in (4, 8):
+    for name, n, k in SHAPES:
+        CASES.append(Case(name=f"decode q{bits} {name}", metric="GB/s", amount=weight_bytes(n, k, bits),
+                          make_inputs=make(1, n, k, bits), reference=ref, rtol=2e-2, atol=2e-2,
+                          out_dtype="float32", impls=impls(bits)))
+for bits in (4, 8):
+    for name, n, k in SHAPES[1:]:
+        CASES.append(Case(name=f"prefill 128 q{bits} {name}", metric="GFLOP/s", amount=2.0 * 128 * n * k,
+                          make_inputs=make(128, n, k, bits), reference=ref, rtol=2e-2, atol=2e-2,
+                          out_dtype="float32", impls=impls(bits)))
+
+if __name__ == "__main__":
+    main(CASES, title="Ember quantized matmul (bench_quant.py)")
