@@ -5,7 +5,6 @@
 namespace ember::py_bind {
 void init_distributed(py::module_& m);  // distributed.cpp
 void init_compile(py::module_& m);  // compile.cpp
-}
 void init_quantized(py::module_& m);  // quantized.cpp
 }  // namespace ember::py_bind
 
