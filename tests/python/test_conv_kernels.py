@@ -216,6 +216,52 @@ def test_weight_grad_many_rows(level):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=2e-2)
 
 
+def ref_input_grad(ct, w, x_shape, pad):
+    """d/dx of sum(ct * conv(x, w)) for stride 1, no dilation, one group and
+    padding `pad` on both sides of every spatial dim (float64): each kernel
+    position's ct @ w added into the window it read, the padding cut off."""
+    ct = np.asarray(ct, np.float64)
+    w = np.asarray(w, np.float64)
+    D = ct.ndim - 2
+    OS = ct.shape[1:-1]
+    gp = np.zeros((x_shape[0],) + tuple(s + 2 * pad for s in x_shape[1:-1]) + (x_shape[-1],))
+    for kp in np.ndindex(*w.shape[1:-1]):
+        sl = tuple(slice(k, k + o) for k, o in zip(kp, OS))
+        gp[(slice(None),) + sl] += ct @ w[(slice(None),) + kp]
+    return gp[(slice(None),) + tuple(slice(pad, gp.shape[1 + d] - pad) for d in range(D))]
+
+
+@pytest.mark.parametrize("shape,O,pad", [
+    ((1, 1, 1, 5), 7, 1),          # a 1-pixel image: all but the centre tap read the padding
+    ((1, 2, 9, 3), 16, 3),         # wider padding than the kernel: lines that see nothing but zeros
+    ((2, 3, 17, 16), 33, 2),       # odd widths, leading taps off the input on several lines
+    ((1, 4, 2, 5, 16), 32, 2),     # 3-D: padded depth and height taps skipped, 5-wide lines
+    ((1, 1, 1, 13, 8), 16, 1),     # 3-D, one plane of one line
+    ((3, 7, 5), 20, 4),            # 1-D: the padding wider than the kernel
+])
+def test_padded_kernel_positions(level, shape, O, pad):
+    # Kernel positions that every row of a tile reads in the padding (the
+    # forward kernel skips them), and rows of a weight-gradient block that
+    # read the padding at a position (cut off the block's row range): the
+    # forward output, both gradients and the values at the image edges.
+    rng = np.random.default_rng(sum(shape) + O + pad)
+    D = len(shape) - 2
+    x = rng.standard_normal(shape)
+    w = rng.standard_normal((O,) + (3,) * D + (shape[-1],))
+    fn = {1: mx.conv1d, 2: mx.conv2d, 3: mx.conv3d}[D]
+    got, want = conv_and_ref(x, w, 1, pad)
+    np.testing.assert_allclose(got, want, rtol=1e-11, atol=1e-11)
+    ct = rng.standard_normal(want.shape)
+    _, (dx, dw) = mx.vjp(lambda a, b: fn(a, b, 1, pad), [arr(x), arr(w)], [arr(ct)])
+    np.testing.assert_allclose(to_numpy(dx), ref_input_grad(ct, w, x.shape, pad), rtol=1e-11, atol=1e-11)
+    np.testing.assert_allclose(to_numpy(dw), ref_weight_grad(x, ct, w.shape, [1] * D, [pad] * D, [1] * D, 1),
+                               rtol=1e-11, atol=1e-10)
+    # the same in float32, where the kernels' tiles are twice as wide
+    x32, w32 = x.astype(np.float32), w.astype(np.float32)
+    got, want = conv_and_ref(x32, w32, 1, pad)
+    np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-4)
+
+
 _DETERMINISM = r"""
 import numpy as np, ember.core as mx, sys
 rng = np.random.default_rng(0)

@@ -54,6 +54,23 @@ struct Scratch {
   }
 };
 
+// Tasks [0, n) handed out one at a time to whichever thread asks next: a
+// core the OS lends to another process for a while then takes fewer of
+// them instead of holding the whole call up (a fixed split waits for its
+// slowest half). make() builds a thread's scratch state once; run(state,
+// i) does task i; done(state) ends the thread's share. Every task writes
+// its own outputs, so which thread runs it does not change the result.
+template <class Make, class Run, class Done>
+void run_tasks(int64_t n, Make&& make, Run&& run, Done&& done) {
+  std::atomic<int64_t> next{0};
+  const int64_t workers = std::min<int64_t>(num_threads(), n);
+  parallel_for(workers, 1, [&](int64_t, int64_t) {
+    auto state = make();
+    for (int64_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < n;) run(state, i);
+    done(state);
+  });
+}
+
 // Tile shapes per level: NR vectors of output channels x MR rows, as many
 // accumulators as the registers hold with room for the operands (32 vector
 // registers with AVX-512, 16 below it).
@@ -278,9 +295,9 @@ struct RowPointers {
 // then runs over all their channels with one pointer per row (when the
 // chunk holds every channel of a pixel), or reuses pixels across taps.
 template <class A, int MR, int NR, bool Full>
-void fwd_tile(const A* const* src, int64_t Kprod, int64_t goff, int64_t cstride, int64_t kp0, int64_t kp1,
-              int64_t c0, int64_t c1, const A* w, int64_t w_kstride, A* out, int64_t ldo, int64_t rows, int64_t cols,
-              bool accumulate, bool stream) {
+void fwd_tile(const A* const* src, const A* zeros, int64_t Kprod, int64_t goff, int64_t cstride, int64_t kp0,
+              int64_t kp1, int64_t c0, int64_t c1, const A* w, int64_t w_kstride, A* out, int64_t ldo, int64_t rows,
+              int64_t cols, bool accumulate, bool stream) {
   using V = typename Vec<A>::V;
   constexpr int W = Vec<A>::W;
   V acc[MR][NR];
@@ -293,6 +310,15 @@ void fwd_tile(const A* const* src, int64_t Kprod, int64_t goff, int64_t cstride,
   }
   const bool whole_c = c0 == 0 && c1 == cstride;  // channel runs may cross kernel positions
   for (int64_t kp = kp0; kp < kp1;) {
+    // a kernel position where every row reads the padding (a leading
+    // kernel index off the input, the same for all the rows of a tile,
+    // which never crosses an output line) adds nothing
+    bool pad = true;
+    for (int r = 0; r < MR; ++r) pad &= src[r * Kprod + kp] == zeros;
+    if (pad) {
+      ++kp;
+      continue;
+    }
     const A* s[MR];
     for (int r = 0; r < MR; ++r) s[r] = src[r * Kprod + kp] + goff;
     const A* wk = w + kp * w_kstride;
@@ -369,16 +395,16 @@ void fwd_tile(const A* const* src, int64_t Kprod, int64_t goff, int64_t cstride,
 // fwd_tile for a tile of `rows` < MR rows (the end of an output line), still
 // with everything in registers when its columns are whole vectors.
 template <class A, int MR, int NR>
-void fwd_short_tile(const A* const* src, int64_t Kprod, int64_t goff, int64_t cstride, int64_t kp0, int64_t kp1,
-                    int64_t c0, int64_t c1, const A* w, int64_t w_kstride, A* out, int64_t ldo, int64_t rows,
-                    int64_t cols, bool accumulate, bool stream) {
+void fwd_short_tile(const A* const* src, const A* zeros, int64_t Kprod, int64_t goff, int64_t cstride, int64_t kp0,
+                    int64_t kp1, int64_t c0, int64_t c1, const A* w, int64_t w_kstride, A* out, int64_t ldo,
+                    int64_t rows, int64_t cols, bool accumulate, bool stream) {
   if constexpr (MR > 1) {
     if (rows < MR) {
-      return fwd_short_tile<A, MR - 1, NR>(src, Kprod, goff, cstride, kp0, kp1, c0, c1, w, w_kstride, out, ldo, rows,
-                                           cols, accumulate, stream);
+      return fwd_short_tile<A, MR - 1, NR>(src, zeros, Kprod, goff, cstride, kp0, kp1, c0, c1, w, w_kstride, out,
+                                           ldo, rows, cols, accumulate, stream);
     }
   }
-  fwd_tile<A, MR, NR, true>(src, Kprod, goff, cstride, kp0, kp1, c0, c1, w, w_kstride, out, ldo, rows, cols,
+  fwd_tile<A, MR, NR, true>(src, zeros, Kprod, goff, cstride, kp0, kp1, c0, c1, w, w_kstride, out, ldo, rows, cols,
                             accumulate, stream);
 }
 
@@ -504,37 +530,39 @@ void forward_blocks(const A* x, const Geometry& g, const ConvParams& p, const Fo
   const bool stream = kp_step == g.Kprod && c_step == g.Cg && plan.nrw % line == 0 && g.O % line == 0 &&
                       (g.G == 1 || g.Og % line == 0) && reinterpret_cast<uintptr_t>(out) % 64 == 0 &&
                       g.rows * g.O * static_cast<int64_t>(sizeof(A)) >= kStreamBytes;
-  parallel_for(nblocks, 1, [&](int64_t b0, int64_t b1) {
-    RowPointers<A> rp(g, tab, block_rows, MR);
-    for (int64_t blk = b0; blk < b1; ++blk) {
-      const int64_t r0 = blk * block_rows, nr = std::min(block_rows, g.rows - r0);
-      rp.fill(x, zeros.data(), r0, nr, MR, g);
-      for (int64_t gi = 0; gi < g.G; ++gi) {
-        for (int64_t jb = 0; jb < plan.blocks; ++jb) {
-          const int64_t col0 = jb * plan.nrw, cols = std::min(plan.nrw, g.Og - col0);
-          const A* wb = wp + (gi * plan.blocks + jb) * plan.block_size(g);
-          A* ob = out + gi * g.Og + col0;
-          bool first = true;
-          for (int64_t kp0 = 0; kp0 < g.Kprod; kp0 += kp_step) {
-            const int64_t kp1 = std::min(g.Kprod, kp0 + kp_step);
-            for (int64_t c0 = 0; c0 < g.Cg; c0 += c_step) {
-              const int64_t c1 = std::min(g.Cg, c0 + c_step);
-              const int64_t cstride = g.C;  // from one pixel to the next
-              for (const Tile& t : rp.tiles) {
-                auto tile = cols < plan.nrw   ? fwd_tile<A, MR, NR, false>
-                            : t.rows == MR    ? fwd_tile<A, MR, NR, true>
-                                              : fwd_short_tile<A, MR - 1, NR>;
-                tile(rp.ptr.data() + t.at * g.Kprod, g.Kprod, gi * g.Cg, cstride, kp0, kp1, c0, c1, wb,
-                     g.Cg * plan.nrw, ob + t.row * g.O, g.O, t.rows, cols, !first, stream);
-              }
-              first = false;
+  // one task per block of rows: its pointer table, then every group and column block
+  auto block = [&](RowPointers<A>& rp, int64_t blk) {
+    const int64_t r0 = blk * block_rows, nr = std::min(block_rows, g.rows - r0);
+    rp.fill(x, zeros.data(), r0, nr, MR, g);
+    for (int64_t gi = 0; gi < g.G; ++gi) {
+      for (int64_t jb = 0; jb < plan.blocks; ++jb) {
+        const int64_t col0 = jb * plan.nrw, cols = std::min(plan.nrw, g.Og - col0);
+        const A* wb = wp + (gi * plan.blocks + jb) * plan.block_size(g);
+        A* ob = out + gi * g.Og + col0;
+        bool first = true;
+        for (int64_t kp0 = 0; kp0 < g.Kprod; kp0 += kp_step) {
+          const int64_t kp1 = std::min(g.Kprod, kp0 + kp_step);
+          for (int64_t c0 = 0; c0 < g.Cg; c0 += c_step) {
+            const int64_t c1 = std::min(g.Cg, c0 + c_step);
+            const int64_t cstride = g.C;  // from one pixel to the next
+            for (const Tile& t : rp.tiles) {
+              auto tile = cols < plan.nrw   ? fwd_tile<A, MR, NR, false>
+                          : t.rows == MR    ? fwd_tile<A, MR, NR, true>
+                                            : fwd_short_tile<A, MR - 1, NR>;
+              tile(rp.ptr.data() + t.at * g.Kprod, zeros.data(), g.Kprod, gi * g.Cg, cstride, kp0, kp1, c0, c1,
+                   wb, g.Cg * plan.nrw, ob + t.row * g.O, g.O, t.rows, cols, !first, stream);
             }
+            first = false;
           }
         }
       }
     }
-    if (stream) stream_fence();
-  });
+  };
+  run_tasks(
+      nblocks, [&] { return RowPointers<A>(g, tab, block_rows, MR); }, block,
+      [&](RowPointers<A>&) {
+        if (stream) stream_fence();
+      });
 }
 
 template <class A>
@@ -683,10 +711,15 @@ void conv_depthwise(const A* x, const A* w, const Geometry& g, const ConvParams&
   const bool stream = NR * Vec<A>::W * sizeof(A) % 64 == 0 &&
                       g.rows * g.O * static_cast<int64_t>(sizeof(A)) >= kStreamBytes &&
                       (g.O * sizeof(A)) % 64 == 0 && reinterpret_cast<uintptr_t>(out) % 64 == 0;
-  parallel_for(lines, grain, [&](int64_t l0, int64_t l1) {
-    std::vector<int64_t> lead(static_cast<size_t>(nlead));
-    std::vector<A> held(MR * W);  // dw_tile3's first halves of streamed lines
-    for (int64_t line = l0; line < l1; ++line) {
+  struct State {
+    std::vector<int64_t> lead;
+    std::vector<A> held;  // dw_tile3's first halves of streamed lines
+  };
+  // one task per `grain` output lines
+  auto task = [&](State& st, int64_t t) {
+    std::vector<int64_t>& lead = st.lead;
+    std::vector<A>& held = st.held;
+    for (int64_t line = t * grain, l1 = std::min(lines, line + grain); line < l1; ++line) {
       // the line's batch item and leading positions
       int64_t rem = line, pos[3] = {0, 0, 0};
       for (int d = L - 1; d >= 0; --d) {
@@ -728,17 +761,25 @@ void conv_depthwise(const A* x, const A* w, const Geometry& g, const ConvParams&
         }
       }
     }
-    if (stream) stream_fence();
-  });
+  };
+  run_tasks(
+      (lines + grain - 1) / grain,
+      [&] { return State{std::vector<int64_t>(static_cast<size_t>(nlead)), std::vector<A>(MR * W)}; }, task,
+      [&](State&) {
+        if (stream) stream_fence();
+      });
 }
 
 // ---------------------------------------------------------------- weight gradient
 
 // dwt[c0 + i][o0 + :cols] += sum_r src[r][kp][coff + i] * ct[r][:cols] for
 // i < MR, over `nrows` rows (dwt rows are ldd apart, ct rows ldc apart).
+// Compiled on its own: inlined into the partition loop, GCC has been seen
+// to keep the accumulators on the stack (a store of each per row, half the
+// speed), depending on the code around the call.
 template <class A, int MR, int NR, bool Whole>
-void wg_tile(const A* const* src, int64_t Kprod, int64_t kp, int64_t coff, const A* ct, int64_t ldc, int64_t nrows,
-             A* dwt, int64_t ldd, int64_t cols) {
+__attribute__((noinline)) void wg_tile(const A* const* src, int64_t Kprod, int64_t kp, int64_t coff, const A* ct,
+                                       int64_t ldc, int64_t nrows, A* dwt, int64_t ldd, int64_t cols) {
   using V = typename Vec<A>::V;
   constexpr int W = Vec<A>::W;
   V acc[MR][NR];
@@ -786,6 +827,13 @@ void weight_grad_partition(const A* x, const A* ct, const Geometry& g, const Off
     rp.fill(x, zeros.data(), r0, nr, 1, g);
     for (int64_t gi = 0; gi < g.G; ++gi) {
       for (int64_t kp = 0; kp < g.Kprod; ++kp) {
+        // the block's rows from the first to the last that reads the input
+        // at kp (rows in the padding add nothing: a padded leading kernel
+        // index skips a whole output line)
+        int64_t lo = 0, hi = nr;
+        while (lo < hi && rp.ptr[lo * g.Kprod + kp] == zeros.data()) ++lo;
+        while (hi > lo && rp.ptr[(hi - 1) * g.Kprod + kp] == zeros.data()) --hi;
+        if (lo == hi) continue;
         // channel tiles of balanced sizes (32 = 6+6+5+5+5+5, not 6*5+2)
         const int64_t ntiles = (g.Cg + MR - 1) / MR;
         for (int64_t t = 0, c0 = 0; t < ntiles; ++t) {
@@ -794,8 +842,8 @@ void weight_grad_partition(const A* x, const A* ct, const Geometry& g, const Off
           for (int64_t o0 = 0; o0 < g.Og; o0 += NR * W) {
             const int64_t cols = std::min<int64_t>(NR * W, g.Og - o0);
             A* d = dwt + ((gi * g.Kprod + kp) * g.Cg + c0) * ogp + o0;
-            wg_rows<A, MR, NR>(mc, rp.ptr.data(), g.Kprod, kp, gi * g.Cg + c0, ct + r0 * g.O + gi * g.Og + o0, g.O,
-                               nr, d, ogp, cols);
+            wg_rows<A, MR, NR>(mc, rp.ptr.data() + lo * g.Kprod, g.Kprod, kp, gi * g.Cg + c0,
+                               ct + (r0 + lo) * g.O + gi * g.Og + o0, g.O, hi - lo, d, ogp, cols);
           }
           c0 = c1;
         }
@@ -816,20 +864,19 @@ void conv_weight_grad(const A* x, const A* ct, const Geometry& g, const ConvPara
   Scratch<A> acc(parts * per);
   const int nr = static_cast<int>(std::min<int64_t>(max_nr<A>(), (g.Og + W - 1) / W));
   const OffsetTables tab(g, p);
-  parallel_for(parts, 1, [&](int64_t q0, int64_t q1) {
-    for (int64_t q = q0; q < q1; ++q) {
-      const int64_t rb = g.rows * q / parts, re = g.rows * (q + 1) / parts;
-      A* d = acc.data + q * per;
-      switch (nr) {
+  auto part = [&](int, int64_t q) {
+    const int64_t rb = g.rows * q / parts, re = g.rows * (q + 1) / parts;
+    A* d = acc.data + q * per;
+    switch (nr) {
 #if EMBER_ISA_HAS_AVX512
-        case 4: weight_grad_partition<A, 4>(x, ct, g, tab, rb, re, ogp, d); break;
-        case 3: weight_grad_partition<A, 3>(x, ct, g, tab, rb, re, ogp, d); break;
+      case 4: weight_grad_partition<A, 4>(x, ct, g, tab, rb, re, ogp, d); break;
+      case 3: weight_grad_partition<A, 3>(x, ct, g, tab, rb, re, ogp, d); break;
 #endif
-        case 2: weight_grad_partition<A, 2>(x, ct, g, tab, rb, re, ogp, d); break;
-        default: weight_grad_partition<A, 1>(x, ct, g, tab, rb, re, ogp, d); break;
-      }
+      case 2: weight_grad_partition<A, 2>(x, ct, g, tab, rb, re, ogp, d); break;
+      default: weight_grad_partition<A, 1>(x, ct, g, tab, rb, re, ogp, d); break;
     }
-  });
+  };
+  run_tasks(parts, [] { return 0; }, part, [](int) {});
   for (int64_t q = 1; q < parts; ++q) {
     const A* src = acc.data + q * per;
     for (int64_t i = 0; i < per; ++i) acc.data[i] += src[i];
