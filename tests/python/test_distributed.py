@@ -121,6 +121,102 @@ def test_sharded_linear_gradients_float64():
 
 
 # --------------------------------------------------------------------------
+# the quantized sharded layers on the singleton group
+# --------------------------------------------------------------------------
+
+QUANT_CLASSES = [("all-to-sharded", "QuantizedAllToShardedLinear"),
+                 ("sharded-to-all", "QuantizedShardedToAllLinear")]
+
+
+def _quantized_linear(inp, out, bias, mode="affine", seed=0):
+    mx.random.seed(seed)
+    q = nn.QuantizedLinear(inp, out, bias=bias, mode=mode)
+    if bias:
+        q.bias = mx.random.normal((out,))
+    return q
+
+
+@pytest.mark.parametrize("sharding, cls", QUANT_CLASSES)
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("mode", ["affine", "mxfp4"])
+def test_shard_quantized_linear_on_one_process_is_the_layer(sharding, cls, bias, mode):
+    q = _quantized_linear(128, 8, bias, mode)
+    sh = dist.shard_linear(q, sharding)
+    assert type(sh) is getattr(nn, cls) and type(sh) is getattr(nn.layers, cls)
+    assert (sh.group_size, sh.bits, sh.mode) == (q.group_size, q.bits, mode)
+    assert sorted(sh.parameters()) == sorted(q.parameters())
+    for k, v in q.parameters().items():
+        assert sh[k].dtype == v.dtype
+        np.testing.assert_array_equal(np.array(sh[k]), np.array(v), err_msg=k)
+    x = mx.random.normal((3, 128))
+    np.testing.assert_array_equal(np.array(sh(x)), np.array(q(x)))
+    assert repr(sh) == (f"{cls}(input_dims=128, output_dims=8, bias={bias}, group_size={q.group_size}, "
+                        f"bits={q.bits}, mode={mode})")
+    # the class method gives the same layer
+    direct = getattr(nn, cls).from_quantized_linear(q, group=D.init())
+    np.testing.assert_array_equal(np.array(direct(x)), np.array(q(x)))
+    # the gradient of the input is the QuantizedLinear's
+    gq = mx.grad(lambda v: mx.sum(mx.sin(q(v))))(x)
+    gs = mx.grad(lambda v: mx.sum(mx.sin(sh(v))))(x)
+    np.testing.assert_allclose(np.array(gs), np.array(gq), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("sharding, cls", QUANT_CLASSES)
+def test_quantized_sharded_layers_constructors(sharding, cls):
+    import inspect
+
+    C = getattr(nn, cls)
+    params = inspect.signature(C).parameters
+    assert list(params) == ["input_dims", "output_dims", "bias", "group_size", "bits", "mode", "group"]
+    assert [params[k].default for k in ("bias", "group_size", "bits", "mode", "group")] == [True, 64, 4, "affine", None]
+    layer = C(128, 6)
+    assert layer.weight.dtype == mx.uint32 and layer.weight.shape == (6, 16)
+    assert layer.scales.shape == (6, 2) and layer.biases.shape == (6, 2)
+    np.testing.assert_array_equal(np.array(layer.bias), np.zeros(6, np.float32))
+    assert layer.group.size() == 1
+    # the quantized weight dequantizes within the uniform init's bound
+    w = mx.dequantize(layer.weight, layer.scales, layer.biases, group_size=64, bits=4)
+    assert np.abs(np.array(w)).max() <= 128 ** -0.5 + 1e-6
+    assert repr(layer) == f"{cls}(input_dims=128, output_dims=6, bias=True, group_size=64, bits=4, mode=affine)"
+    # frozen, and unfreeze leaves them frozen
+    assert not layer.trainable_parameters()
+    layer.unfreeze()
+    assert not layer.trainable_parameters()
+    assert sorted(layer.parameters()) == ["bias", "biases", "scales", "weight"]
+    fp = C(64, 4, bias=False, group_size=32, bits=8, mode="mxfp8")
+    assert sorted(fp.parameters()) == ["scales", "weight"] and fp.weight.shape == (4, 16)
+    assert "input_dims=64, output_dims=4, bias=False, group_size=32, bits=8, mode=mxfp8" in repr(fp)
+    x = mx.random.normal((2, 64))
+    ref = mx.dequantize(fp.weight, fp.scales, group_size=32, bits=8, mode="mxfp8")
+    np.testing.assert_allclose(np.array(fp(x)), np.array(x @ ref.T), rtol=1e-4, atol=1e-4)
+
+
+def test_quantized_sharded_errors():
+    with pytest.raises(ValueError):
+        nn.QuantizedAllToShardedLinear(100, 4)  # 100 is not a multiple of the group size
+    with pytest.raises(ValueError):
+        nn.QuantizedShardedToAllLinear(64, 4, mode="bogus")
+    with pytest.raises(AttributeError):
+        dist.shard_linear(nn.Embedding(4, 8), "all-to-sharded")
+    with pytest.raises(ValueError, match="Sharding type"):
+        dist.shard_linear(_quantized_linear(64, 4, True), "by-rows")
+
+
+def test_shard_inplace_quantized_linear_on_one_process():
+    q = _quantized_linear(128, 6, True)
+    before = {k: np.array(v) for k, v in q.parameters().items()}
+    x = mx.random.normal((2, 128))
+    y = np.array(q(x))
+    dist.shard_inplace(q, "all-to-sharded", segments=3)
+    dist.shard_inplace(q, "sharded-to-all")
+    assert sorted(q.parameters()) == sorted(before)
+    for k, v in q.parameters().items():
+        np.testing.assert_array_equal(np.array(v), before[k], err_msg=k)
+    np.testing.assert_array_equal(np.array(q(x)), y)
+    assert type(q) is nn.QuantizedLinear and not q.trainable_parameters()
+
+
+# --------------------------------------------------------------------------
 # compile
 # --------------------------------------------------------------------------
 

@@ -1,6 +1,7 @@
 """Run on 2 ranks by test_distributed_mpi.py: nn.average_gradients, data-
 parallel training against one process on the whole batch, tensor-parallel
-linear layers and fully_shard against the unsharded model."""
+linear layers (float and quantized) and fully_shard against the unsharded
+model."""
 import numpy as np
 
 import ember.core as mx
@@ -100,6 +101,90 @@ w = np.array(lin.weight)
 nn.layers.distributed.shard_inplace(lin, "all-to-sharded", segments=3)
 parts = np.split(w, 3)
 np.testing.assert_array_equal(np.array(lin.weight), np.concatenate([np.split(p, n)[r] for p in parts]))
+
+# ---- quantized tensor parallel: the same outputs as the unsharded QuantizedLinear --
+QA, QS = nn.QuantizedAllToShardedLinear, nn.QuantizedShardedToAllLinear
+
+
+def quantized(inp, out, bias, mode, seed):
+    mx.random.seed(seed)
+    q = nn.QuantizedLinear(inp, out, bias=bias, mode=mode)
+    if bias:
+        q.bias = mx.random.normal((out,))
+    return q
+
+
+xq = mx.array(np.random.default_rng(8).standard_normal((5, 64)).astype(np.float32))
+for mode in ("affine", "mxfp4"):
+    for bias in (True, False):
+        # hidden/n columns per rank: whole quantization groups (64 for affine, 32 for mxfp4)
+        hidden = 64 * n
+        q1, q2 = quantized(64, hidden, bias, mode, 3), quantized(hidden, 6, bias, mode, 4)
+        s1 = nn.layers.distributed.shard_linear(q1, "all-to-sharded")
+        s2 = nn.layers.distributed.shard_linear(q2, "sharded-to-all")
+        assert type(s1) is QA and type(s2) is QS, (type(s1), type(s2))
+        assert (s1.group_size, s1.bits, s1.mode) == (q1.group_size, q1.bits, mode)
+        rows, cols = hidden // n, hidden // n
+        # this rank's rows (all-to-sharded) or columns (sharded-to-all) of the codes, scales, biases
+        for k, v in q1.parameters().items():
+            want = np.array(v)[rows * r:rows * (r + 1)]
+            np.testing.assert_array_equal(np.array(s1[k]), want, err_msg=f"{mode} {bias} s1 {k}")
+        pack_w, pack_s = q2.weight.shape[1] // n, q2.scales.shape[1] // n
+        for k, v in q2.parameters().items():
+            if k == "bias":
+                want = np.array(v)
+            else:
+                w = pack_w if k == "weight" else pack_s
+                want = np.array(v)[:, w * r:w * (r + 1)]
+            np.testing.assert_array_equal(np.array(s2[k]), want, err_msg=f"{mode} {bias} s2 {k}")
+        assert repr(s1) == (f"QuantizedAllToShardedLinear(input_dims=64, output_dims={hidden}, bias={bias}, "
+                            f"group_size={q1.group_size}, bits=4, mode={mode})"), repr(s1)
+        assert repr(s2) == (f"QuantizedShardedToAllLinear(input_dims={hidden}, output_dims=6, bias={bias}, "
+                            f"group_size={q2.group_size}, bits=4, mode={mode})"), repr(s2)
+        assert not s1.trainable_parameters() and not s2.trainable_parameters()
+        # all-to-sharded: exactly this rank's slice of the output
+        np.testing.assert_array_equal(np.array(s1(xq)), np.array(q1(xq))[:, rows * r:rows * (r + 1)])
+        # sharded-to-all: this rank's slice of the input, the whole output on every rank
+        h = nn.relu(q1(xq))
+        y2 = s2(h[:, cols * r:cols * (r + 1)])
+        np.testing.assert_allclose(np.array(y2), np.array(q2(h)), rtol=1e-5, atol=1e-5)
+        np.testing.assert_array_equal(np.array(D.all_max(y2)), np.array(y2))
+        # the two together, the classmethods directly, and the input's gradient
+        full_q = nn.Sequential(q1, nn.ReLU(), q2)
+        tp_q = nn.Sequential(QA.from_quantized_linear(q1), nn.ReLU(), QS.from_quantized_linear(q2, group=g))
+        np.testing.assert_allclose(np.array(tp_q(xq)), np.array(full_q(xq)), rtol=1e-5, atol=1e-5)
+        gx_full = mx.grad(lambda v: mx.sum(mx.sin(full_q(v))))(xq)
+        gx_tp = mx.grad(lambda v: mx.sum(mx.sin(tp_q(v))))(xq)
+        np.testing.assert_allclose(np.array(gx_tp), np.array(gx_full), rtol=1e-4, atol=1e-5)
+# a fused quantized weight (3 segments): each rank computes its part of each segment
+qf = quantized(64, 6 * n, True, "affine", 5)
+sf = nn.layers.distributed.shard_linear(qf, "all-to-sharded", segments=3)
+parts = np.split(np.array(qf(xq)), 3, axis=1)
+np.testing.assert_array_equal(np.array(sf(xq)), np.concatenate([np.split(p, n, axis=1)[r] for p in parts], axis=1))
+# shard_inplace of a QuantizedLinear: rows (bias too), then the whole layer is sharded-to-all
+qi = quantized(64 * n, 4, True, "affine", 6)
+before = {k: np.array(v) for k, v in qi.parameters().items()}
+nn.layers.distributed.shard_inplace(qi, "sharded-to-all")
+assert type(qi) is nn.QuantizedLinear and qi.weight.shape == (4, 8) and qi.scales.shape == (4, 1)
+for k, v in qi.parameters().items():
+    want = before[k] if k == "bias" else np.split(before[k], n, axis=1)[r]
+    np.testing.assert_array_equal(np.array(v), want, err_msg=k)
+qr = quantized(64, 4 * n, True, "affine", 7)
+before = {k: np.array(v) for k, v in qr.parameters().items()}
+nn.layers.distributed.shard_inplace(qr, "all-to-sharded")
+for k, v in qr.parameters().items():
+    np.testing.assert_array_equal(np.array(v), np.split(before[k], n, axis=0)[r], err_msg=k)
+# constructors: the sharded shapes, and what does not split
+a, b = QA(64, 4 * n), QS(64 * n, 4, bias=False)
+assert a.weight.shape == (4, 8) and a.bias.shape == (4,) and b.weight.shape == (4, 8) and "bias" not in b
+assert "input_dims=64, output_dims=%d," % (4 * n) in repr(a) and "input_dims=%d, output_dims=4," % (64 * n) in repr(b)
+for make in (lambda: QA(64, 2 * n + 1), lambda: QS(64 * n + 1, 4), lambda: QS(64, 4),
+             lambda: nn.layers.distributed.shard_linear(quantized(64, 4, True, "affine", 8), "sharded-to-all")):
+    try:
+        make()
+        raise AssertionError("no error")
+    except ValueError:
+        pass
 
 # ---- fully_shard: the same outputs, and training equal to data parallel ---------
 fs_model, dp_model = make_mlp(), make_mlp()

@@ -11,8 +11,8 @@ from ember.nn.layers.base import Module
 from ember.nn.layers.containers import Sequential
 from ember.nn.layers.convolution import Conv1d, Conv2d, Conv3d
 from ember.nn.layers.convolution_transpose import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
-from ember.nn.layers.distributed import (AllToShardedLinear, FullyShardedModule, ShardedToAllLinear,
-                                         fully_shard)
+from ember.nn.layers.distributed import (AllToShardedLinear, FullyShardedModule, QuantizedAllToShardedLinear,
+                                         QuantizedShardedToAllLinear, ShardedToAllLinear, fully_shard)
 from ember.nn.layers.dropout import Dropout, Dropout2d, Dropout3d
 from ember.nn.layers.embedding import Embedding
 from ember.nn.layers.linear import Bilinear, Identity, Linear

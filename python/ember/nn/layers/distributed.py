@@ -9,6 +9,11 @@ of ``W``, takes its slice of the input, and the partial products are summed
 over the group (then ``b`` is added). ``segments`` describes a fused weight
 (a QKV projection: 3 segments, or the split points): each segment is
 sharded on its own so that every process gets its part of each.
+``QuantizedAllToShardedLinear`` and ``QuantizedShardedToAllLinear`` do the
+same with the weight held as ``mx.quantize`` writes it: the packed codes,
+scales and biases are sharded along the same axis as a float weight would
+be (by rows, or by columns, which must then split on whole quantization
+groups), and the products run on ``mx.quantized_matmul``.
 
 ``FullyShardedModule`` shards every parameter of a module on axis 0
 instead, gathering them for each call (fully sharded data parallelism). On
@@ -138,10 +143,17 @@ def shard_linear(module: Module, sharding: str, *, segments: Union[int, list] = 
                  group: Optional["mx.distributed.Group"] = None):
     """A sharded copy of a linear layer that also communicates.
 
+    An ``nn.Linear`` becomes an :class:`AllToShardedLinear` or a
+    :class:`ShardedToAllLinear`; any other layer is taken for a quantized
+    linear layer (``nn.QuantizedLinear``: ``weight``, ``scales``,
+    ``group_size``, ``bits``, ``mode``) and becomes a
+    :class:`QuantizedAllToShardedLinear` or a
+    :class:`QuantizedShardedToAllLinear`.
+
     Args:
-        module (Linear): the layer (left unchanged).
-        sharding (str): ``"all-to-sharded"`` (:class:`AllToShardedLinear`) or
-            ``"sharded-to-all"`` (:class:`ShardedToAllLinear`).
+        module (Module): the ``nn.Linear`` or ``nn.QuantizedLinear`` (left
+            unchanged).
+        sharding (str): ``"all-to-sharded"`` or ``"sharded-to-all"``.
         segments (int or list): the segments of a fused weight. Default: 1.
         group (Group, optional): the group. Default: the global group.
 
@@ -149,14 +161,17 @@ def shard_linear(module: Module, sharding: str, *, segments: Union[int, list] = 
         Module: the new layer.
 
     Raises:
-        ValueError: ``sharding`` is neither of the two.
-        TypeError: ``module`` is not an ``nn.Linear`` (Ember has no quantized layers).
+        ValueError: ``sharding`` is neither of the two, or the weight does
+            not split over the group.
+        AttributeError: ``module`` is neither a linear nor a quantized linear
+            layer.
     """
     _check_sharding(sharding)
-    if not isinstance(module, Linear):
-        raise TypeError(f"[shard_linear] Expected an nn.Linear, got {type(module).__name__}.")
-    cls = AllToShardedLinear if sharding == "all-to-sharded" else ShardedToAllLinear
-    return cls.from_linear(module, segments=segments, group=group)
+    if isinstance(module, Linear):
+        cls = AllToShardedLinear if sharding == "all-to-sharded" else ShardedToAllLinear
+        return cls.from_linear(module, segments=segments, group=group)
+    cls = QuantizedAllToShardedLinear if sharding == "all-to-sharded" else QuantizedShardedToAllLinear
+    return cls.from_quantized_linear(module, segments=segments, group=group)
 
 
 class _ShardedLinear(Module):
@@ -249,6 +264,176 @@ class ShardedToAllLinear(_ShardedLinear):
 
     def __call__(self, x: mx.array) -> mx.array:
         y = mx.distributed.all_sum(x @ self["weight"].T, group=self.group)
+        if "bias" in self:
+            y = y + self["bias"]
+        return y
+
+
+class _QuantizedShardedLinear(Module):
+    """What the two quantized sharded layers share: the quantized weight of
+    this process's part, the repr of the whole layer, frozen parameters and
+    ``from_quantized_linear``."""
+
+    _sharding = None  # set by the subclasses
+
+    def __init__(self, input_dims, output_dims, bias, group_size, bits, mode, group, sharded_axis):
+        super().__init__()
+        self.group_size, self.bits, self.mode = group_size, bits, mode
+        self.group = group or mx.distributed.init()
+        n = self.group.size()
+        dims = [output_dims, input_dims]
+        if dims[sharded_axis] % n:
+            what = "output" if sharded_axis == 0 else "input"
+            raise ValueError(f"[{type(self).__name__}] Cannot shard the {what} of size {dims[sharded_axis]} "
+                             f"across {n} devices.")
+        dims[sharded_axis] //= n
+        k = math.sqrt(1.0 / input_dims)
+        q = mx.quantize(mx.random.uniform(low=-k, high=k, shape=tuple(dims)), group_size, bits, mode=mode)
+        self.weight, self.scales = q[0], q[1]
+        if len(q) == 3:
+            self.biases = q[2]
+        if bias:
+            self.bias = mx.zeros((dims[0],))
+        self._sharded_axis = sharded_axis
+        self.freeze()
+
+    def unfreeze(self, *args, **kwargs):
+        """Unfreeze the submodules as ``Module.unfreeze`` does; the layer's own
+        parameters (the quantized weight and the bias) stay frozen.
+
+        Args:
+            *args: passed to ``Module.unfreeze``.
+            **kwargs: passed to ``Module.unfreeze`` (``recurse``, ``keys``,
+                ``strict``).
+
+        Returns:
+            Module: the layer.
+        """
+        super().unfreeze(*args, **kwargs)
+        self.freeze(recurse=False)
+        return self
+
+    def _extra_repr(self):
+        out, packed = self.weight.shape
+        inp = packed * 32 // self.bits
+        n = self.group.size()
+        if self._sharded_axis == 0:
+            out *= n
+        else:
+            inp *= n
+        return (f"input_dims={inp}, output_dims={out}, bias={'bias' in self}, group_size={self.group_size}, "
+                f"bits={self.bits}, mode={self.mode}")
+
+    def _product(self, x):
+        return mx.quantized_matmul(x, self["weight"], scales=self["scales"], biases=self.get("biases"),
+                                   transpose=True, group_size=self.group_size, bits=self.bits, mode=self.mode)
+
+    @classmethod
+    def from_quantized_linear(cls, quantized_linear_layer: Module, *, segments: Union[int, list] = 1,
+                              group: Optional["mx.distributed.Group"] = None):
+        """The sharded layer holding this process's part of a quantized
+        linear layer (its packed weight, scales, biases and bias), with its
+        group size, bits and mode.
+
+        Args:
+            quantized_linear_layer (QuantizedLinear): the layer to shard (left
+                unchanged).
+            segments (int or list): the segments of a fused weight. Default: 1.
+            group (Group, optional): the group. Default: the global group.
+
+        Returns:
+            Module: the sharded layer.
+
+        Raises:
+            AttributeError: the layer has no quantization ``bits`` (it is not
+                a quantized linear layer).
+            ValueError: the weight does not split over the group.
+        """
+        for attr in ("bits", "group_size"):
+            if not hasattr(quantized_linear_layer, attr):
+                raise AttributeError(f"[{cls.__name__}.from_quantized_linear] Expected a quantized linear layer, "
+                                     f"but {type(quantized_linear_layer).__name__} has no attribute '{attr}'.")
+        group = group or mx.distributed.init()
+        out, packed = quantized_linear_layer.weight.shape
+        bits = quantized_linear_layer.bits
+        layer = cls(packed * 32 // bits, out, "bias" in quantized_linear_layer,
+                    group_size=quantized_linear_layer.group_size, bits=bits,
+                    mode=getattr(quantized_linear_layer, "mode", "affine"), group=group)
+        layer.update(_sharded_parameters(quantized_linear_layer.parameters(), _predicate(cls._sharding, segments),
+                                         group))
+        return layer
+
+
+class QuantizedAllToShardedLinear(_QuantizedShardedLinear):
+    """The quantized :class:`AllToShardedLinear`: this process holds
+    ``output_dims / N`` rows of the quantized weight (codes, scales and
+    biases) and of the bias, and computes that slice of the output from the
+    whole input with ``mx.quantized_matmul``; the input's gradient is summed
+    over the group. As in ``nn.QuantizedLinear`` the parameters are frozen
+    (``unfreeze`` leaves them so).
+
+    Args:
+        input_dims (int): features of the input (a multiple of ``group_size``).
+        output_dims (int): features of the whole output (a multiple of the
+            group's size).
+        bias (bool): whether to add a bias. Default: True.
+        group_size (int): the quantization group size. Default: 64.
+        bits (int): bits per weight. Default: 4.
+        mode (str): the quantization mode (see ``mx.quantize``). Default:
+            ``"affine"``.
+        group (Group, optional): the group. Default: the global group.
+
+    Raises:
+        ValueError: ``output_dims`` does not divide over the group, or the
+            quantization parameters are invalid.
+    """
+
+    _sharding = "all-to-sharded"
+
+    def __init__(self, input_dims: int, output_dims: int, bias: bool = True, group_size: int = 64, bits: int = 4,
+                 mode: str = "affine", group: Optional["mx.distributed.Group"] = None):
+        super().__init__(input_dims, output_dims, bias, group_size, bits, mode, group, sharded_axis=0)
+
+    def __call__(self, x: mx.array) -> mx.array:
+        y = self._product(sum_gradients(self.group)(x))
+        if "bias" in self:
+            y = y + self["bias"]
+        return y
+
+
+class QuantizedShardedToAllLinear(_QuantizedShardedLinear):
+    """The quantized :class:`ShardedToAllLinear`: this process holds
+    ``input_dims / N`` columns of the quantized weight (whole quantization
+    groups: codes, scales and biases), multiplies its slice of the input with
+    ``mx.quantized_matmul``, and the partial results are summed over the
+    group before the bias is added; every process gets the whole output. As
+    in ``nn.QuantizedLinear`` the parameters are frozen (``unfreeze`` leaves
+    them so).
+
+    Args:
+        input_dims (int): features of the whole input (``input_dims / N`` a
+            multiple of ``group_size``).
+        output_dims (int): features of the output.
+        bias (bool): whether to add a bias. Default: True.
+        group_size (int): the quantization group size. Default: 64.
+        bits (int): bits per weight. Default: 4.
+        mode (str): the quantization mode (see ``mx.quantize``). Default:
+            ``"affine"``.
+        group (Group, optional): the group. Default: the global group.
+
+    Raises:
+        ValueError: ``input_dims`` does not divide over the group, or the
+            quantization parameters are invalid.
+    """
+
+    _sharding = "sharded-to-all"
+
+    def __init__(self, input_dims: int, output_dims: int, bias: bool = True, group_size: int = 64, bits: int = 4,
+                 mode: str = "affine", group: Optional["mx.distributed.Group"] = None):
+        super().__init__(input_dims, output_dims, bias, group_size, bits, mode, group, sharded_axis=1)
+
+    def __call__(self, x: mx.array) -> mx.array:
+        y = mx.distributed.all_sum(self._product(x), group=self.group)
         if "bias" in self:
             y = y + self["bias"]
         return y
