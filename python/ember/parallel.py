@@ -200,6 +200,13 @@ def _collective(kind, x, name):
     return f(x, frame.index)
 
 
+def _over_names(kind, x, axis_name):
+    """The collective ``kind`` applied over each of the axis names in turn."""
+    for n in _names(axis_name):
+        x = _collective(kind, x, n)
+    return x
+
+
 def psum(x, axis_name):
     """Sum of ``x`` over the examples of a named axis (inside ``vmap``/``pmap``).
 
@@ -213,9 +220,7 @@ def psum(x, axis_name):
     Raises:
         NameError: no enclosing map has that axis name.
     """
-    for n in _names(axis_name):
-        x = _collective("psum", x, n)
-    return x
+    return _over_names("psum", x, axis_name)
 
 
 def pmean(x, axis_name):
@@ -228,9 +233,7 @@ def pmean(x, axis_name):
     Returns:
         array: the mean, the same for every example.
     """
-    for n in _names(axis_name):
-        x = _collective("pmean", x, n)
-    return x
+    return _over_names("pmean", x, axis_name)
 
 
 def pmax(x, axis_name):
@@ -246,9 +249,7 @@ def pmax(x, axis_name):
     Returns:
         array: the maximum, the same for every example.
     """
-    for n in _names(axis_name):
-        x = _collective("pmax", x, n)
-    return x
+    return _over_names("pmax", x, axis_name)
 
 
 def pmin(x, axis_name):
@@ -261,9 +262,7 @@ def pmin(x, axis_name):
     Returns:
         array: the minimum, the same for every example.
     """
-    for n in _names(axis_name):
-        x = _collective("pmin", x, n)
-    return x
+    return _over_names("pmin", x, axis_name)
 
 
 def all_gather(x, axis_name):

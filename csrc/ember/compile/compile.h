@@ -59,6 +59,7 @@ struct Tape {
   // shape and dtype of a value id
   Shape value_shape(int v) const;
   Dtype value_dtype(int v) const;
+  const Step& step_of(int v) const;  // the step whose outputs hold step value v
 };
 
 // The tape of the graph between `inputs` (placeholders) and `outputs`, as

@@ -186,22 +186,25 @@ bool is_placeholder(const array& a) {
   return a.valid() && a.has_primitive() && dynamic_cast<const CompileInput*>(&a.primitive()) != nullptr;
 }
 
+// The step whose outputs hold value v (a step output: v past the inputs and
+// constants); steps' first_out increase.
+const Step& Tape::step_of(int v) const {
+  auto it = std::upper_bound(steps.begin(), steps.end(), v,
+                             [](int x, const Step& s) { return x < s.first_out; });
+  return *(it - 1);
+}
+
 Shape Tape::value_shape(int v) const {
   if (v < n_inputs()) return in_shapes[v];
   if (v < n_inputs() + n_constants()) return constants[v - n_inputs()].shape();
-  // the step whose outputs hold v: steps' first_out increase
-  auto it = std::upper_bound(steps.begin(), steps.end(), v,
-                             [](int x, const Step& s) { return x < s.first_out; });
-  const Step& s = *(it - 1);
+  const Step& s = step_of(v);
   return s.shapes.at(v - s.first_out);
 }
 
 Dtype Tape::value_dtype(int v) const {
   if (v < n_inputs()) return in_dtypes[v];
   if (v < n_inputs() + n_constants()) return constants[v - n_inputs()].dtype();
-  auto it = std::upper_bound(steps.begin(), steps.end(), v,
-                             [](int x, const Step& s) { return x < s.first_out; });
-  const Step& s = *(it - 1);
+  const Step& s = step_of(v);
   return s.dtypes.at(v - s.first_out);
 }
 
