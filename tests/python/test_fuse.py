@@ -18,10 +18,10 @@ import textwrap
 import numpy as np
 import pytest
 
+import ember
 import ember.core as mx
 from op_table import OPS
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -342,7 +342,9 @@ SCRIPT = textwrap.dedent("""
 
 
 def _run(env_extra, cache):
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"), EMBER_CACHE_DIR=cache)
+    # the ember this test imported (the installed wheel in CI, python/ in a dev tree)
+    pkg_parent = os.path.dirname(os.path.dirname(os.path.abspath(ember.__file__)))
+    env = dict(os.environ, PYTHONPATH=pkg_parent, EMBER_CACHE_DIR=cache)
     env.pop("CXX", None)
     env.update(env_extra)
     return subprocess.Popen([sys.executable, "-c", SCRIPT], env=env, stdout=subprocess.PIPE,
