@@ -85,6 +85,9 @@ class AsStrided final : public Primitive {
   EMBER_TRANSFORM_RULES
   bool is_view() const override { return true; }
   bool is_equivalent(const Primitive& o) const override;
+  const Shape& shape() const { return shape_; }
+  const Strides& strides() const { return strides_; }
+  int64_t offset() const { return offset_; }
 
  private:
   Shape shape_;  // the output shape
@@ -99,6 +102,7 @@ class Contiguous final : public Primitive {
   EMBER_SIMPLE_PRIM(Contiguous)
   EMBER_TRANSFORM_RULES
   bool is_equivalent(const Primitive& o) const override;
+  bool allow_col_major() const { return allow_col_; }
 
  private:
   bool allow_col_;
@@ -129,6 +133,8 @@ class Arange final : public Primitive {
   EMBER_SIMPLE_PRIM(Arange)
   EMBER_TRANSFORM_RULES
   bool is_equivalent(const Primitive& o) const override;
+  double start() const { return start_; }
+  double step() const { return step_; }
 
  private:
   double start_, step_;
@@ -156,6 +162,8 @@ class Pad final : public Primitive {
   EMBER_SIMPLE_PRIM(Pad)
   EMBER_TRANSFORM_RULES
   bool is_equivalent(const Primitive& o) const override;
+  const Shape& low() const { return low_; }
+  const Shape& high() const { return high_; }
 
  private:
   Shape low_, high_;  // padding before and after the input, per dim

@@ -67,6 +67,7 @@ class SearchSorted final : public Primitive {
   bool is_equivalent(const Primitive& o) const override;
   std::pair<std::vector<array>, std::vector<int>> vmap(const std::vector<array>& inputs,
                                                        const std::vector<int>& axes) override;
+  bool right() const { return right_; }
 
  private:
   bool right_;
