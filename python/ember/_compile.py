@@ -627,12 +627,300 @@ def export_to_dot(file, *args, **kwargs):
         raise TypeError(f"export_to_dot(): file must be a path or have write(), got {type(file).__name__}.")
 
 
+# ---- export and import ----
+
+_EXPORT_INPUTS_MSG = ("[export_function] Inputs can either be a variable number of positional and keyword arrays "
+                      "or a single tuple and/or dictionary of arrays.")
+
+
+def _export_arguments(args, kwargs, fn="export_function"):
+    """MLX's two forms of a call's arrays: ``*args, **kwargs`` of arrays, or a
+    tuple (or list) and/or a dict of arrays. Returns (list of positional
+    arrays, dict of keyword arrays)."""
+    array = _core.array
+    if not kwargs and 1 <= len(args) <= 2 and not isinstance(args[0], array):
+        first = args[0]
+        rest = args[1] if len(args) == 2 else None
+        if isinstance(first, dict) and rest is None:
+            pos, kw = [], first
+        elif isinstance(first, (tuple, list)) and (rest is None or isinstance(rest, dict)):
+            pos, kw = list(first), dict(rest or {})
+        else:
+            raise ValueError(_EXPORT_INPUTS_MSG.replace("export_function", fn))
+    else:
+        pos, kw = list(args), dict(kwargs)
+    if not all(isinstance(a, array) for a in pos) or not all(
+            isinstance(k, str) and isinstance(v, array) for k, v in kw.items()):
+        raise ValueError(_EXPORT_INPUTS_MSG.replace("export_function", fn))
+    return pos, kw
+
+
+def _export_one(fun, args, kwargs):
+    """The trace of ``fun`` on placeholders shaped like the given arrays."""
+    core = _core
+    pos, kw = _export_arguments(args, kwargs)
+    names = sorted(kw)
+    ph_pos = [core._compile_placeholder(a.shape, a.dtype) for a in pos]
+    ph_kw = {k: core._compile_placeholder(kw[k].shape, kw[k].dtype) for k in names}
+    result = core._compile_trace(lambda: fun(*ph_pos, **ph_kw))
+    if isinstance(result, core.array):
+        outs = [result]
+    elif isinstance(result, (tuple, list)) and all(isinstance(o, core.array) for o in result):
+        outs = list(result)
+    else:
+        raise ValueError("[export_function] Outputs can be either a single array, a tuple, or a list of arrays.")
+    return core._export_trace(ph_pos + [ph_kw[k] for k in names], outs, len(pos), names)
+
+
+def _check_path(file, fn):
+    if not isinstance(file, (str, os.PathLike)):
+        raise TypeError(f"{fn}(): file must be a path (str or os.PathLike), got {type(file).__name__}.")
+    return os.fspath(file)
+
+
+def _check_metadata(metadata, fn):
+    if metadata is not None and not isinstance(metadata, str):
+        raise TypeError(f"{fn}(): metadata must be a str or None, got {type(metadata).__name__}.")
+    return metadata or ""
+
+
+def _letters(k):
+    """Value names of the callback form: A, B, ..., Z, AA, AB, ..."""
+    s = ""
+    while True:
+        s = chr(ord("A") + k % 26) + s
+        k = k // 26 - 1
+        if k < 0:
+            return s
+
+
+def _export_to_callback(callback, trace):
+    """MLX's callback form: the trace as dicts, one call each (inputs,
+    keyword inputs, outputs, constants, then every primitive in order)."""
+    g = trace.graph()
+    names = {}
+
+    def name(v):
+        if v not in names:
+            names[v] = _letters(len(names))
+        return names[v]
+
+    def entry(value):
+        v, shape, dtype = value
+        return (name(v), tuple(shape), dtype)
+
+    inputs = [entry(v) for v in g["inputs"]]
+    keywords = [(k, inputs[g["n_args"] + i][0]) for i, k in enumerate(g["kwarg_names"])]
+    outputs = [entry(v) for v in g["outputs"]]
+    constants = [(name(v), a) for v, a in g["constants"]]
+    callback({"type": "inputs", "inputs": inputs})
+    callback({"type": "keyword_inputs", "keywords": keywords})
+    callback({"type": "outputs", "outputs": outputs})
+    callback({"type": "constants", "constants": constants})
+    for prim, ins, outs, arguments in g["steps"]:
+        callback({"type": "primitive", "name": prim, "inputs": [entry(v) for v in ins],
+                  "outputs": [entry(v) for v in outs], "arguments": list(arguments)})
+
+
+def export_function(file_or_callback, fun, *args, shapeless=False, metadata=None, **kwargs):
+    """export_function(file_or_callback, fun, *args, shapeless=False, metadata=None, **kwargs) -> None
+
+    Traces ``fun`` on placeholder arrays shaped like the example arrays and
+    writes the traced graph to a file, which ``import_function`` reads
+    back in any later process (or a C++ program through
+    ``ember/compile/export.h``). Arrays the function captures (a model's
+    parameters, constants) are stored in the file. Given a callable instead
+    of a path, the graph goes to it as dicts, one call each, as MLX sends
+    them: ``{"type": "inputs", "inputs": [(name, shape, dtype), ...]}``,
+    ``"keyword_inputs"`` (``"keywords"``: (keyword, name) pairs),
+    ``"outputs"``, ``"constants"`` ((name, array) pairs) and one
+    ``"primitive"`` per node (``"name"``, ``"inputs"``, ``"outputs"``,
+    ``"arguments"``: Ember's primitive names and their parameters as the
+    file stores them).
+
+    Args:
+        file_or_callback (str, os.PathLike or Callable): the path to write,
+            or a function receiving the graph.
+        fun (Callable): a function of arrays returning an array, or a tuple
+            or list of arrays.
+        *args (array): example positional arrays; or one tuple of arrays
+            and/or one dict of keyword arrays.
+        shapeless (bool): let the imported function accept arrays of other
+            shapes of the same ranks (the graph's shapes are recomputed; a
+            step that cannot follow raises when called). Default: ``False``.
+        metadata (str, optional): a string stored beside the function
+            (``import_function(file, return_metadata=True)`` returns it);
+            files only.
+        **kwargs (array): example keyword arrays.
+
+    Returns:
+        None.
+
+    Raises:
+        ValueError: the inputs or outputs are not arrays (as above), the
+            function uses a primitive that cannot be exported (a custom
+            function, a collective), or metadata is given with a callback.
+
+    >>> import ember.core as mx, os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "f.emfn")
+    >>> mx.export_function(path, lambda x, y: x * 2 + y, mx.array([1.0]), mx.array([3.0]))
+    >>> mx.import_function(path)(mx.array([2.0]), mx.array([1.0]))
+    (array([5], dtype=float32),)
+    """
+    if not callable(fun):
+        raise TypeError(f"export_function(): fun must be callable, got {type(fun).__name__}.")
+    if callable(file_or_callback) and not isinstance(file_or_callback, (str, os.PathLike)):
+        if metadata is not None:
+            raise ValueError("[export_function] The metadata argument is only supported when exporting to a file, "
+                             "not when using a callback.")
+        _export_to_callback(file_or_callback, _export_one(fun, args, kwargs))
+        return
+    path = _check_path(file_or_callback, "export_function")
+    md = _check_metadata(metadata, "export_function")
+    trace = _export_one(fun, args, kwargs)
+    _core._export_write(path, _core._export_bytes([trace], bool(shapeless), md))
+
+
+class _ImportedFunction:
+    """A function read by import_function: calls run the trace matching the arguments."""
+
+    def __init__(self, imported):
+        self._imported = imported
+
+    def __call__(self, *args, **kwargs):
+        pos, kw = _export_arguments(args, kwargs, "import_function::call") if (args or kwargs) else ([], {})
+        return tuple(self._imported(pos, kw))
+
+    def __repr__(self):
+        return f"<imported function with {self._imported.num_traces} trace(s)>"
+
+
+def import_function(file, return_metadata=False):
+    """import_function(file, return_metadata=False) -> Callable
+
+    Reads a function written by ``export_function`` or ``exporter``. The
+    file is validated as untrusted input (magic bytes, format version,
+    checksum, bounded sizes, known operations, and every step rebuilt
+    through the ops with the shapes and dtypes the file records), so a
+    damaged file raises instead of running. The returned function takes
+    the arrays as the exported one did (``*args, **kwargs``, or a tuple
+    and/or a dict), runs the first stored trace that matches their number,
+    keyword names, shapes (ranks when exported shapeless) and dtypes, and
+    returns a tuple of arrays. It composes with ``grad``, ``vmap`` and
+    ``compile`` like any function of arrays.
+
+    Args:
+        file (str or os.PathLike): the path to read.
+        return_metadata (bool): also return the metadata string stored
+            with the function. Default: ``False``.
+
+    Returns:
+        Callable, or (Callable, str) with ``return_metadata=True``.
+
+    Raises:
+        RuntimeError: the file cannot be opened.
+        ValueError: the file is not a valid export file; a call matches no
+            stored trace (the message lists them).
+
+    >>> import ember.core as mx, os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "g.emfn")
+    >>> mx.export_function(path, lambda x: mx.exp(x), mx.zeros((2,)), metadata="v1")
+    >>> f, md = mx.import_function(path, return_metadata=True)
+    >>> f(mx.zeros((2,)))[0], md
+    (array([1, 1], dtype=float32), 'v1')
+    """
+    path = _check_path(file, "import_function")
+    imported = _core._import_file(path)
+    f = _ImportedFunction(imported)
+    return (f, imported.metadata) if return_metadata else f
+
+
+class FunctionExporter:
+    """Exports several traces of one function to one file (made by ``exporter``).
+
+    Each call traces the function for the arrays it is given and rewrites
+    the file with every trace so far; ``close()`` (or leaving the ``with``
+    block) ends the export. The imported function runs the trace matching
+    each call's arguments.
+    """
+
+    def __init__(self, file, fun, shapeless=False, metadata=None):
+        self._path = _check_path(file, "exporter")
+        self._metadata = _check_metadata(metadata, "exporter")
+        if not callable(fun):
+            raise TypeError(f"exporter(): fun must be callable, got {type(fun).__name__}.")
+        self._fun = fun
+        self._shapeless = bool(shapeless)
+        self._traces = []
+        self._closed = False
+
+    def __call__(self, *args, **kwargs):
+        if self._closed:
+            raise RuntimeError("[export_function] Attempting to write after exporting is closed.")
+        self._traces.append(_export_one(self._fun, args, kwargs))
+        _core._export_write(self._path, _core._export_bytes(self._traces, self._shapeless, self._metadata))
+
+    def close(self):
+        """close() -> None
+
+        Ends the export: the file keeps the traces written so far and later
+        calls raise RuntimeError. Closing twice does nothing.
+
+        Args:
+            (none)
+
+        Returns:
+            None.
+        """
+        self._closed = True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+def exporter(file, fun, *, shapeless=False, metadata=None):
+    """exporter(file, fun, *, shapeless=False, metadata=None) -> FunctionExporter
+
+    A ``FunctionExporter`` that writes several traces of ``fun`` (one per
+    call, for the arrays of that call) to one file; use it as a context
+    manager. The function that ``import_function`` returns picks the trace
+    matching each call.
+
+    Args:
+        file (str or os.PathLike): the path to write.
+        fun (Callable): a function of arrays returning an array, or a tuple
+            or list of arrays.
+        shapeless (bool): each trace accepts other shapes of the same
+            ranks. Default: ``False``.
+        metadata (str, optional): a string stored beside the function.
+
+    Returns:
+        FunctionExporter.
+
+    >>> import ember.core as mx, os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "h.emfn")
+    >>> with mx.exporter(path, lambda *xs: sum(xs)) as ex:
+    ...     ex(mx.array(1))
+    ...     ex(mx.array(1), mx.array(2))
+    >>> mx.import_function(path)(mx.array(3), mx.array(4))
+    (array(7, dtype=int32),)
+    """
+    return FunctionExporter(file, fun, shapeless=shapeless, metadata=metadata)
+
+
 def install(core) -> None:
     """Adds ``compile``, ``disable_compile``, ``enable_compile``,
-    ``make_jaxpr`` and ``export_to_dot`` to the ember.core module."""
+    ``make_jaxpr``, ``export_to_dot``, ``export_function``,
+    ``import_function``, ``exporter`` and ``FunctionExporter`` to the
+    ember.core module."""
     global _core
     _core = core
-    for f in (compile, disable_compile, enable_compile, make_jaxpr, export_to_dot):
+    for f in (compile, disable_compile, enable_compile, make_jaxpr, export_to_dot, export_function, import_function,
+              exporter, FunctionExporter):
         f.__module__ = "ember.core"
         setattr(core, f.__name__, f)
     if _env_disabled():
