@@ -30,7 +30,7 @@ def _openblas():
     return ob.get_lib_dir()
 
 
-@pytest.mark.parametrize("name", ["test_primitive_traits"])
+@pytest.mark.parametrize("name", ["test_primitive_traits", "test_export"])
 def test_cpp(name, tmp_path):
     lib, blas, cxx = _library(), _openblas(), shutil.which("g++")
     if lib is None or blas is None or cxx is None:
@@ -41,6 +41,6 @@ def test_cpp(name, tmp_path):
            "-L" + blas, "-lscipy_openblas", "-Wl,-rpath," + blas, "-lpthread", "-o", str(exe)]
     r = subprocess.run(cmd, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-4000:]
-    r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
+    r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120, cwd=str(tmp_path))
     sys.stdout.write(r.stdout)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
