@@ -24,7 +24,7 @@ _spec.loader.exec_module(api_coverage)
 # engine's array/dtype/device API, transforms, linalg with fft, random,
 # optimizers, nn, io, quantization, distributed)
 COMPLETE = ["engine", "ops", "transforms", "linalg", "random", "optimizers", "nn", "io", "quantization",
-            "distributed"]
+            "distributed", "compile"]
 
 ENTRIES = api_coverage.read_list()
 
