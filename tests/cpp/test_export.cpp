@@ -39,7 +39,7 @@ int main() {
   float ys[] = {0.5f, -1, 2, 0};
   array x(xs, {4}, Dtype::float32), y(ys, {4}, Dtype::float32);
   export_function(
-      path, [](const std::vector<array>& a) { return std::vector<array>{a[0] * a[1] + array(1.0f, Dtype::float32), sum(a[0])}; },
+      path, [](const std::vector<array>& a) { return std::vector<array>{add(multiply(a[0], a[1]), array(1.0f, Dtype::float32)), ember::sum(a[0])}; },
       {x, y});
   ImportedFunction f = import_function(path);
   CHECK(f.traces.size() == 1);
@@ -59,7 +59,7 @@ int main() {
   CHECK(raised);
 
   // shapeless: other lengths of the same rank
-  export_function(path, [](const std::vector<array>& a) { return std::vector<array>{exp(a[0]) - a[0]}; }, {x}, true);
+  export_function(path, [](const std::vector<array>& a) { return std::vector<array>{subtract(ember::exp(a[0]), a[0])}; }, {x}, true);
   ImportedFunction g = import_function(path);
   float zs[] = {0, 0, 0, 0, 0, 0};
   CHECK(close_to(g({array(zs, {6}, Dtype::float32)})[0], {1, 1, 1, 1, 1, 1}));
