@@ -37,6 +37,9 @@ LAYERS = [
     ("distributed", ["csrc/ember/distributed/*"], ["core", "graph", "primitives", "kernels", "op-api", "transforms"]),
     # compile: tracing, the tape and its passes (compile.h), the fusion pass, its primitive's kernel and rules
     ("compile", ["csrc/ember/compile/*"], ["core", "graph", "primitives", "kernels", "op-api", "transforms"]),
+    # the C++ API: the umbrella header ember.h over every layer above, and its definitions
+    ("api", ["csrc/ember/ember.h", "csrc/ember/api.cpp"], ["core", "graph", "primitives", "op-api",
+                                                          "transforms", "io", "distributed", "compile"]),
     ("bindings", ["python/src/*"], ["core", "graph", "primitives", "kernels", "op-api", "transforms", "io",
                                     "distributed", "compile"]),
 ]
