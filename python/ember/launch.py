@@ -13,13 +13,15 @@ forwarded to every rank, oversubscription allowed (more ranks than cores),
 running as root allowed, no binding to cores. In the script,
 ``mx.distributed.init()`` returns the world group.
 
-A rank that dies does not take the others with it: mpirun is told to let
-the job go on (Open MPI's ``--runtime-options recoverable``, Hydra's
-``-disable-auto-cleanup``) and each rank runs under a small ``sh`` wrapper
-that records its exit status, so the survivors raise a RuntimeError from
-their next collective (``EMBER_DISTRIBUTED_TIMEOUT``) and the launcher,
-once every rank is done, reports the ranks that failed and exits with the
-first failed rank's status.
+A rank that dies does not take the others with it under Open MPI: mpirun
+is told to let the job go on (``--runtime-options recoverable``) and each
+rank runs under a small ``sh`` wrapper that records its exit status, so
+the survivors raise a RuntimeError from their next collective
+(``EMBER_DISTRIBUTED_TIMEOUT``) and the launcher, once every rank is done,
+reports the ranks that failed and exits with the first failed rank's
+status. (Hydra still ends the job when a rank dies: its
+``-disable-auto-cleanup`` signals the survivors with SIGUSR1 whenever a
+rank exits; the launcher reports the failed ranks all the same.)
 """
 import argparse
 import os
@@ -118,8 +120,6 @@ def mpirun_command(n, program, hosts=None, hostfile=None, mpi_args=(), env=None,
             cmd += ["-f", hostfile]
         if forwarded:
             cmd += ["-genvlist", ",".join(forwarded)]
-        if supervise:
-            cmd.append("-disable-auto-cleanup")
         return cmd + list(mpi_args) + list(program)
     cmd = [mpirun, "-n", str(int(n)), "--oversubscribe", "--bind-to", "none"]
     if hasattr(os, "geteuid") and os.geteuid() == 0:

@@ -228,7 +228,7 @@ def test_launch_command(tmp_path):
     assert hydra[hydra.index("-hosts") + 1] == "h1,h2" and hydra[hydra.index("-f") + 1] == "hf"
     assert hydra[hydra.index("-genvlist") + 1] == "EMBER_MPIRUN,EMBER_X,PYTHONPATH" and hydra[-2:] == ["py", "s.py"]
     assert "--runtime-options" not in cmd and "-disable-auto-cleanup" not in hydra and "sh" not in cmd
-    assert sup[sup.index("--runtime-options") + 1] == "recoverable" and "-disable-auto-cleanup" in sup_hydra
+    assert sup[sup.index("--runtime-options") + 1] == "recoverable" and "-disable-auto-cleanup" not in sup_hydra
     for c in (sup, sup_hydra):
         assert c[-6:-4] == ["sh", "-c"] and c[-3:] == ["ember-rank", "py", "s.py"], c
     # the rank wrapper records the program's status and exits 0 itself; the launcher reads the statuses
