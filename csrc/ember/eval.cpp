@@ -1,6 +1,16 @@
 #include "ember/eval.h"
 
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
 #include <mutex>
+#include <queue>
+#include <stdexcept>
+#include <thread>
+#include <unordered_map>
 
 #include "ember/primitive.h"
 
@@ -64,7 +74,206 @@ Node* pending(const array& a) {
   }
   return n;
 }
+
+// ---- communication beside compute ------------------------------------------
+
+std::atomic<bool (*)(const Primitive&)> g_is_comm{nullptr};
+std::atomic<uint64_t> g_offloaded{0}, g_inline{0};
+
+// One evaluation's schedule, shared by the evaluating thread and the
+// communication thread (every field below `mu` is guarded by it).
+struct Schedule {
+  std::vector<Node*> order;
+  std::vector<char> comm;                  // order[i] is a communication node
+  std::vector<int> waiting;                // producers of order[i] not run yet
+  std::vector<std::vector<int>> consumers;  // positions that take order[i]'s outputs
+  std::vector<int> comm_seq;               // the communication nodes' positions, ascending
+
+  std::mutex mu;
+  std::condition_variable to_main, to_comm;
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;  // compute nodes that can run
+  std::deque<int> queue;  // communication nodes handed to the communication thread
+  size_t next_comm = 0;   // comm_seq[next_comm] is the next one to dispatch
+  size_t done = 0;
+  bool comm_busy = false, closing = false, comm_exited = false, failed = false, comm_failed = false;
+  std::exception_ptr error;
+
+  void finish(int i) {
+    ++done;
+    for (int c : consumers[static_cast<size_t>(i)])
+      if (--waiting[static_cast<size_t>(c)] == 0 && !comm[static_cast<size_t>(c)]) ready.push(c);
+  }
+  void fail(std::exception_ptr e) {
+    if (!failed) {
+      failed = true;
+      error = std::move(e);
+    }
+  }
+};
+
+// Runs the communication nodes handed to it, one at a time, in the order
+// they were handed (the order of the graph, the same on every process).
+void serve(const std::shared_ptr<Schedule>& sp) {
+  Schedule& s = *sp;
+  std::unique_lock<std::mutex> l(s.mu);
+  for (;;) {
+    s.to_comm.wait(l, [&] { return !s.queue.empty() || s.closing; });
+    if (s.queue.empty()) break;
+    int i = s.queue.front();
+    s.queue.pop_front();
+    // after a collective failed the ranks are out of step: drop the rest (an
+    // error on the evaluating thread does not: what was handed out runs, as
+    // the other ranks run it)
+    if (s.comm_failed) continue;
+    s.comm_busy = true;
+    l.unlock();
+    std::exception_ptr err;
+    try {
+      run_node(s.order[static_cast<size_t>(i)]);
+    } catch (...) {
+      err = std::current_exception();
+    }
+    l.lock();
+    s.comm_busy = false;
+    if (err) {
+      s.comm_failed = true;
+      s.fail(err);
+    } else
+      s.finish(i);
+    s.to_main.notify_one();
+  }
+  s.comm_exited = true;
+  s.to_main.notify_one();
+}
+
+// The communication thread: parked between evaluations, never destroyed
+// (as the kernels' pool).
+class CommThread {
+ public:
+  CommThread() {
+    std::thread([this] { loop(); }).detach();
+  }
+  void start(std::shared_ptr<Schedule> s) {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      job_ = std::move(s);
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  void loop() {
+    for (;;) {
+      std::shared_ptr<Schedule> s;
+      {
+        std::unique_lock<std::mutex> l(mu_);
+        cv_.wait(l, [&] { return job_ != nullptr; });
+        s = std::move(job_);
+      }
+      serve(s);
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::shared_ptr<Schedule> job_;
+};
+
+CommThread& comm_thread() {
+  static CommThread* t = new CommThread();
+  return *t;
+}
+
+void run_scheduled(std::vector<Node*> order, bool (*is_comm)(const Primitive&)) {
+  auto sp = std::make_shared<Schedule>();
+  Schedule& s = *sp;
+  size_t n = order.size();
+  s.order = std::move(order);
+  s.comm.assign(n, 0);
+  s.waiting.assign(n, 0);
+  s.consumers.resize(n);
+  std::unordered_map<Node*, int> pos;
+  pos.reserve(n * 2);
+  for (size_t i = 0; i < n; i++) pos.emplace(s.order[i], static_cast<int>(i));
+  for (size_t i = 0; i < n; i++) {
+    Node* m = s.order[i];
+    if (is_comm(*m->prim)) {
+      s.comm[i] = 1;
+      s.comm_seq.push_back(static_cast<int>(i));
+    }
+    for (const array& in : m->inputs) {
+      auto it = pos.find(in.desc()->node.get());
+      if (it == pos.end()) continue;
+      s.waiting[i]++;
+      s.consumers[static_cast<size_t>(it->second)].push_back(static_cast<int>(i));
+    }
+    if (s.waiting[i] == 0 && !s.comm[i]) s.ready.push(static_cast<int>(i));
+  }
+  bool started = false;
+  auto run_here = [&](std::unique_lock<std::mutex>& l, int i) {
+    l.unlock();
+    std::exception_ptr err;
+    try {
+      run_node(s.order[static_cast<size_t>(i)]);
+    } catch (...) {
+      err = std::current_exception();
+    }
+    l.lock();
+    if (err)
+      s.fail(err);
+    else
+      s.finish(i);
+  };
+  std::unique_lock<std::mutex> l(s.mu);
+  while (s.done < n && !s.failed) {
+    // hand out the communication nodes that can start, in the graph's order
+    bool ran = false;
+    while (s.next_comm < s.comm_seq.size() && s.waiting[static_cast<size_t>(s.comm_seq[s.next_comm])] == 0) {
+      int c = s.comm_seq[s.next_comm++];
+      if (s.ready.empty() && s.queue.empty() && !s.comm_busy) {
+        // nothing to overlap it with: no hand-off
+        g_inline.fetch_add(1, std::memory_order_relaxed);
+        run_here(l, c);
+        ran = true;
+        break;
+      }
+      g_offloaded.fetch_add(1, std::memory_order_relaxed);
+      s.queue.push_back(c);
+      if (!started) {
+        comm_thread().start(sp);
+        started = true;
+      }
+      s.to_comm.notify_one();
+    }
+    if (ran || s.failed) continue;
+    if (!s.ready.empty()) {
+      int i = s.ready.top();
+      s.ready.pop();
+      run_here(l, i);
+      continue;
+    }
+    if (s.queue.empty() && !s.comm_busy) {
+      s.fail(std::make_exception_ptr(std::logic_error("[eval] the schedule stalled (a cycle in the graph?)")));
+      break;
+    }
+    s.to_main.wait(l);
+  }
+  if (started) {
+    s.closing = true;
+    s.to_comm.notify_one();
+    s.to_main.wait(l, [&] { return s.comm_exited; });
+  }
+  if (s.failed) std::rethrow_exception(s.error);
+}
 }  // namespace
+
+void set_communication_test(bool (*is_communication)(const Primitive&)) { g_is_comm.store(is_communication); }
+
+EvalStats eval_stats() {
+  EvalStats st;
+  st.comm_offloaded = g_offloaded.load();
+  st.comm_inline = g_inline.load();
+  return st;
+}
 
 void eval(const std::vector<array>& outputs) {
   std::lock_guard<std::recursive_mutex> lock(eval_mutex());
@@ -91,6 +300,16 @@ void eval(const std::vector<array>& outputs) {
         order.push_back(top);
         stack.pop_back();
       }
+    }
+  }
+  if (auto is_comm = g_is_comm.load(std::memory_order_relaxed)) {
+    size_t ncomm = 0;
+    for (Node* n : order) ncomm += is_comm(*n->prim) ? 1 : 0;
+    if (ncomm == order.size()) {
+      g_inline.fetch_add(ncomm, std::memory_order_relaxed);  // only collectives: nothing to overlap
+    } else if (ncomm) {
+      run_scheduled(std::move(order), is_comm);
+      return;
     }
   }
   for (Node* n : order) run_node(n);

@@ -18,4 +18,22 @@ void eval(const std::vector<array>& outputs);
 // arrays a transform is tracing are refused (invalid_argument).
 void async_eval(const std::vector<array>& outputs);
 
+// Communication beside compute. A layer above registers which primitives
+// talk to other processes (the distributed collectives: they mostly wait).
+// A graph with such nodes is evaluated by a scheduler: the calling thread
+// runs the other nodes, in topological order but skipping those whose
+// inputs are not ready yet, and hands each communication node, in the
+// graph's topological order (the same on every process), to one
+// communication thread, so that collectives overlap the compute that does
+// not depend on them. A communication node that nothing could overlap (no
+// other node is ready, none is in flight) runs on the calling thread
+// instead, sparing the hand-off. The first error (from either thread) is
+// raised once the communication thread is idle.
+void set_communication_test(bool (*is_communication)(const Primitive&));
+struct EvalStats {
+  uint64_t comm_offloaded = 0;  // communication nodes run on the communication thread
+  uint64_t comm_inline = 0;     // ... and on the evaluating thread
+};
+EvalStats eval_stats();
+
 }  // namespace ember

@@ -16,7 +16,13 @@ install. The collectives are lazy graph nodes evaluated with everything else;
 each checks first that every rank calls the same collective on the same
 shape and dtype (a ValueError naming both ranks' shapes) and waits for its
 peers at most ``EMBER_DISTRIBUTED_TIMEOUT`` seconds (default 300; 0 waits
-forever, with MPI's blocking calls), raising a RuntimeError when a peer died.
+forever, with MPI's blocking calls), raising a RuntimeError when a peer died
+(naming it when it ran on this machine); after that the group refuses
+further collectives. When a graph holds collectives and other work that
+does not depend on them, ``eval`` runs the collectives on a communication
+thread while the calling thread computes the rest (``EMBER_DISTRIBUTED_OVERLAP=0``
+turns this off); a collective with nothing to overlap runs on the calling
+thread.
 """
 import atexit
 import os

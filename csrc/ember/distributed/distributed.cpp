@@ -2,6 +2,7 @@
 // (through mpi.cpp) and their transform rules.
 #include "ember/distributed/distributed.h"
 
+#include <mutex>
 #include <sstream>
 
 #include "ember/backend/cpu/copy.h"
@@ -38,9 +39,26 @@ const void* dense(const array& in, std::shared_ptr<Buffer>& keep) {
   return keep->ptr();
 }
 
-const Comm& comm_of(const Group& g, const char* op) {
+Comm& comm_of(const Group& g, const char* op) {
   if (!g.comm()) throw std::logic_error(std::string("[") + op + "] node on the singleton group");
   return *g.comm();
+}
+
+// Runs an MPI call on the node's buffers. When it times out MPI still owns
+// the request, which may yet read `in` and write `out`: their buffers are
+// kept for the life of the process instead of going back to the allocator.
+template <class F>
+void guarded(const array& in, const array& out, const std::shared_ptr<Buffer>& scratch, F&& f) {
+  try {
+    f();
+  } catch (const mpi::Timeout&) {
+    static std::mutex mu;
+    static std::vector<std::shared_ptr<Buffer>> abandoned;
+    std::lock_guard<std::mutex> l(mu);
+    for (const auto& b : {in.buffer(), out.buffer(), scratch})
+      if (b) abandoned.push_back(b);
+    throw;
+  }
 }
 
 }  // namespace
@@ -98,49 +116,55 @@ const char* AllReduce::name() const {
 void AllReduce::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
   const array& in = inputs[0];
   array& out = outputs[0];
-  const Comm& c = comm_of(group_, reduce_name(kind_));
-  mpi::check_agree(c, {reduce_name(kind_), kSum + static_cast<int>(kind_), in.dtype(), &in.shape()});
+  Comm& c = comm_of(group_, reduce_name(kind_));
   out.alloc();
-  if (in.size() == 0) return;
   std::shared_ptr<Buffer> keep;
-  mpi::all_reduce(c, dense(in, keep), out.raw_data(), in.size(), in.dtype(), kind_);
+  const void* src = in.size() ? dense(in, keep) : nullptr;
+  mpi::Op op{reduce_name(kind_), kSum + static_cast<int>(kind_), in.dtype(), &in.shape(), static_cast<int>(kind_)};
+  bool done = false;
+  guarded(in, out, keep, [&] { done = mpi::check_agree(c, op, src, out.raw_data()); });
+  if (done || in.size() == 0) return;
+  guarded(in, out, keep, [&] { mpi::all_reduce(c, src, out.raw_data(), in.size(), in.dtype(), kind_); });
 }
 
 void AllGather::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
   const array& in = inputs[0];
   array& out = outputs[0];
-  const Comm& c = comm_of(group_, "all_gather");
+  Comm& c = comm_of(group_, "all_gather");
   mpi::check_agree(c, {"all_gather", kGather, in.dtype(), &in.shape()});
   out.alloc();
   if (in.size() == 0) return;
   std::shared_ptr<Buffer> keep;
-  mpi::all_gather(c, dense(in, keep), out.raw_data(), in.size(), in.dtype());
+  const void* src = dense(in, keep);
+  guarded(in, out, keep, [&] { mpi::all_gather(c, src, out.raw_data(), in.size(), in.dtype()); });
 }
 
 void SumScatter::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
   const array& in = inputs[0];
   array& out = outputs[0];
-  const Comm& c = comm_of(group_, "sum_scatter");
+  Comm& c = comm_of(group_, "sum_scatter");
   mpi::check_agree(c, {"sum_scatter", kScatter, in.dtype(), &in.shape()});
   out.alloc();
   if (in.size() == 0) return;
   std::shared_ptr<Buffer> keep;
-  mpi::reduce_scatter(c, dense(in, keep), out.raw_data(), out.size(), in.dtype());
+  const void* src = dense(in, keep);
+  guarded(in, out, keep, [&] { mpi::reduce_scatter(c, src, out.raw_data(), out.size(), in.dtype()); });
 }
 
 void Send::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
   const array& in = inputs[0];
-  const Comm& c = comm_of(group_, "send");
+  Comm& c = comm_of(group_, "send");
   std::shared_ptr<Buffer> keep;
-  mpi::send(c, {"send", kP2P, in.dtype(), &in.shape()}, dense(in, keep), in.size(), dst_);
+  const void* src = dense(in, keep);
+  guarded(in, in, keep, [&] { mpi::send(c, {"send", kP2P, in.dtype(), &in.shape()}, src, in.size(), dst_); });
   outputs[0].set_data(in.buffer(), in.strides(), in.offset());
 }
 
 void Recv::eval_cpu(const std::vector<array>&, std::vector<array>& outputs) {
   array& out = outputs[0];
-  const Comm& c = comm_of(group_, "recv");
+  Comm& c = comm_of(group_, "recv");
   out.alloc();
-  mpi::recv(c, {"recv", kP2P, out.dtype(), &out.shape()}, out.raw_data(), out.size(), src_);
+  guarded(out, out, nullptr, [&] { mpi::recv(c, {"recv", kP2P, out.dtype(), &out.shape()}, out.raw_data(), out.size(), src_); });
 }
 
 // ---- rules ---------------------------------------------------------------------

@@ -67,10 +67,16 @@ array sum_scatter(const array& x, const Group& g, const StreamOrDevice& s = {});
 array send(const array& x, int dst, const Group& g, const StreamOrDevice& s = {});
 array recv(Shape shape, Dtype dtype, int src, const Group& g, const StreamOrDevice& s = {});
 
-// The primitives. Each holds its group; eval_cpu runs the MPI call.
-class AllReduce final : public Primitive {
+// The primitives. Each holds its group; eval_cpu runs the MPI call. They
+// derive from Collective, which eval's scheduler runs on its communication
+// thread beside the compute that does not depend on them (eval.h).
+class Collective : public Primitive {
  public:
-  AllReduce(Stream s, Group g, ReduceKind k) : Primitive(s), group_(std::move(g)), kind_(k) {}
+  using Primitive::Primitive;
+};
+class AllReduce final : public Collective {
+ public:
+  AllReduce(Stream s, Group g, ReduceKind k) : Collective(s), group_(std::move(g)), kind_(k) {}
   const char* name() const override;
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
   EMBER_TRANSFORM_RULES
@@ -81,9 +87,9 @@ class AllReduce final : public Primitive {
   ReduceKind kind_;
 };
 
-class AllGather final : public Primitive {
+class AllGather final : public Collective {
  public:
-  AllGather(Stream s, Group g) : Primitive(s), group_(std::move(g)) {}
+  AllGather(Stream s, Group g) : Collective(s), group_(std::move(g)) {}
   const char* name() const override { return "AllGather"; }
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
   EMBER_TRANSFORM_RULES
@@ -92,9 +98,9 @@ class AllGather final : public Primitive {
   Group group_;
 };
 
-class SumScatter final : public Primitive {
+class SumScatter final : public Collective {
  public:
-  SumScatter(Stream s, Group g) : Primitive(s), group_(std::move(g)) {}
+  SumScatter(Stream s, Group g) : Collective(s), group_(std::move(g)) {}
   const char* name() const override { return "SumScatter"; }
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
   EMBER_TRANSFORM_RULES
@@ -104,9 +110,9 @@ class SumScatter final : public Primitive {
 };
 
 // The output is the input (a view), so that graphs can depend on the send.
-class Send final : public Primitive {
+class Send final : public Collective {
  public:
-  Send(Stream s, Group g, int dst) : Primitive(s), group_(std::move(g)), dst_(dst) {}
+  Send(Stream s, Group g, int dst) : Collective(s), group_(std::move(g)), dst_(dst) {}
   const char* name() const override { return "Send"; }
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
   bool is_view() const override { return true; }
@@ -118,9 +124,9 @@ class Send final : public Primitive {
   int dst_;
 };
 
-class Recv final : public Primitive {
+class Recv final : public Collective {
  public:
-  Recv(Stream s, Group g, int src) : Primitive(s), group_(std::move(g)), src_(src) {}
+  Recv(Stream s, Group g, int src) : Collective(s), group_(std::move(g)), src_(src) {}
   const char* name() const override { return "Recv"; }
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
 

@@ -11,17 +11,28 @@
 // 1) and is kept per library.
 #include "ember/distributed/mpi.h"
 
+#include "ember/eval.h"
+
 #include <dlfcn.h>
 #include <sched.h>
+#include <signal.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <functional>
+
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <climits>
 #include <complex>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
+#include <type_traits>
 #include <vector>
 
 namespace ember::distributed {
@@ -35,6 +46,7 @@ struct Lib {
   void* so = nullptr;
   std::string path, error;
   bool tried = false, started = false, finalized = false;
+  std::atomic<bool> timed_out{false};  // a collective timed out: MPI_Finalize could hang
 
   int (*Initialized)(int*);
   int (*Finalized)(int*);
@@ -67,6 +79,7 @@ struct Lib {
   Handle native[kNumDtypes] = {};  // MPI's own type for the dtype (nullptr: none)
   Handle bytes[kNumDtypes] = {};   // itemsize contiguous bytes (made at init)
   Handle custom[kNumDtypes][3] = {};  // user ops for the dtypes MPI cannot reduce
+  Handle check_type = nullptr, check_op = nullptr;  // the agreement check's message (mpi::check_agree)
 };
 
 Lib& lib() {
@@ -261,9 +274,31 @@ double timeout_seconds() {
   return t;
 }
 
+// What can be said about the peers when a collective times out: the local
+// ones whose process is gone, else which rank never answered.
+std::string peers_state(const Comm& c) {
+  std::ostringstream m;
+  int dead = 0;
+  if (c.pids.size() == static_cast<size_t>(c.size)) {
+    for (int r = 0; r < c.size; r++) {
+      if (r == c.rank || c.hosts[r] != c.hosts[c.rank] || c.pids[r] <= 0) continue;
+      if (kill(static_cast<pid_t>(c.pids[r]), 0) != 0 && errno == ESRCH) {
+        m << (dead++ ? ", " : "") << "rank " << r << " (pid " << c.pids[r] << ")";
+      }
+    }
+  }
+  if (dead) {
+    m << (dead == 1 ? " has exited" : " have exited");
+    return m.str();
+  }
+  if (c.size == 2) return "rank " + std::to_string(1 - c.rank) + " died, hangs or never took part in it";
+  return "another rank died, hangs or never took part in it";
+}
+
 // Waits for a request, raising when the deadline passes (a peer that died or
-// never joins) instead of blocking forever.
-void wait(Handle* req, const char* what) {
+// never joins) instead of blocking forever. After that the request is still
+// MPI's: the group is marked unusable and the caller keeps the buffers.
+void wait(Comm& c, Handle* req, const char* what) {
   Lib& l = lib();
   using clock = std::chrono::steady_clock;
   auto deadline = clock::now() + std::chrono::duration<double>(timeout_seconds());
@@ -275,12 +310,23 @@ void wait(Handle* req, const char* what) {
       if (clock::now() > deadline) {
         std::ostringstream m;
         m << "[distributed] " << what << " did not complete within " << timeout_seconds()
-          << " s (EMBER_DISTRIBUTED_TIMEOUT): another rank died or never took part in it.";
-        throw std::runtime_error(m.str());
+          << " s (EMBER_DISTRIBUTED_TIMEOUT) on rank " << c.rank << " of a group of " << c.size << ": "
+          << peers_state(c) << ".";
+        c.broken = m.str();
+        l.timed_out = true;
+        throw mpi::Timeout(m.str());
       }
       if (spins > 20000) sched_yield();
     }
   }
+}
+
+// Raises at once on a group where a collective timed out.
+void usable(Comm& c, const char* what) {
+  if (!c.broken.empty())
+    throw std::runtime_error(std::string("[") + what +
+                             "] the group cannot be used any more: an earlier collective timed out (" + c.broken +
+                             ")");
 }
 
 bool bounded() { return timeout_seconds() > 0; }
@@ -291,7 +337,13 @@ int as_int(int64_t n, const char* what) {
   return static_cast<int>(n);
 }
 
-constexpr int kHeader = 12;  // code, dtype, ndim, size, 8 dims
+constexpr int kHeader = 13;  // code, dtype, ndim, size, 8 dims, inline reduction (or -1)
+// The agreement check is one allreduce of this many bytes on every rank and
+// for every collective, whatever it moves: the header and its negation, then
+// up to kInline bytes of a reduction's data, reduced in the same message when
+// it fits (one round trip instead of two for small arrays).
+constexpr int64_t kInline = 1024;
+constexpr int64_t kCheckBytes = 2 * kHeader * 8 + kInline;
 
 void header(const mpi::Op& op, int64_t* h) {
   const Shape& s = *op.shape;
@@ -302,6 +354,63 @@ void header(const mpi::Op& op, int64_t* h) {
   h[2] = static_cast<int64_t>(s.size());
   h[3] = size;
   for (int i = 0; i < 8; i++) h[4 + i] = i < static_cast<int>(s.size()) ? s[i] : -1;
+  h[12] = op.inline_kind;
+}
+
+// ---- the check message's reduction ---------------------------------------
+
+template <class T>
+bool lt(const T& a, const T& b) {
+  if constexpr (std::is_same_v<T, complex64_t>)
+    return a.real() < b.real() || (a.real() == b.real() && a.imag() < b.imag());
+  else if constexpr (std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>)
+    return static_cast<float>(a) < static_cast<float>(b);
+  else
+    return a < b;
+}
+
+// b = a (+, max, min) b elementwise, as MPI's reductions of the dtype do.
+template <class T>
+void combine(const T* a, T* b, int64_t n, int kind) {
+  for (int64_t i = 0; i < n; i++) {
+    if constexpr (std::is_same_v<T, bool>) {
+      b[i] = kind == 2 ? (a[i] && b[i]) : (a[i] || b[i]);
+    } else if (kind == 0) {
+      if constexpr (std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>)
+        b[i] = T(static_cast<float>(a[i]) + static_cast<float>(b[i]));
+      else if constexpr (std::is_integral_v<T>)
+        b[i] = static_cast<T>(static_cast<std::make_unsigned_t<T>>(a[i]) + static_cast<std::make_unsigned_t<T>>(b[i]));
+      else
+        b[i] = a[i] + b[i];
+    } else if (kind == 1) {
+      if (lt(b[i], a[i])) b[i] = a[i];
+    } else {
+      if (lt(a[i], b[i])) b[i] = a[i];
+    }
+  }
+}
+
+// The check message's MPI_Op: the header part by maximum of [h, -h] (equal
+// headers stay equal, any difference shows as r[i] != -r[kHeader + i]); the
+// data part reduced only where both headers agree and carry data.
+void check_fn(void* in, void* inout, int* len, Handle*) {
+  for (int e = 0; e < *len; e++) {
+    auto* a = reinterpret_cast<int64_t*>(static_cast<char*>(in) + e * kCheckBytes);
+    auto* b = reinterpret_cast<int64_t*>(static_cast<char*>(inout) + e * kCheckBytes);
+    bool same = std::memcmp(a, b, 2 * kHeader * sizeof(int64_t)) == 0;
+    for (int i = 0; i < 2 * kHeader; i++) b[i] = std::max(a[i], b[i]);
+    if (!same || a[12] < 0 || a[12] > 2) continue;
+    int64_t n = a[3];
+    auto dt = static_cast<Dtype>(a[1]);
+    if (n <= 0 || n * size_of(dt) > kInline) continue;
+    int kind = static_cast<int>(a[12]);
+    const void* pa = a + 2 * kHeader;
+    void* pb = b + 2 * kHeader;
+    dispatch_all(dt, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      combine(static_cast<const T*>(pa), static_cast<T*>(pb), n, kind);
+    });
+  }
 }
 
 std::string describe(const int64_t* h) {
@@ -313,6 +422,22 @@ std::string describe(const int64_t* h) {
   if (nd == 1) m << ",";
   m << ")";
   return m.str();
+}
+
+// Every member's pid and host, for the timeout's message.
+void exchange_ids(Comm& c) {
+  Lib& l = lib();
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  int64_t mine[2] = {static_cast<int64_t>(getpid()), static_cast<int64_t>(std::hash<std::string>()(host) >> 1)};
+  std::vector<int64_t> all(2 * static_cast<size_t>(c.size));
+  check(l.Allgather(mine, 2, l.int64, all.data(), 2, l.int64, c.handle), "MPI_Allgather");
+  c.pids.resize(static_cast<size_t>(c.size));
+  c.hosts.resize(static_cast<size_t>(c.size));
+  for (int r = 0; r < c.size; r++) {
+    c.pids[r] = all[2 * static_cast<size_t>(r)];
+    c.hosts[r] = all[2 * static_cast<size_t>(r) + 1];
+  }
 }
 
 }  // namespace
@@ -379,10 +504,19 @@ Group init(bool strict) {
   make_ops<float16_t>(l, Dtype::float16);
   make_ops<bfloat16_t>(l, Dtype::bfloat16);
   make_ops<complex64_t>(l, Dtype::complex64);
+  check(l.Type_contiguous(static_cast<int>(kCheckBytes), l.byte, &l.check_type), "MPI_Type_contiguous");
+  check(l.Type_commit(&l.check_type), "MPI_Type_commit");
+  check(l.Op_create(&check_fn, 1, &l.check_op), "MPI_Op_create");
   auto c = std::make_shared<Comm>();
   c->handle = l.comm_world;
   check(l.Comm_rank(c->handle, &c->rank), "MPI_Comm_rank");
   check(l.Comm_size(c->handle, &c->size), "MPI_Comm_size");
+  exchange_ids(*c);
+  // collectives overlap the compute that does not depend on them (eval.h),
+  // unless EMBER_DISTRIBUTED_OVERLAP=0 (everything in order on the calling thread)
+  const char* overlap = std::getenv("EMBER_DISTRIBUTED_OVERLAP");
+  if (!(overlap && std::strcmp(overlap, "0") == 0))
+    set_communication_test([](const Primitive& p) { return dynamic_cast<const Collective*>(&p) != nullptr; });
   world = c;
   return Group(world);
 }
@@ -390,7 +524,8 @@ Group init(bool strict) {
 void finalize() {
   std::lock_guard<std::mutex> lock(lib_mutex());
   Lib& l = lib();
-  if (l.so && l.started && !l.finalized) {
+  // after a timeout a peer may be gone: MPI_Finalize would wait for it
+  if (l.so && l.started && !l.finalized && !l.timed_out) {
     int fin = 0;
     l.Finalized(&fin);
     if (!fin) l.Finalize();
@@ -411,6 +546,7 @@ Group Group::split(int color, int key) const {
   check(l.Comm_set_errhandler(c->handle, l.errors_return), "MPI_Comm_set_errhandler");
   check(l.Comm_rank(c->handle, &c->rank), "MPI_Comm_rank");
   check(l.Comm_size(c->handle, &c->size), "MPI_Comm_size");
+  exchange_ids(*c);
   return Group(c);
 }
 
@@ -424,24 +560,39 @@ bool checks_enabled() {
   return on;
 }
 
-void check_agree(const Comm& c, const Op& op) {
-  if (!checks_enabled()) return;
+bool check_agree(Comm& c, const Op& op, const void* data, void* result) {
+  usable(c, op.name);
+  if (!checks_enabled()) return false;
   Lib& l = lib();
-  int64_t h[2 * kHeader], r[2 * kHeader];
-  header(op, h);
+  // heap buffers: after a timeout MPI still owns them (kept, never freed)
+  auto h = std::make_unique<int64_t[]>(kCheckBytes / 8);
+  auto r = std::make_unique<int64_t[]>(kCheckBytes / 8);
+  header(op, h.get());
   for (int i = 0; i < kHeader; i++) h[kHeader + i] = -h[i];
+  int64_t nbytes = h[3] * size_of(op.dtype);
+  bool carried = op.inline_kind >= 0 && data && nbytes <= kInline;
+  if (carried && nbytes > 0) std::memcpy(h.get() + 2 * kHeader, data, static_cast<size_t>(nbytes));
   if (bounded()) {
     Handle req = nullptr;
-    check(l.Iallreduce(h, r, 2 * kHeader, l.int64, l.op_max, c.handle, &req), op.name);
-    wait(&req, op.name);
+    check(l.Iallreduce(h.get(), r.get(), 1, l.check_type, l.check_op, c.handle, &req), op.name);
+    try {
+      wait(c, &req, op.name);
+    } catch (const Timeout&) {
+      h.release();
+      r.release();
+      throw;
+    }
   } else {
-    check(l.Allreduce(h, r, 2 * kHeader, l.int64, l.op_max, c.handle), op.name);
+    check(l.Allreduce(h.get(), r.get(), 1, l.check_type, l.check_op, c.handle), op.name);
   }
   bool same = true;
   for (int i = 0; i < kHeader; i++) same = same && r[i] == -r[kHeader + i];
-  if (same) return;
+  if (same) {
+    if (carried && nbytes > 0) std::memcpy(result, r.get() + 2 * kHeader, static_cast<size_t>(nbytes));
+    return carried;
+  }
   std::vector<int64_t> all(static_cast<size_t>(kHeader) * c.size);
-  check(l.Allgather(h, kHeader, l.int64, all.data(), kHeader, l.int64, c.handle), op.name);
+  check(l.Allgather(h.get(), kHeader, l.int64, all.data(), kHeader, l.int64, c.handle), op.name);
   int other = 1;
   while (other < c.size && std::memcmp(&all[0], &all[static_cast<size_t>(other) * kHeader],
                                        kHeader * sizeof(int64_t)) == 0)
@@ -454,7 +605,7 @@ void check_agree(const Comm& c, const Op& op) {
   throw std::invalid_argument(m.str());
 }
 
-void all_reduce(const Comm& c, const void* in, void* out, int64_t count, Dtype dt, ReduceKind k) {
+void all_reduce(Comm& c, const void* in, void* out, int64_t count, Dtype dt, ReduceKind k) {
   Lib& l = lib();
   int d = static_cast<int>(dt);
   Handle type = l.native[d], op;
@@ -476,27 +627,27 @@ void all_reduce(const Comm& c, const void* in, void* out, int64_t count, Dtype d
     if (bounded()) {
       Handle req = nullptr;
       check(l.Iallreduce(in_p + done * item, out_p + done * item, n, type, op, c.handle, &req), "MPI_Iallreduce");
-      wait(&req, k == ReduceKind::sum ? "all_sum" : k == ReduceKind::max ? "all_max" : "all_min");
+      wait(c, &req, k == ReduceKind::sum ? "all_sum" : k == ReduceKind::max ? "all_max" : "all_min");
     } else {
       check(l.Allreduce(in_p + done * item, out_p + done * item, n, type, op, c.handle), "MPI_Allreduce");
     }
   }
 }
 
-void all_gather(const Comm& c, const void* in, void* out, int64_t count, Dtype dt) {
+void all_gather(Comm& c, const void* in, void* out, int64_t count, Dtype dt) {
   Lib& l = lib();
   int n = as_int(count, "all_gather");
   Handle type = l.bytes[static_cast<int>(dt)];
   if (bounded()) {
     Handle req = nullptr;
     check(l.Iallgather(in, n, type, out, n, type, c.handle, &req), "MPI_Iallgather");
-    wait(&req, "all_gather");
+    wait(c, &req, "all_gather");
   } else {
     check(l.Allgather(in, n, type, out, n, type, c.handle), "MPI_Allgather");
   }
 }
 
-void reduce_scatter(const Comm& c, const void* in, void* out, int64_t count, Dtype dt) {
+void reduce_scatter(Comm& c, const void* in, void* out, int64_t count, Dtype dt) {
   Lib& l = lib();
   int d = static_cast<int>(dt);
   as_int(count * c.size, "sum_scatter");
@@ -511,7 +662,7 @@ void reduce_scatter(const Comm& c, const void* in, void* out, int64_t count, Dty
   if (bounded()) {
     Handle req = nullptr;
     check(l.Ireduce_scatter_block(in, out, n, type, op, c.handle, &req), "MPI_Ireduce_scatter_block");
-    wait(&req, "sum_scatter");
+    wait(c, &req, "sum_scatter");
   } else {
     check(l.Reduce_scatter_block(in, out, n, type, op, c.handle), "MPI_Reduce_scatter_block");
   }
@@ -520,8 +671,8 @@ void reduce_scatter(const Comm& c, const void* in, void* out, int64_t count, Dty
 namespace {
 constexpr int kTag = 0x3e5;
 
-void p2p_wait(Handle* req, bool bounded_wait, const char* what) {
-  if (bounded_wait) wait(req, what);
+void p2p_wait(Comm& c, Handle* req, bool bounded_wait, const char* what) {
+  if (bounded_wait) wait(c, req, what);
   else {
     int flag = 0;
     while (!flag) check(lib().Test(req, &flag, lib().status_ignore), what);
@@ -529,35 +680,57 @@ void p2p_wait(Handle* req, bool bounded_wait, const char* what) {
 }
 }  // namespace
 
-void send(const Comm& c, const Op& op, const void* buf, int64_t count, int dst) {
+void send(Comm& c, const Op& op, const void* buf, int64_t count, int dst) {
+  usable(c, op.name);
   Lib& l = lib();
-  int64_t h[kHeader];
+  auto h_buf = std::make_unique<int64_t[]>(kHeader);  // MPI's after a timeout: kept
+  int64_t* h = h_buf.get();
   header(op, h);
   int n = as_int(count, op.name);
   Handle type = l.bytes[static_cast<int>(op.dtype)];
   Handle r1 = nullptr, r2 = nullptr;
   check(l.Isend(h, kHeader, l.int64, dst, kTag, c.handle, &r1), "MPI_Isend");
   check(l.Isend(buf, n, type, dst, kTag, c.handle, &r2), "MPI_Isend");
-  p2p_wait(&r1, bounded(), op.name);
-  p2p_wait(&r2, bounded(), op.name);
+  try {
+    p2p_wait(c, &r1, bounded(), op.name);
+    p2p_wait(c, &r2, bounded(), op.name);
+  } catch (const Timeout&) {
+    h_buf.release();
+    throw;
+  }
 }
 
-void recv(const Comm& c, const Op& op, void* buf, int64_t count, int src) {
+void recv(Comm& c, const Op& op, void* buf, int64_t count, int src) {
+  usable(c, op.name);
   Lib& l = lib();
-  int64_t mine[kHeader], theirs[kHeader];
+  int64_t mine[kHeader];
   header(op, mine);
+  auto theirs_buf = std::make_unique<int64_t[]>(kHeader);  // MPI's after a timeout: kept
+  int64_t* theirs = theirs_buf.get();
   Handle req = nullptr;
   check(l.Irecv(theirs, kHeader, l.int64, src, kTag, c.handle, &req), "MPI_Irecv");
-  p2p_wait(&req, bounded(), op.name);
+  try {
+    p2p_wait(c, &req, bounded(), op.name);
+  } catch (const Timeout&) {
+    theirs_buf.release();
+    throw;
+  }
   // the sender's code is send's, ours recv's: compare what follows
   if (std::memcmp(mine + 1, theirs + 1, (kHeader - 1) * sizeof(int64_t)) != 0) {
     // take the message anyway, so that the sender is not left waiting
-    std::vector<char> sink(static_cast<size_t>(theirs[3] * size_of(static_cast<Dtype>(theirs[1]))));
+    if (theirs[1] < 0 || theirs[1] >= kNumDtypes || theirs[3] < 0)
+      throw std::runtime_error(std::string("[") + op.name + "] a malformed message from rank " + std::to_string(src));
+    auto sink = std::make_unique<char[]>(static_cast<size_t>(std::max<int64_t>(1, theirs[3] * size_of(static_cast<Dtype>(theirs[1])))));
     Handle r = nullptr;
-    check(l.Irecv(sink.data(), as_int(theirs[3], op.name), l.bytes[static_cast<int>(theirs[1])], src, kTag,
+    check(l.Irecv(sink.get(), as_int(theirs[3], op.name), l.bytes[static_cast<int>(theirs[1])], src, kTag,
                   c.handle, &r),
           "MPI_Irecv");
-    p2p_wait(&r, bounded(), op.name);
+    try {
+      p2p_wait(c, &r, bounded(), op.name);
+    } catch (const Timeout&) {
+      sink.release();
+      throw;
+    }
     std::ostringstream m;
     m << "[" << op.name << "] rank " << c.rank << " expects a " << describe(mine) << " from rank " << src
       << " but rank " << src << " sent a " << describe(theirs) << ".";
@@ -565,7 +738,7 @@ void recv(const Comm& c, const Op& op, void* buf, int64_t count, int src) {
   }
   check(l.Irecv(buf, as_int(count, op.name), l.bytes[static_cast<int>(op.dtype)], src, kTag, c.handle, &req),
         "MPI_Irecv");
-  p2p_wait(&req, bounded(), op.name);
+  p2p_wait(c, &req, bounded(), op.name);
 }
 
 }  // namespace mpi
