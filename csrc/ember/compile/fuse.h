@@ -6,15 +6,21 @@
 //
 // fuse() walks the graph once (explicit stack, linear), groups the fusable
 // nodes (elementwise primitives the code generator covers, by trait and
-// dtype) from the outputs back: a node joins the group of its consumers when
-// all of them are in one group and it has the group's shape; a graph output
-// inside a group becomes one more output of its Compiled node; a group
-// stops growing at 256 nodes (one kernel's compile time). Groups of two
-// or more nodes get a kernel (codegen.cpp's generator, jit.cpp's compiler
-// and caches); without a compiler, or if a compile fails, the group stays as
-// it was (one warning per process on stderr). Consumers outside the groups
-// are rewired in place to the Compiled outputs (same values); the arrays of
-// the group itself keep their original nodes.
+// dtype, and sum/max/min reductions over the last axis) from the outputs
+// back: a node joins the group of its consumers when all of them are in one
+// group and its shape fits the group's: the group's full shape F, or F's row
+// scalars (F with the last axis 1), which a reduction over the last axis
+// produces from F. A group with a reduction is a row program (softmax, layer
+// or rms norm, a loss written out: one kernel per row); a group without one
+// keeps one shape (its row scalars form a group of their own). A graph
+// output inside a group, or a value used outside it, becomes one more output
+// of its Compiled node; a group stops growing at 256 nodes (one kernel's
+// compile time). Groups of two or more nodes get a kernel (codegen.cpp's
+// generator, jit.cpp's compiler and caches); without a compiler, or if a
+// compile fails, the group stays as it was (one warning per process on
+// stderr). Consumers outside the groups are rewired in place to the Compiled
+// outputs (same values); the arrays of the group itself keep their original
+// nodes.
 #pragma once
 
 #include <memory>
