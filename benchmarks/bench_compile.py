@@ -5,8 +5,8 @@ torch.compile and MLX compile, each framework in its own process. Run:
 
 Workloads (float32): the chain tanh(x*2+1)*sigmoid(x) - x/3 on 4M elements,
 a 10-op multiply/add chain, GELU (erf form), softmax over 4096x4096 and a
-layer norm over rows of 1024 (the reductions run as their own kernels, the
-elementwise tail fused), each beside the eager form and a plain copy (the
+layer norm over rows of 1024 (compiled: one row program, both reductions
+and the normalization in one kernel per row), each beside the eager form and a plain copy (the
 machine's DRAM copy bandwidth: 1 read + 1 write of 64 MB). Ember's compiled
 rows run `mx.compile` of the same function as MLX's (traced once, then
 replayed: the fused kernel and the unfused rest). Under the table: the first call of the 10-op chain in a

@@ -30,22 +30,43 @@ namespace ember::compile {
 namespace {
 
 // dtype masks: which input dtypes an op's generated code covers
-constexpr int kB = 1, kF = 2, kD = 4, kFD = kF | kD, kAll = kB | kF | kD;
+// (float16 and bfloat16 go with float32: computed in float, each step's
+// value rounded to its type, as the eager kernels do)
+constexpr int kB = 1, kF = 2, kD = 4, kH = 8, kFD = kF | kD | kH, kAll = kB | kF | kD | kH;
 
 int dtype_bit(Dtype t) {
   switch (t) {
     case Dtype::bool_: return kB;
     case Dtype::float32: return kF;
     case Dtype::float64: return kD;
+    case Dtype::float16:
+    case Dtype::bfloat16: return kH;
     default: return 0;
   }
 }
+bool is_half(Dtype t) { return t == Dtype::float16 || t == Dtype::bfloat16; }
+// the type a value is computed in
 const char* ctype(Dtype t) {
   switch (t) {
     case Dtype::bool_: return "bool";
-    case Dtype::float32: return "float";
-    default: return "double";
+    case Dtype::float64: return "double";
+    default: return "float";
   }
+}
+// the type it is stored as
+const char* mtype(Dtype t) {
+  return t == Dtype::float16 ? "_Float16" : t == Dtype::bfloat16 ? "uint16_t" : ctype(t);
+}
+// a stored value read as its compute type, a computed value rounded to its
+// dtype (kept in the compute type), a computed value as stored
+std::string load_as(Dtype t, const std::string& e) {
+  return t == Dtype::float16 ? "static_cast<float>(" + e + ")" : t == Dtype::bfloat16 ? "e_bf2f(" + e + ")" : e;
+}
+std::string round_to(Dtype t, const std::string& e) {
+  return t == Dtype::float16 ? "e_rf16(" + e + ")" : t == Dtype::bfloat16 ? "e_rbf16(" + e + ")" : e;
+}
+std::string store_as(Dtype t, const std::string& e) {
+  return t == Dtype::float16 ? "static_cast<_Float16>(" + e + ")" : t == Dtype::bfloat16 ? "e_f2bf(" + e + ")" : e;
 }
 
 // Per op tag: the input dtypes covered (0: none) and whether float32 needs
@@ -68,7 +89,7 @@ EMBER_GEN_FD(Square) EMBER_GEN_FD(Exp) EMBER_GEN_FD(Expm1) EMBER_GEN_FD(Log) EMB
 EMBER_GEN_FD(Log10) EMBER_GEN_FD(Log1p) EMBER_GEN(Sin, kFD, true) EMBER_GEN(Cos, kFD, true)
 EMBER_GEN(Tan, kFD, true) EMBER_GEN_FD(Sinh) EMBER_GEN_FD(Cosh) EMBER_GEN_FD(Tanh) EMBER_GEN_FD(ArcSin)
 EMBER_GEN_FD(ArcCos) EMBER_GEN_FD(ArcTan) EMBER_GEN_FD(ArcSinh) EMBER_GEN_FD(ArcCosh) EMBER_GEN_FD(ArcTanh)
-EMBER_GEN_FD(Sigmoid) EMBER_GEN_FD(Erf) EMBER_GEN(ErfInv, kF, false) EMBER_GEN_FD(Floor) EMBER_GEN_FD(Ceil)
+EMBER_GEN_FD(Sigmoid) EMBER_GEN_FD(Erf) EMBER_GEN(ErfInv, kF | kH, false) EMBER_GEN_FD(Floor) EMBER_GEN_FD(Ceil)
 EMBER_GEN_FD(Round) EMBER_GEN(LogicalNot, kAll, false) EMBER_GEN(BitwiseInvert, kB, false)
 EMBER_GEN_FD(IsNaN) EMBER_GEN_FD(IsInf) EMBER_GEN_FD(IsPosInf) EMBER_GEN_FD(IsNegInf)
 // binary
@@ -201,6 +222,21 @@ F2 T e_LogAddExp(T a, T b) {
 F2 bool e_NaNEqual(T a, T b) { return a == b || (a != a && b != b); }
 #undef F1
 #undef F2
+[[maybe_unused]] inline float e_bf2f(uint16_t b) {
+  const uint32_t u = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+[[maybe_unused]] inline uint16_t e_f2bf(float f) {  // round to nearest even, NaN kept quiet
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+template <class T> [[maybe_unused]] inline float e_rf16(T x) { return static_cast<float>(static_cast<_Float16>(x)); }
+template <class T> [[maybe_unused]] inline float e_rbf16(T x) { return e_bf2f(e_f2bf(static_cast<float>(x))); }
 [[maybe_unused]] inline uint32_t e_mag(float x) {
   uint32_t u;
   std::memcpy(&u, &x, 4);
@@ -281,25 +317,25 @@ std::string fused_loop_kernel(const FusedProgram& prog, const std::vector<const 
          "int64_t n) {\n  constexpr int64_t B = "
       << block << ";\n";
   for (int o = 0; o < nout; ++o) {
-    const char* t = ctype(prog.steps[prog.outputs[o]].dtype);
+    const char* t = mtype(prog.steps[prog.outputs[o]].dtype);
     src << "  " << t << "* o" << o << " = reinterpret_cast<" << t << "*>(p[" << o << "]); const int64_t so" << o
         << " = s[" << o << "];\n  alignas(64) " << t << " u" << o << "[B];\n";
   }
   for (int i = 0; i < nin; ++i) {
-    const char* t = ctype(prog.in_dtypes[i]);
+    const char* t = mtype(prog.in_dtypes[i]);
     src << "  const " << t << "* i" << i << " = reinterpret_cast<const " << t << "*>(p[" << nout + i
         << "]); const int64_t si" << i << " = s[" << nout + i << "];\n  alignas(64) " << t << " x" << i
         << "[B];\n  if (si" << i << " == 0) for (int64_t j = 0; j < B; ++j) x" << i << "[j] = i" << i << "[0];\n";
   }
   src << "  for (int64_t b = 0; b < n; b += B) {\n    const int64_t m = n - b < B ? n - b : B;\n";
   for (int i = 0; i < nin; ++i) {
-    const char* t = ctype(prog.in_dtypes[i]);
+    const char* t = mtype(prog.in_dtypes[i]);
     src << "    const " << t << "* a" << i << " = x" << i << ";\n    if (si" << i << " == 1) a" << i << " = i" << i
         << " + b; else if (si" << i << " != 0) gather(i" << i << " + b * si" << i << ", si" << i << ", x" << i
         << ", m);\n";
   }
   for (int o = 0; o < nout; ++o) {
-    const char* t = ctype(prog.steps[prog.outputs[o]].dtype);
+    const char* t = mtype(prog.steps[prog.outputs[o]].dtype);
     src << "    " << t << "* d" << o << " = so" << o << " == 1 ? o" << o << " + b : u" << o << ";\n";
   }
   src << "#pragma GCC ivdep\n    for (int64_t j = 0; j < m; ++j) {\n";
@@ -307,7 +343,7 @@ std::string fused_loop_kernel(const FusedProgram& prog, const std::vector<const 
     const auto& st = prog.steps[k];
     auto arg = [&](int i) {
       int a = st.args[i];
-      return a >= 0 ? "v" + std::to_string(a) : "a" + std::to_string(-a - 1) + "[j]";
+      return a >= 0 ? "v" + std::to_string(a) : load_as(prog.in_dtypes[-a - 1], "a" + std::to_string(-a - 1) + "[j]");
     };
     const OpGen& g = *gens[k];
     std::string expr;
@@ -317,12 +353,16 @@ std::string fused_loop_kernel(const FusedProgram& prog, const std::vector<const 
       case Kind::Select: expr = "(" + arg(0) + " ? " + arg(1) + " : " + arg(2) + ")"; break;
       case Kind::AsType:
         expr = st.dtype == Dtype::bool_ ? "(" + arg(0) + " != 0)"
+               : is_half(st.dtype)      ? arg(0)  // rounded from its own type below
                                         : std::string("static_cast<") + ctype(st.dtype) + ">(" + arg(0) + ")";
         break;
     }
-    src << "      const " << ctype(st.dtype) << " v" << k << " = " << expr << ";\n";
+    src << "      const " << ctype(st.dtype) << " v" << k << " = " << round_to(st.dtype, expr) << ";\n";
   }
-  for (int o = 0; o < nout; ++o) src << "      d" << o << "[j] = v" << prog.outputs[o] << ";\n";
+  for (int o = 0; o < nout; ++o) {
+    src << "      d" << o << "[j] = " << store_as(prog.steps[prog.outputs[o]].dtype, "v" + std::to_string(prog.outputs[o]))
+        << ";\n";
+  }
   src << "    }\n";
   for (int o = 0; o < nout; ++o) {
     src << "    if (so" << o << " != 1) scatter(u" << o << ", o" << o << " + b * so" << o << ", so" << o << ", m);\n";
@@ -350,10 +390,18 @@ static std::string elementwise_kernel(const FusedProgram& prog) {
   for (int k = 0; k < nsteps; ++k) {
     far = far || (gens[k]->far && prog.in_dtypes.size() && [&] {
             int a = prog.steps[k].args[0];
-            return (a >= 0 ? prog.steps[a].dtype : prog.in_dtypes[-a - 1]) == Dtype::float32;
+            const Dtype t = a >= 0 ? prog.steps[a].dtype : prog.in_dtypes[-a - 1];
+            return t == Dtype::float32 || is_half(t);
           }());
   }
   if (nsteps <= kFusedLoopSteps && !far) return fused_loop_kernel(prog, gens, kBlock);
+  // (the one-loop-per-step form computes float32, float64 and bool only)
+  for (Dtype t : prog.in_dtypes) {
+    if (is_half(t)) return {};
+  }
+  for (const auto& st : prog.steps) {
+    if (is_half(st.dtype)) return {};
+  }
   auto arg_dtype = [&](int a) { return a >= 0 ? prog.steps[a].dtype : prog.in_dtypes[-a - 1]; };
   // block buffers: a step's value lives until its last use (outputs: to the end)
   std::vector<int> last(nsteps, -1);
@@ -443,70 +491,211 @@ static std::string elementwise_kernel(const FusedProgram& prog) {
   return src.str();
 }
 
-// A closing reduction: the elementwise kernel as ember_elem, computing a
-// piece of the row into a buffer, under the eager kernel's order of
-// evaluation (backend/cpu/reduce.cpp): pieces of at most 4096 elements at
-// the nodes of the pairwise split, in each piece element i into lane
-// i mod L (L = 32 for 4-byte values, 16 for 8-byte ones), the lanes
-// combined as a tree (lane j with lane j + w, w = L/2, ..., 1); a NaN
-// result is the canonical quiet NaN.
-std::string generate_kernel(const FusedProgram& prog) {
-  std::string k = elementwise_kernel(prog);
-  if (k.empty() || prog.reduce_kind < 0) return k;
-  const std::string sig = "extern \"C\" __attribute__((visibility(\"default\"))) void ember_fused(";
-  k.replace(k.find(sig), sig.size(), "static void ember_elem(");
-  const Dtype t = prog.steps[prog.outputs.at(0)].dtype;
-  const char* T = ctype(t);
-  const int L = size_of(t) <= 4 ? 32 : 16;
-  const int nin = static_cast<int>(prog.in_dtypes.size());
-  const char* id = prog.reduce_kind == 0 ? "T(0)" : prog.reduce_kind == 1 ? "-std::numeric_limits<T>::infinity()"
-                                                                          : "std::numeric_limits<T>::infinity()";
-  const char* ap = prog.reduce_kind == 0 ? "a + b" : prog.reduce_kind == 1 ? "((a > b) | (a != a)) ? a : b"
-                                                                           : "((a < b) | (a != a)) ? a : b";
-  std::ostringstream r;
-  r << "namespace {\nusing T = " << T << ";\nconstexpr int L = " << L << ";\nconstexpr int NIN = " << nin << ";\n";
-  r << "constexpr int ISZ[NIN + 1] = {" << size_of(t);
-  for (Dtype d : prog.in_dtypes) r << ", " << size_of(d);
-  r << "};\n";
-  r << "inline T r_ap(T a, T b) { return " << ap << "; }\n";
-  r << R"EMBERSRC(
-T r_leaf(char* const* p, const int64_t* s, int64_t off, int64_t len) {
-  alignas(64) T buf[4096];
-  char* q[NIN + 1];
-  int64_t ss[NIN + 1];
-  q[0] = reinterpret_cast<char*>(buf);
-  ss[0] = 1;
-  for (int i = 1; i <= NIN; ++i) {
-    q[i] = p[i] + off * s[i] * ISZ[i];
-    ss[i] = s[i];
-  }
-  ember_elem(q, ss, len);
+// A row program (fuse.h): one row per call. Each reduction is a pass over
+// the row in the eager kernel's order of evaluation (backend/cpu/reduce.cpp):
+// pieces of at most 4096 elements at the nodes of the pairwise split, in each
+// piece element i into lane i mod L (L = 32 for 4-byte values, 16 for 8-byte
+// ones), the lanes combined as a tree (lane j with lane j + w, w = L/2, ...,
+// 1); a NaN result is the canonical quiet NaN. A pass computes, block by
+// block, the full steps its reduction needs (from the inputs and the row
+// scalars known by then, per element in registers) into the piece's buffer;
+// row scalars are computed once, where the step order puts them; a last pass
+// computes and stores the full outputs.
+namespace {
+
+const char* kRowPrelude = R"EMBERSRC(
+namespace {
+template <class T, int L, class Ap, class Leaf>
+T r_pairwise(int64_t off, int64_t n, Ap ap, Leaf& leaf) {
+  if (n <= 4096) return leaf(off, n);
+  const int64_t h = (n / 2 + L - 1) / L * L;
+  const T a = r_pairwise<T, L>(off, h, ap, leaf);
+  return ap(a, r_pairwise<T, L>(off + h, n - h, ap, leaf));
+}
+template <class T, int L, class Ap>
+T r_lanes(const T* __restrict buf, int64_t len, T id, Ap ap) {
   T acc[L];
-  for (int l = 0; l < L; ++l) acc[l] = )EMBERSRC" << id << R"EMBERSRC(;
+  for (int l = 0; l < L; ++l) acc[l] = id;
   int64_t i = 0;
   for (; i + L <= len; i += L) {
-    for (int l = 0; l < L; ++l) acc[l] = r_ap(acc[l], buf[i + l]);
+    for (int l = 0; l < L; ++l) acc[l] = ap(acc[l], buf[i + l]);
   }
-  for (int l = 0; i + l < len; ++l) acc[l] = r_ap(acc[l], buf[i + l]);
+  for (int l = 0; i + l < len; ++l) acc[l] = ap(acc[l], buf[i + l]);
   for (int w = L / 2; w >= 1; w /= 2) {
-    for (int j = 0; j < w; ++j) acc[j] = r_ap(acc[j], acc[j + w]);
+    for (int j = 0; j < w; ++j) acc[j] = ap(acc[j], acc[j + w]);
   }
   return acc[0];
 }
-T r_tree(char* const* p, const int64_t* s, int64_t off, int64_t n) {
-  if (n <= 4096) return r_leaf(p, s, off, n);
-  const int64_t h = (n / 2 + L - 1) / L * L;
-  const T a = r_tree(p, s, off, h);
-  return r_ap(a, r_tree(p, s, off + h, n - h));
-}
+template <class T>
+T r_canon(T v) { return v != v ? std::numeric_limits<T>::quiet_NaN() : v; }
+struct r_sum { template <class T> T operator()(T a, T b) const { return a + b; } };
+struct r_max { template <class T> T operator()(T a, T b) const { return ((a > b) | (a != a)) ? a : b; } };
+struct r_min { template <class T> T operator()(T a, T b) const { return ((a < b) | (a != a)) ? a : b; } };
 }  // namespace
-extern "C" __attribute__((visibility("default"))) void ember_fused(char* const* p, const int64_t* s, int64_t n) {
-  T v = r_tree(p, s, 0, n);
-  if (v != v) v = std::numeric_limits<T>::quiet_NaN();
-  *reinterpret_cast<T*>(p[0]) = v;
-}
 )EMBERSRC";
-  return k + r.str();
+
+std::string row_kernel(const FusedProgram& prog) {
+  const int nin = static_cast<int>(prog.in_dtypes.size());
+  const int nout = static_cast<int>(prog.outputs.size());
+  const int nsteps = static_cast<int>(prog.steps.size());
+  std::vector<const OpGen*> gens(nsteps, nullptr);
+  auto arg_dtype = [&](int a) { return a >= 0 ? prog.steps[a].dtype : prog.in_dtypes[-a - 1]; };
+  for (int k = 0; k < nsteps; ++k) {
+    if (prog.step_reduce[k] >= 0) continue;
+    gens[k] = op_gen(*prog.steps[k].prim);
+    if (!gens[k]) return {};
+  }
+  // float32 sin/cos/tan: the vector path, its arguments' largest magnitude
+  // kept; a block holding one beyond the accurate bound is computed again
+  // with the exact scalar path on those lanes (as unary.cpp's loop does)
+  auto far = [&](int k) {
+    return gens[k] && gens[k]->far && ctype(arg_dtype(prog.steps[k].args[0])) == std::string("float");
+  };
+  auto is_row = [&](int a) { return a >= 0 ? static_cast<bool>(prog.row_scalar[a]) : static_cast<bool>(prog.in_row_bcast[-a - 1]); };
+  auto ref = [&](int a) {
+    if (a >= 0) return (prog.row_scalar[a] ? "r" : "v") + std::to_string(a);
+    const int i = -a - 1;
+    return prog.in_row_bcast[i] ? "c" + std::to_string(i) : load_as(prog.in_dtypes[i], "a" + std::to_string(i) + "[j]");
+  };
+  auto expr = [&](int k, bool exact) {
+    const auto& st = prog.steps[k];
+    const OpGen& g = *gens[k];
+    auto arg = [&](int i) { return ref(st.args[i]); };
+    switch (g.kind) {
+      case Kind::Unary:
+        if (exact && far(k)) {
+          return "(std::fabs(" + arg(0) + ") > ember::simd::kSinCosAccurateBound ? e_" + g.name + "_far(" + arg(0) +
+                 ") : e_" + g.name + "(" + arg(0) + "))";
+        }
+        return std::string("e_") + g.name + "(" + arg(0) + ")";
+      case Kind::Binary: return std::string("e_") + g.name + "(" + arg(0) + ", " + arg(1) + ")";
+      case Kind::Select: return "(" + arg(0) + " ? " + arg(1) + " : " + arg(2) + ")";
+      case Kind::AsType:
+        return st.dtype == Dtype::bool_ ? "(" + arg(0) + " != 0)"
+               : is_half(st.dtype)      ? arg(0)  // rounded from its own type by value()
+                                        : std::string("static_cast<") + ctype(st.dtype) + ">(" + arg(0) + ")";
+    }
+    return std::string();
+  };
+  auto value = [&](int k, bool exact) { return round_to(prog.steps[k].dtype, expr(k, exact)); };
+  // The loop of one pass over [lo, lo + len): the full steps that `targets`
+  // need, per element; `store` writes the targets' values at element j.
+  auto pass = [&](const std::vector<int>& targets, const std::string& lo, const std::string& len,
+                  const std::string& store, const std::string& after, std::ostringstream& out) {
+    std::vector<bool> need(nsteps, false);
+    std::vector<bool> need_in(nin, false);
+    std::vector<int> stack;
+    for (int t : targets) stack.push_back(t);
+    while (!stack.empty()) {
+      int a = stack.back();
+      stack.pop_back();
+      if (a < 0) {
+        if (!prog.in_row_bcast[-a - 1]) need_in[-a - 1] = true;
+        continue;
+      }
+      if (prog.row_scalar[a] || need[a]) continue;
+      need[a] = true;
+      for (int b : prog.steps[a].args) stack.push_back(b);
+    }
+    out << "    for (int64_t b = " << lo << "; b < " << lo << " + " << len << "; b += B) {\n"
+        << "      const int64_t m = " << lo << " + " << len << " - b < B ? " << lo << " + " << len << " - b : B;\n";
+    for (int i = 0; i < nin; ++i) {
+      if (!need_in[i]) continue;
+      const char* t = mtype(prog.in_dtypes[i]);
+      out << "      const " << t << "* a" << i << " = x" << i << ";\n      if (si" << i << " == 1) a" << i << " = i"
+          << i << " + b; else gather(i" << i << " + b * si" << i << ", si" << i << ", x" << i << ", m);\n";
+    }
+    bool any_far = false;
+    for (int k = 0; k < nsteps; ++k) any_far = any_far || (need[k] && far(k));
+    auto loop = [&](bool exact) {
+      out << "#pragma GCC ivdep\n      for (int64_t j = 0; j < m; ++j) {\n";
+      for (int k = 0; k < nsteps; ++k) {
+        if (!need[k]) continue;
+        out << "        const " << ctype(prog.steps[k].dtype) << " v" << k << " = " << value(k, exact) << ";\n";
+        if (!exact && far(k)) {
+          out << "        { const uint32_t u = e_mag(" << ref(prog.steps[k].args[0]) << "); top = u > top ? u : top; }\n";
+        }
+      }
+      out << store << "      }\n";
+    };
+    if (any_far) out << "      uint32_t top = 0;\n";
+    loop(false);
+    if (any_far) {
+      out << "      if (top > e_mag(ember::simd::kSinCosAccurateBound)) {\n";
+      loop(true);
+      out << "      }\n";
+    }
+    out << after << "    }\n";
+  };
+  std::ostringstream src;
+  src << kRowPrelude;
+  src << "extern \"C\" __attribute__((visibility(\"default\"))) void ember_fused(char* const* p, const int64_t* s, "
+         "int64_t n) {\n  constexpr int64_t B = 512;\n";
+  for (int i = 0; i < nin; ++i) {
+    const char* t = mtype(prog.in_dtypes[i]);
+    src << "  const " << t << "* i" << i << " = reinterpret_cast<const " << t << "*>(p[" << nout + i << "]);\n";
+    if (prog.in_row_bcast[i]) {
+      src << "  [[maybe_unused]] const " << ctype(prog.in_dtypes[i]) << " c" << i << " = "
+          << load_as(prog.in_dtypes[i], "*i" + std::to_string(i)) << ";\n";
+    } else {
+      src << "  const int64_t si" << i << " = s[" << nout + i << "];\n  alignas(64) " << t << " x" << i << "[B];\n";
+    }
+  }
+  for (int k = 0; k < nsteps; ++k) {
+    const auto& st = prog.steps[k];
+    const char* t = ctype(st.dtype);
+    if (prog.step_reduce[k] >= 0) {
+      const int a = st.args[0];
+      const int L = size_of(st.dtype) <= 4 ? 32 : 16;
+      const char* op = prog.step_reduce[k] == 0 ? "r_sum{}" : prog.step_reduce[k] == 1 ? "r_max{}" : "r_min{}";
+      const std::string id = prog.step_reduce[k] == 0   ? std::string(t) + "(0)"
+                             : prog.step_reduce[k] == 1 ? std::string("-std::numeric_limits<") + t + ">::infinity()"
+                                                        : std::string("std::numeric_limits<") + t + ">::infinity()";
+      src << "  " << t << " r" << k << ";\n  {\n    auto leaf = [&](int64_t off, int64_t len) -> " << t
+          << " {\n    alignas(64) " << t << " rb[4096];\n";
+      if (is_row(a)) {
+        src << "    for (int64_t j = 0; j < len; ++j) rb[j] = " << ref(a) << ";\n";
+      } else {
+        pass({a}, "off", "len", "        rb[b - off + j] = " + ref(a) + ";\n", "", src);
+      }
+      src << "    return r_lanes<" << t << ", " << L << ">(rb, len, " << id << ", " << op << ");\n    };\n"
+          << "    r" << k << " = r_canon(r_pairwise<" << t << ", " << L << ">(0, n, " << op << ", leaf));\n  }\n";
+    } else if (prog.row_scalar[k]) {
+      src << "  const " << t << " r" << k << " = " << value(k, true) << ";\n";
+    }
+  }
+  // the outputs: row scalars stored once, full values by a last pass
+  std::vector<int> full_targets;
+  std::string store, after;
+  for (int o = 0; o < nout; ++o) {
+    const int k = prog.outputs[o];
+    const Dtype dt = prog.steps[k].dtype;
+    const char* t = mtype(dt);
+    if (prog.row_scalar[k]) {
+      src << "  *reinterpret_cast<" << t << "*>(p[" << o << "]) = " << store_as(dt, "r" + std::to_string(k)) << ";\n";
+      continue;
+    }
+    full_targets.push_back(k);
+    src << "  " << t << "* o" << o << " = reinterpret_cast<" << t << "*>(p[" << o << "]); const int64_t so" << o
+        << " = s[" << o << "];\n  alignas(64) " << t << " u" << o << "[B];\n";
+    store += "        (so" + std::to_string(o) + " == 1 ? o" + std::to_string(o) + " + b : u" + std::to_string(o) +
+             ")[j] = " + store_as(dt, "v" + std::to_string(k)) + ";\n";
+    after += "      if (so" + std::to_string(o) + " != 1) scatter(u" + std::to_string(o) + ", o" + std::to_string(o) +
+             " + b * so" + std::to_string(o) + ", so" + std::to_string(o) + ", m);\n";
+  }
+  if (!full_targets.empty()) {
+    src << "  {\n";
+    pass(full_targets, "0", "n", store, after, src);
+    src << "  }\n";
+  }
+  src << "}\n";
+  return src.str();
+}
+
+}  // namespace
+
+std::string generate_kernel(const FusedProgram& prog) {
+  return prog.rows ? row_kernel(prog) : elementwise_kernel(prog);
 }
 
 }  // namespace ember::compile

@@ -39,7 +39,6 @@ std::vector<array> FusedProgram::apply(const std::vector<array>& inputs) const {
   }
   std::vector<array> outs;
   for (int o : outputs) outs.push_back(vals[o]);
-  if (reduce) outs = {reduce->vmap(outs, {-1}).first.at(0)};
   return outs;
 }
 
@@ -64,7 +63,7 @@ void Compiled::eval_cpu(const std::vector<array>& inputs, std::vector<array>& ou
     }
     return;
   }
-  if (program_->reduce) return eval_rows(fn, inputs, outputs[0]);
+  if (program_->rows) return eval_rows(fn, inputs, outputs);
   for (auto& out : outputs) cpu::alloc_or_donate(out, inputs);
   const Shape& shape = outputs[0].shape();
   if (outputs[0].size() == 0) return;
@@ -90,35 +89,49 @@ void Compiled::eval_cpu(const std::vector<array>& inputs, std::vector<array>& ou
                          cpu::kParallelGrain);
 }
 
-// A closing reduction: one kernel call per row of the elementwise shape (the
-// inputs broadcast together), rows spread over the threads.
-void Compiled::eval_rows(FusedProgram::Kernel fn, const std::vector<array>& inputs, array& out) {
-  out.alloc();
+// A row program: one kernel call per row of the full shape (the inputs
+// broadcast together), rows spread over the threads. An input the program
+// reads as one value per row must still be broadcast along the row (a
+// shapeless replay may change that): else the unfused graph runs.
+void Compiled::eval_rows(FusedProgram::Kernel fn, const std::vector<array>& inputs, std::vector<array>& outputs) {
   Shape shape;
   for (const auto& x : inputs) shape = broadcast_shapes(shape, x.shape(), "compile");
   const int nd = static_cast<int>(shape.size());
   const int64_t n = nd ? shape.back() : 1;
-  const int64_t rows = out.size();
+  const int nin = static_cast<int>(inputs.size()), nout = static_cast<int>(outputs.size());
+  bool ok = nd > 0;
+  for (int i = 0; ok && i < nin; ++i) {
+    const auto& sh = inputs[i].shape();
+    if (program_->in_row_bcast[i] && n != 1 && !sh.empty() && sh.back() != 1) ok = false;
+  }
+  if (!ok) {
+    auto outs = program_->apply(inputs);
+    eval(outs);
+    for (int i = 0; i < nout; ++i) outputs[i].set_data(outs[i].buffer(), outs[i].strides(), outs[i].offset());
+    return;
+  }
+  for (auto& o : outputs) o.alloc();
+  int64_t rows = 1;
+  for (int d = 0; d + 1 < nd; ++d) rows *= shape[d];
   if (rows == 0) return;
-  const int nin = static_cast<int>(inputs.size());
   std::vector<Strides> strides;
   for (const auto& x : inputs) strides.push_back(cpu::broadcast_strides(x, shape));
-  std::vector<int64_t> inner(nin + 1, 1);
-  for (int i = 0; i < nin; ++i) inner[i + 1] = nd ? strides[i][nd - 1] : 0;
-  char* obase = out.data<char>();
-  const int osize = out.itemsize();
+  std::vector<int64_t> inner(nout + nin, 1);
+  for (int i = 0; i < nin; ++i) inner[nout + i] = strides[i][nd - 1];
+  std::vector<int64_t> orow(nout);  // elements per row of each output
+  for (int o = 0; o < nout; ++o) orow[o] = program_->row_scalar[program_->outputs[o]] ? 1 : n;
   const int64_t grain = std::max<int64_t>(1, cpu::kParallelGrain / std::max<int64_t>(n, 1));
   cpu::parallel_for(rows, grain, [&](int64_t begin, int64_t end) {
-    std::vector<char*> p(nin + 1);
+    std::vector<char*> p(nout + nin);
     for (int64_t r = begin; r < end; ++r) {
-      p[0] = obase + r * osize;
+      for (int o = 0; o < nout; ++o) p[o] = outputs[o].data<char>() + r * orow[o] * outputs[o].itemsize();
       for (int i = 0; i < nin; ++i) {
         int64_t rem = r, off = 0;
         for (int d = nd - 2; d >= 0; --d) {
           off += (rem % shape[d]) * strides[i][d];
           rem /= shape[d];
         }
-        p[i + 1] = inputs[i].data<char>() + off * inputs[i].itemsize();
+        p[nout + i] = inputs[i].data<char>() + off * inputs[i].itemsize();
       }
       fn(p.data(), inner.data(), n);
     }
@@ -154,7 +167,7 @@ std::vector<array> Compiled::jvp(const std::vector<array>& primals, const std::v
 std::pair<std::vector<array>, std::vector<int>> Compiled::vmap(const std::vector<array>& inputs,
                                                                const std::vector<int>& axes) {
   Stream s = stream();
-  if (program_->reduce) {  // the unfused graph, batched by the ordinary rules
+  if (program_->rows) {  // the unfused graph, batched by the ordinary rules
     auto prog = program_;
     return vmap_rule([prog](const std::vector<array>& x) { return prog->apply(x); }, inputs, axes);
   }
@@ -193,9 +206,30 @@ struct Info {
   std::vector<int> producers;  // per input: the producing node's index, -1 a leaf
   std::vector<int> consumers;  // nodes using this node's output (once per use)
   bool fusable = false;
+  int row_reduce = -1;  // a sum/max/min over the last axis (kept): 0 sum, 1 max, 2 min
   bool is_output = false;
   int group = -1;
 };
+
+// A reduction a row program computes: Reduce sum/max/min over the last axis
+// only (kept, size 1), float32/float64 in and out.
+int row_reduce_kind(const Node& n, const array& out) {
+  auto red = dynamic_cast<const Reduce*>(n.prim.get());
+  if (!red || n.outputs.size() != 1 || n.inputs.size() != 1) return -1;
+  const array& in = n.inputs[0];
+  if (in.ndim() == 0 || in.dtype() != out.dtype()) return -1;
+  if (out.dtype() != Dtype::float32 && out.dtype() != Dtype::float64) return -1;
+  if (red->axes() != std::vector<int>{in.ndim() - 1}) return -1;
+  Shape rs = in.shape();
+  rs.back() = 1;
+  if (out.shape() != rs) return -1;
+  switch (red->kind()) {
+    case Reduce::Sum: return 0;
+    case Reduce::Max: return 1;
+    case Reduce::Min: return 2;
+    default: return -1;
+  }
+}
 
 }  // namespace
 
@@ -253,18 +287,30 @@ std::vector<array> fuse(const std::vector<array>& inputs, const std::vector<arra
       std::vector<Dtype> dt;
       for (const auto& in : inf.node->inputs) dt.push_back(in.dtype());
       inf.fusable = fusable(prim, dt, inf.out.dtype());
+    } else {
+      inf.row_reduce = row_reduce_kind(*inf.node, inf.out);
     }
   }
   for (const auto& o : outputs) {
     if (!is_leaf(o)) info[index.at(o.desc()->node.get())].is_output = true;
   }
   // groups, from the outputs back: a node joins its consumers' group when
-  // they all are in one group and it has that group's shape
+  // they all are in one group and its shape fits the group's: the group's
+  // full shape F, or F's row scalars (F with the last axis 1; a reduction
+  // over the last axis takes F to them). A group holding no reduction keeps
+  // one shape: its row scalars leave it for a group of their own.
   constexpr int kMaxGroupSteps = 256;
   std::vector<int> group_root, group_size;
+  std::vector<Shape> group_full;
+  std::vector<bool> group_reduces;
+  auto row_of = [](Shape s) {
+    if (!s.empty()) s.back() = 1;
+    return s;
+  };
   for (int i = N - 1; i >= 0; --i) {
     Info& inf = info[i];
-    if (!inf.fusable) continue;
+    if (!inf.fusable && inf.row_reduce < 0) continue;
+    const Shape& shape = inf.out.shape();
     int g = -1;
     if (!inf.consumers.empty()) {
       g = info[inf.consumers[0]].group;
@@ -272,16 +318,46 @@ std::vector<array> fuse(const std::vector<array>& inputs, const std::vector<arra
         if (info[c].group != g) g = -1;
         if (g < 0) break;
       }
-      if (g >= 0 && info[group_root[g]].out.shape() != inf.out.shape()) g = -1;
-      if (g >= 0 && group_size[g] >= kMaxGroupSteps) g = -1;  // bounds one kernel's compile time
+      if (g >= 0) {
+        const Shape& full = group_full[g];
+        const bool fits = inf.row_reduce >= 0
+                              ? inf.node->inputs[0].shape() == full
+                              : shape == full || (!full.empty() && shape == row_of(full));
+        if (!fits || group_size[g] >= kMaxGroupSteps) g = -1;  // the size bounds one kernel's compile time
+      }
     }
     if (g < 0) {
       g = static_cast<int>(group_root.size());
       group_root.push_back(i);
       group_size.push_back(0);
+      group_full.push_back(inf.row_reduce >= 0 ? inf.node->inputs[0].shape() : shape);
+      group_reduces.push_back(false);
     }
     inf.group = g;
     ++group_size[g];
+    if (inf.row_reduce >= 0) group_reduces[g] = true;
+  }
+  // row scalars of a group without a reduction: a group of their own (only
+  // row scalars feed them, and they feed only the group they leave)
+  {
+    const int G = static_cast<int>(group_root.size());
+    std::vector<int> split(G, -1);
+    for (int i = 0; i < N; ++i) {
+      const int g = info[i].group;
+      if (g < 0 || g >= G || group_reduces[g] || info[i].out.shape() == group_full[g]) continue;
+      if (split[g] < 0) {
+        split[g] = static_cast<int>(group_root.size());
+        group_root.push_back(i);
+        group_size.push_back(0);
+        group_full.push_back(info[i].out.shape());
+        group_reduces.push_back(false);
+      }
+      const int h = split[g];
+      info[i].group = h;
+      group_root[h] = std::max(group_root[h], i);  // its last member: the order of the groups
+      ++group_size[h];
+      --group_size[g];
+    }
   }
   std::vector<std::vector<int>> members(group_root.size());
   for (int i = 0; i < N; ++i) {
@@ -298,27 +374,13 @@ std::vector<array> fuse(const std::vector<array>& inputs, const std::vector<arra
   std::vector<int> order(group_root.size());
   for (size_t g = 0; g < order.size(); ++g) order[g] = static_cast<int>(g);
   std::sort(order.begin(), order.end(), [&](int a, int b) { return group_root[a] < group_root[b]; });
-  // a group whose root feeds only a sum/max/min over its last axis takes
-  // that reduction in
-  auto closing_reduce = [&](int g) -> int {
-    const Info& root = info[group_root[g]];
-    if (root.is_output || root.consumers.size() != 1 || root.out.ndim() == 0) return -1;
-    const int c = root.consumers[0];
-    auto red = dynamic_cast<const Reduce*>(info[c].node->prim.get());
-    if (!red || info[c].node->outputs.size() != 1 || info[c].out.dtype() != root.out.dtype()) return -1;
-    if (red->axes() != std::vector<int>{root.out.ndim() - 1}) return -1;
-    if (red->kind() != Reduce::Sum && red->kind() != Reduce::Max && red->kind() != Reduce::Min) return -1;
-    if (root.out.dtype() != Dtype::float32 && root.out.dtype() != Dtype::float64) return -1;
-    for (int i : members[g]) {
-      if (i != group_root[g] && info[i].is_output) return -1;
-    }
-    return c;
-  };
   for (int g : order) {
     const auto& mem = members[g];
-    const int red = mem.empty() ? -1 : closing_reduce(g);
-    if (mem.size() < 2 && red < 0) continue;
+    const bool rows = group_reduces[g];
+    if (mem.size() < 2) continue;
     auto prog = std::make_shared<FusedProgram>();
+    prog->rows = rows;
+    const Shape& full = group_full[g];
     std::unordered_map<int, int> step_of;
     std::unordered_map<const ArrayDesc*, int> input_of;
     std::unordered_map<std::string, int> const_of;
@@ -348,6 +410,7 @@ std::vector<array> fuse(const std::vector<array>& inputs, const std::vector<arra
             if (cfresh) {
               ext.push_back(mapped(x));
               prog->in_dtypes.push_back(x.dtype());
+              prog->in_row_bcast.push_back(x.ndim() == 0 || x.shape().back() == 1);
             } else {
               it->second = ct->second;
             }
@@ -356,23 +419,21 @@ std::vector<array> fuse(const std::vector<array>& inputs, const std::vector<arra
         }
       }
       step_of[i] = static_cast<int>(prog->steps.size());
+      prog->step_reduce.push_back(inf.row_reduce);
+      prog->row_scalar.push_back(inf.row_reduce >= 0 || inf.out.shape() != full);
       if (prog->steps.size()) label += ",";
       label += inf.node->prim->name();
       prog->steps.push_back(std::move(st));
     }
+    // outputs: the graph's outputs and the values used outside the group
     std::vector<int> outs_idx;
     for (int i : mem) {
-      if (i == group_root[g] || info[i].is_output) {
+      bool out = i == group_root[g] || info[i].is_output;
+      for (int c : info[i].consumers) out = out || info[c].group != g;
+      if (out) {
         outs_idx.push_back(i);
         prog->outputs.push_back(step_of.at(i));
       }
-    }
-    if (red >= 0) {
-      const auto* rp = static_cast<const Reduce*>(info[red].node->prim.get());
-      prog->reduce = info[red].node->prim;
-      prog->reduce_kind = rp->kind() == Reduce::Sum ? 0 : rp->kind() == Reduce::Max ? 1 : 2;
-      label += std::string(",") + rp->name();
-      outs_idx = {red};
     }
     label += "]";
     prog->label = label;
@@ -388,7 +449,6 @@ std::vector<array> fuse(const std::vector<array>& inputs, const std::vector<arra
                                           std::shared_ptr<const FusedProgram>(prog));
     for (size_t k = 0; k < outs_idx.size(); ++k) repl[info[outs_idx[k]].out.desc().get()] = node_outs[k];
     for (int i : mem) fused[i] = true;
-    if (red >= 0) fused[red] = true;
   }
   if (repl.empty()) return outputs;
   // rewire the consumers left outside the groups

@@ -6,15 +6,21 @@
 //
 // fuse() walks the graph once (explicit stack, linear), groups the fusable
 // nodes (elementwise primitives the code generator covers, by trait and
-// dtype) from the outputs back: a node joins the group of its consumers when
-// all of them are in one group and it has the group's shape; a graph output
-// inside a group becomes one more output of its Compiled node; a group
-// stops growing at 256 nodes (one kernel's compile time). Groups of two
-// or more nodes get a kernel (codegen.cpp's generator, jit.cpp's compiler
-// and caches); without a compiler, or if a compile fails, the group stays as
-// it was (one warning per process on stderr). Consumers outside the groups
-// are rewired in place to the Compiled outputs (same values); the arrays of
-// the group itself keep their original nodes.
+// dtype, and sum/max/min reductions over the last axis) from the outputs
+// back: a node joins the group of its consumers when all of them are in one
+// group and its shape fits the group's: the group's full shape F, or F's row
+// scalars (F with the last axis 1), which a reduction over the last axis
+// produces from F. A group with a reduction is a row program (softmax, layer
+// or rms norm, a loss written out: one kernel per row); a group without one
+// keeps one shape (its row scalars form a group of their own). A graph
+// output inside a group, or a value used outside it, becomes one more output
+// of its Compiled node; a group stops growing at 256 nodes (one kernel's
+// compile time). Groups of two or more nodes get a kernel (codegen.cpp's
+// generator, jit.cpp's compiler and caches); without a compiler, or if a
+// compile fails, the group stays as it was (one warning per process on
+// stderr). Consumers outside the groups are rewired in place to the Compiled
+// outputs (same values); the arrays of the group itself keep their original
+// nodes.
 #pragma once
 
 #include <memory>
@@ -41,14 +47,20 @@ struct FusedProgram {
   std::vector<Step> steps;
   std::vector<Dtype> in_dtypes;
   std::vector<int> outputs;
-  // A closing reduction over the last axis of the one output (a Reduce
-  // primitive: kind 0 sum, 1 max, 2 min; -1 none): the node's output is
-  // that reduction's, size 1 on the last axis, and the kernel computes one
-  // row's result (p[0] the result, then the inputs at the row's start; s
-  // their strides along the row; n its length) in the eager reduction's
-  // order of evaluation (pieces of 4096 split pairwise, 32 or 16 lanes).
-  std::shared_ptr<Primitive> reduce;
-  int reduce_kind = -1;
+  // A row program (rows = true): the group mixes values of the full shape F
+  // with row scalars (F with its last axis 1) and holds reductions over the
+  // last axis (Reduce steps, kind sum/max/min: full -> row scalar), as in
+  // softmax, layer/rms norm or a loss. The kernel computes one row (p: the
+  // outputs' then the inputs' first elements of the row, s: their strides
+  // along it, n its length): each reduction is a pass over the row that
+  // recomputes the full steps it needs from the inputs in blocks and reduces
+  // in the eager reduction's order (pieces of 4096 split pairwise, 32 or 16
+  // lanes); row scalars are computed once; a last pass writes the full
+  // outputs. Rows are spread over the threads.
+  bool rows = false;
+  std::vector<int> step_reduce;   // per step: -1 elementwise, else 0 sum, 1 max, 2 min
+  std::vector<bool> row_scalar;   // per step: a row scalar (one value per row)
+  std::vector<bool> in_row_bcast; // per input: broadcast along the row (last dim 1, or 0-d)
   std::string source;  // the kernel's own code (the shared prelude excluded)
   std::string label;   // "Compiled[Multiply,Add,Tanh]"
 
@@ -74,13 +86,13 @@ class Compiled final : public Primitive {
   const char* name() const override { return program_->label.c_str(); }
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
   EMBER_TRANSFORM_RULES
-  // elementwise unless the group ends in a reduction over the last axis
-  bool is_elementwise() const override { return program_->reduce_kind < 0; }
+  // elementwise unless the group is a row program
+  bool is_elementwise() const override { return !program_->rows; }
   bool is_equivalent(const Primitive& o) const override;
   const FusedProgram& program() const { return *program_; }
 
  private:
-  void eval_rows(FusedProgram::Kernel fn, const std::vector<array>& inputs, array& out);
+  void eval_rows(FusedProgram::Kernel fn, const std::vector<array>& inputs, std::vector<array>& outputs);
   std::shared_ptr<const FusedProgram> program_;
 };
 

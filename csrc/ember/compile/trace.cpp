@@ -101,13 +101,16 @@ std::vector<array> reshaped_step(const Step& st, const std::vector<array>& ins, 
   for (size_t i = 0; i < ins.size(); ++i) {
     if (ins[i].ndim() != static_cast<int>(traced_in[i].size())) fail_rule("the rank of an input changed.");
   }
-  if (auto c = dynamic_cast<const compile::Compiled*>(&p); c && c->program().reduce_kind >= 0) {
-    // a fused group closing with a reduction over the last axis (kept, size 1)
-    Shape out;
-    for (auto& in : ins) out = broadcast_shapes(out, in.shape());
-    if (out.empty()) return fail_rule("a closing reduction needs an axis.");
-    out.back() = 1;
-    return build(st.prim, {out}, st.dtypes, ins);
+  if (auto c = dynamic_cast<const compile::Compiled*>(&p); c && c->program().rows) {
+    // a row program: full outputs of the inputs' broadcast shape, row scalars of it with the last axis 1
+    Shape full;
+    for (auto& in : ins) full = broadcast_shapes(full, in.shape());
+    if (full.empty()) return fail_rule("a reduction over the last axis needs an axis.");
+    Shape scalar = full;
+    scalar.back() = 1;
+    std::vector<Shape> shapes;
+    for (int o : c->program().outputs) shapes.push_back(c->program().row_scalar[o] ? scalar : full);
+    return build(st.prim, shapes, st.dtypes, ins);
   }
   if (p.is_elementwise()) {
     Shape out;
@@ -413,7 +416,7 @@ Cost cost_analysis(const Tape& tape) {
       // one flop per element and step of the group, on the broadcast inputs' shape
       Shape in;
       for (int k : st.inputs) in = broadcast_shapes(in, tape.value_shape(k));
-      c.flops += elems(in) * static_cast<double>(fused->program().steps.size() + (fused->program().reduce_kind >= 0));
+      c.flops += elems(in) * static_cast<double>(fused->program().steps.size());
     } else if (p.is_elementwise()) {
       c.flops += elems(st.shapes[0]);
     } else if (dynamic_cast<const Matmul*>(&p)) {
