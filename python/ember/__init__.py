@@ -43,7 +43,7 @@ from .mlx_alias import alias_mlx, unalias_mlx  # noqa: E402  (opt-in: nothing ha
 # MLX exposes linalg.norm under this name too
 core.matrix_norm = core.linalg.norm
 
-__version__ = "0.1.0"
-# mlx.core.__version__: the version string on the API module too
-core.__version__ = __version__
+# one version: pyproject.toml's, compiled into the extension by CMake
+# (core.__version__, as mlx.core.__version__; ember::version() in C++)
+__version__ = core.__version__
 __all__ = ["core", "alias_mlx", "unalias_mlx"]
