@@ -5,6 +5,12 @@ CPU supports, the levels the build contains), the BLAS library in use, the
 thread counts, and whether a C++ compiler (for ``mx.compile``'s fused
 kernels) and an MPI library (for ``mx.distributed``) were found. ``--json``
 prints the same facts as one JSON object.
+
+For C++ programs built on the installed package: ``--cmake-dir`` prints the
+folder of Ember's CMake package (``-DEmber_DIR=...`` for
+``find_package(Ember CONFIG REQUIRED)``), ``--include-dir`` the include
+folder (``#include <ember/ember.h>``), ``--libs`` the linker flags of the
+static library for a build without CMake.
 """
 import argparse
 import json
@@ -12,6 +18,25 @@ import os
 import shutil
 import sys
 from typing import Any, Dict, List, Optional
+
+
+_PKG = os.path.dirname(os.path.abspath(__file__))
+
+
+def _cpp_path(*parts: str) -> str:
+    path = os.path.join(_PKG, *parts)
+    if not os.path.exists(path):
+        sys.exit(f"python -m ember: {path} does not exist; this ember was not installed with its C++ "
+                 "package (install the wheel, or `cmake --install` a build)")
+    return path
+
+
+def _openblas_libdir() -> str:
+    try:
+        import scipy_openblas32
+    except ImportError:
+        sys.exit("python -m ember: scipy_openblas32 is not installed (pip install scipy-openblas32)")
+    return str(scipy_openblas32.get_lib_dir())
 
 
 def _compiler_path() -> Optional[str]:
@@ -76,12 +101,25 @@ def _parser() -> argparse.ArgumentParser:
                                 description="Ember's version, ISA level, BLAS, threads, compiler and MPI.")
     p.add_argument("--version", action="store_true", help="print the version only")
     p.add_argument("--json", action="store_true", help="print the facts as one JSON object")
-    # the C++ embedding's options (--cmake-dir, --include-dir, --libs) go here
+    p.add_argument("--cmake-dir", action="store_true",
+                   help="print the folder of the CMake package (Ember_DIR) and exit")
+    p.add_argument("--include-dir", action="store_true", help="print the include folder of the C++ headers and exit")
+    p.add_argument("--libs", action="store_true", help="print the linker flags of the static library and exit")
     return p
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = _parser().parse_args(argv)
+    if args.cmake_dir:
+        print(_cpp_path("lib", "cmake", "Ember"))
+        return 0
+    if args.include_dir:
+        print(_cpp_path("include"))
+        return 0
+    if args.libs:
+        lib, blas = _cpp_path("lib"), _openblas_libdir()
+        print(f"-L{lib} -lember -L{blas} -lscipy_openblas -Wl,-rpath,{blas} -pthread -ldl")
+        return 0
     if args.version:
         import ember
 
