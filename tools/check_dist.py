@@ -1,7 +1,7 @@
 """Checks Ember's sdist and repaired wheel (run by .ci/run).
 
   python tools/check_dist.py sdist ember-X.tar.gz
-  python tools/check_dist.py wheel ember-X-manylinux_2_NN_x86_64.whl AUDITWHEEL_SHOW_OUTPUT
+  python tools/check_dist.py wheel ember-X-manylinux_2_NN_x86_64.whl AUDITWHEEL_SHOW_JSON
 
 sdist: holds what a build needs (pyproject.toml, CMakeLists.txt, README.md,
 the C++ sources, the bindings, the package, tools/gen_stubs.py) and nothing
@@ -10,10 +10,15 @@ benchmark, no file over 1 MB, under 5 MB in all.
 
 wheel: a manylinux tag; the version of pyproject.toml in its name and
 metadata; the extension, the type stubs and py.typed, libember.a and the
-headers; no OpenBLAS inside (it comes from scipy-openblas32) and nothing
-grafted: the extension links the C++ runtime statically, so it needs only
-glibc (and OpenBLAS, found through its rpath); `auditwheel show` agrees.
+headers; no OpenBLAS inside (it comes from scipy-openblas32, found through
+the extension's relative rpath) and nothing grafted: the extension needs
+glibc, libstdc++ and libgcc_s, all in the manylinux policy. `auditwheel
+show --json` (AUDITWHEEL_SHOW_JSON) must agree: the tag its symbol versions
+allow is the wheel's, the one external library is libscipy_openblas.so
+(excluded on purpose, which is why its overall tag reads linux_x86_64), and
+no instruction-set extension beyond the policy's.
 """
+import json
 import os
 import re
 import subprocess
@@ -99,19 +104,28 @@ def check_wheel(path, show_output):
     if grafted:
         fail(f"{name}: libraries inside the wheel: {grafted}")
     libs = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", dyn)
-    allowed = re.compile(r"lib(c|m|dl|pthread|rt)\.so\.\d+|ld-linux-x86-64\.so\.2|libscipy_openblas\.so")
+    allowed = re.compile(r"lib(c|m|dl|pthread|rt)\.so\.\d+|ld-linux-x86-64\.so\.2|libscipy_openblas\.so"
+                         r"|libstdc\+\+\.so\.6|libgcc_s\.so\.1")
     extra = [lib for lib in libs if not allowed.fullmatch(lib)]
     if extra:
-        fail(f"{name}: the extension needs {extra} (only glibc and OpenBLAS expected)")
+        fail(f"{name}: the extension needs {extra} (only glibc, libstdc++, libgcc_s and OpenBLAS expected)")
     rpath = re.search(r"\((?:RPATH|RUNPATH)\)\s+Library (?:rpath|runpath): \[([^\]]*)\]", dyn)
     if not rpath or "$ORIGIN/../scipy_openblas32/lib" not in rpath.group(1).split(":"):
         fail(f"{name}: the extension's rpath does not reach scipy_openblas32/lib: {rpath and rpath.group(1)}")
     with open(show_output) as f:
-        show = f.read()
-    tag = re.search(r'consistent with the following platform tag:\s*"([^"]+)"', show)
-    if not tag or tag.group(1) not in tags:
-        fail(f"auditwheel show: platform tag {tag and tag.group(1)}, the wheel has {tags}")
-    print(f"check_dist: wheel ok ({name}: {len(names)} files, needs {libs}, rpath {rpath.group(1)})")
+        show = json.load(f)
+    if show.get("sym_tag") not in tags:
+        fail(f"auditwheel show: the symbol versions allow {show.get('sym_tag')}, the wheel has {tags}")
+    if set(show.get("external_libs", {})) != {"libscipy_openblas.so"}:
+        fail(f"auditwheel show: external libraries {sorted(show.get('external_libs', {}))}, "
+             "expected libscipy_openblas.so only")
+    if show.get("unsupported_isa"):
+        fail("auditwheel show: instructions beyond the policy's instruction-set level")
+    to_drop = show.get("policy_upgrades", {}).get(show["sym_tag"], {}).get("libs_to_eliminate", [])
+    if sorted(to_drop) != ["libscipy_openblas.so"]:
+        fail(f"auditwheel show: {show['sym_tag']} would need {to_drop} removed")
+    print(f"check_dist: wheel ok ({name}: {len(names)} files, needs {libs}, rpath {rpath.group(1)}; "
+          f"auditwheel: {show['sym_tag']}, external {sorted(show['external_libs'])})")
 
 
 def main(argv):
