@@ -74,7 +74,14 @@ def tidy(path, submodule):
             if line.startswith(("import ", "from ")):
                 last_import = len(out) + 1
         out.append(line)
-    extra = (SUBMODULE_IMPORTS if submodule else "import typing\n") + ALIASES
+    extra = SUBMODULE_IMPORTS if submodule else "import typing\n"
+    # stubgen imports only the modules it can import itself (typing_extensions
+    # may be absent from the build's environment; type checkers have it)
+    body = "\n".join(out)
+    for mod in ("typing_extensions", "collections.abc"):
+        if mod + "." in body and not re.search(rf"^import {re.escape(mod)}$", body, re.M):
+            extra += f"import {mod}\n"
+    extra += ALIASES
     out.insert(last_import, extra)
     text = "\n".join(out)
     compile(text, path, "exec")  # a SyntaxError here fails the build
