@@ -5,12 +5,8 @@
 # `cmake --install <build> --prefix <dir>` outside scikit-build.
 include(CMakePackageConfigHelpers)
 
-# the package version: the wheel's (scikit-build passes it), else pyproject.toml's
-if(DEFINED SKBUILD_PROJECT_VERSION)
-  set(EMBER_PACKAGE_VERSION "${SKBUILD_PROJECT_VERSION}")
-else()
-  set(EMBER_PACKAGE_VERSION "${EMBER_VERSION}")
-endif()
+# the package version: the one EMBER_VERSION (CMakeLists.txt)
+set(EMBER_PACKAGE_VERSION "${EMBER_VERSION}")
 string(REGEX MATCH "^[0-9]+(\\.[0-9]+)*" _ember_numeric_version "${EMBER_PACKAGE_VERSION}")
 
 # Where the installed package finds OpenBLAS: a wheel only next to itself in

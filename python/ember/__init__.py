@@ -31,6 +31,28 @@ if _isa in _OPENBLAS_CORE and "OPENBLAS_CORETYPE" not in _os.environ:
     if _needs <= _cpu_flags():
         _os.environ["OPENBLAS_CORETYPE"] = _core
 
+
+
+def _preload_openblas():
+    """The extension needs scipy-openblas32's libscipy_openblas.so, which its
+    rpath finds in this site-packages folder. Where that package sits in
+    another folder (a user site, a --target install), load it from there
+    first: the extension's dependency is then satisfied by the loaded one."""
+    if _os.path.isdir(_os.path.join(_os.path.dirname(_os.path.dirname(__file__)), "scipy_openblas32", "lib")):
+        return
+    try:
+        import ctypes
+        import glob
+
+        import scipy_openblas32
+    except ImportError:
+        return
+    for lib in sorted(glob.glob(_os.path.join(scipy_openblas32.get_lib_dir(), "libscipy_openblas*.so*"))):
+        ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)
+        return
+
+
+_preload_openblas()
 from . import core  # noqa: E402
 from . import _transforms
 
@@ -43,7 +65,7 @@ from .mlx_alias import alias_mlx, unalias_mlx  # noqa: E402  (opt-in: nothing ha
 # MLX exposes linalg.norm under this name too
 core.matrix_norm = core.linalg.norm
 
-__version__ = "0.1.0"
-# mlx.core.__version__: the version string on the API module too
-core.__version__ = __version__
+# one version: pyproject.toml's, compiled into the extension by CMake
+# (core.__version__, as mlx.core.__version__; ember::version() in C++)
+__version__ = core.__version__
 __all__ = ["core", "alias_mlx", "unalias_mlx"]

@@ -573,9 +573,9 @@ class custom_function:
         _check_callable(fun, "custom_function")
         functools.update_wrapper(self, fun)
         self.fun = fun
-        self._vjp = None
-        self._jvp = None
-        self._vmap = None
+        self._vjp: Optional[Callable] = None
+        self._jvp: Optional[Callable] = None
+        self._vmap: Optional[Callable] = None
 
     def vjp(self, f: Callable) -> Callable:
         """Registers ``f`` as the vector-Jacobian product rule (a decorator).

@@ -11,7 +11,7 @@ class a node (JAX's convention: ``flatten(obj) -> (children, aux)`` and
 transform (grad, vmap, ...) then walks into it like into a list.
 """
 
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union, overload
 
 from . import core as _core
 
@@ -77,6 +77,17 @@ def _node(tree, is_leaf):
     if is_leaf is not None and is_leaf(tree):
         return None
     return _children(tree)
+
+
+@overload
+def tree_flatten(tree: Any, prefix: str = "", is_leaf: Optional[Callable] = None,
+                 destination: Optional[List[Tuple[str, Any]]] = None) -> List[Tuple[str, Any]]: ...
+@overload
+def tree_flatten(tree: Any, prefix: str = "", is_leaf: Optional[Callable] = None, *,
+                 destination: Dict[str, Any]) -> Dict[str, Any]: ...
+@overload
+def tree_flatten(tree: Any, prefix: str, is_leaf: Optional[Callable],
+                 destination: Dict[str, Any]) -> Dict[str, Any]: ...
 
 
 def tree_flatten(tree: Any, prefix: str = "", is_leaf: Optional[Callable] = None,

@@ -8,6 +8,7 @@
 
 #include "bindings.h"
 #include "ember/backend/cpu/isa.h"
+#include "ember/version.h"
 
 namespace ember::py_bind {
 
@@ -125,13 +126,19 @@ void init_device(py::module_& m) {
         d["cpu_features"] = c.features;
         d["isa_dispatch"] = c.dispatch;
         d["num_threads"] = c.threads;
+        d["version"] = ember::version();
+        BlasInfo b = blas_info();
+        d["blas"] = py::dict("name"_a = b.name, "config"_a = b.config, "core"_a = b.core,
+                             "num_threads"_a = b.threads);
         return d;
       },
       "How this Ember runs on this machine: the kernels' instruction-set level in use\n"
       "(``isa``: baseline, avx2 or avx512; ``native`` for a -march=native build), the best\n"
       "one the CPU supports (``isa_supported``), the levels the build contains, the CPU\n"
       "features the kernels use, whether kernels are chosen at run time\n"
-      "(``isa_dispatch``) and the kernel thread count. Set the environment variable\n"
+      "(``isa_dispatch``), the kernel thread count, Ember's ``version`` and the BLAS\n"
+      "library the matrix kernels call (``blas``: name, build string, the kernel set it\n"
+      "chose for this CPU, its own thread count). Set the environment variable\n"
       "``EMBER_ISA`` before import to cap the level.");
   m.def("_set_cpu_isa", [](const std::string& level) { return set_cpu_isa(level); }, "level"_a,
         "Cap the kernels' instruction-set level (testing: call it while nothing is evaluating).");

@@ -1,6 +1,7 @@
 // ember.core: the extension module.
 #include "bindings.h"
 #include "docstrings.h"
+#include "ember/version.h"
 
 namespace ember::py_bind {
 void init_distributed(py::module_& m);  // distributed.cpp
@@ -10,6 +11,8 @@ void init_quantized(py::module_& m);  // quantized.cpp
 
 PYBIND11_MODULE(core, m) {
   m.doc() = "Ember core: lazily evaluated arrays, ops, devices and memory.";
+  // the version compiled in (pyproject.toml's, through CMake's EMBER_VERSION)
+  m.attr("__version__") = ember::version();
   // Engine errors -> Python: invalid_argument is ValueError and out_of_range
   // IndexError (pybind11's defaults); ember::type_error is TypeError.
   py::register_exception_translator([](std::exception_ptr p) {

@@ -35,10 +35,8 @@
 #include "ember/primitives/sort.h"
 #include "ember/primitives/transform.h"
 #include "ember/transforms/transforms.h"
+#include "ember/version.h"
 
-#ifndef EMBER_VERSION
-#define EMBER_VERSION "unknown"
-#endif
 
 namespace ember {
 
@@ -1011,7 +1009,7 @@ std::string serialize_function(const std::vector<ExportTrace>& traces, bool shap
   Writer w;
   w.buf.append(kMagic, sizeof(kMagic));
   w.u32(kFormatVersion);
-  w.str(EMBER_VERSION);
+  w.str(ember::version());
   w.str(metadata);
   w.boolean(shapeless);
   w.count(traces.size());
@@ -1069,7 +1067,7 @@ ImportedFunction deserialize(const std::string& bytes) {
   Reader head(data + sizeof(kMagic), bytes.size() - sizeof(kMagic));
   uint32_t version = head.u32("format version");
   if (version != kFormatVersion) {
-    bad_file("format version " + std::to_string(version) + ", this Ember (" EMBER_VERSION ") reads version " +
+    bad_file("format version " + std::to_string(version) + ", this Ember (" + ember::version() + ") reads version " +
              std::to_string(kFormatVersion) + ".");
   }
   if (bytes.size() < sizeof(kMagic) + 8) bad_file("truncated (reading the checksum).");

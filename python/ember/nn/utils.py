@@ -2,7 +2,7 @@
 ``checkpoint``."""
 
 from functools import wraps
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from ember import core as mx
 from ember.nn.layers.base import Module
@@ -24,7 +24,7 @@ def _with_parameters(model, fn):
     return inner
 
 
-def value_and_grad(model: Module, fn: Callable):
+def value_and_grad(model: Module, fn: Callable) -> Callable:
     """Like ``ember.core.value_and_grad``, differentiating ``fn`` with
     respect to the trainable parameters of ``model``.
 
@@ -47,7 +47,7 @@ def value_and_grad(model: Module, fn: Callable):
     return wrapped
 
 
-def checkpoint(module: Module, fn: Optional[Callable] = None):
+def checkpoint(module: Module, fn: Optional[Callable] = None) -> Callable:
     """Gradient checkpointing of a module call: the backward pass
     recomputes the intermediate values instead of keeping them
     (``ember.core.checkpoint`` over the module's trainable parameters and
@@ -71,7 +71,8 @@ def checkpoint(module: Module, fn: Optional[Callable] = None):
     return wrapped
 
 
-def average_gradients(gradients, group=None, all_reduce_size: int = 32 * 1024 ** 2, communication_stream=None):
+def average_gradients(gradients: Any, group: Optional[Any] = None, all_reduce_size: int = 32 * 1024 ** 2,
+                      communication_stream: Optional[Any] = None) -> Any:
     """Average a tree of gradients over the processes of a group.
 
     Small arrays are packed into buckets of about ``all_reduce_size`` bytes
@@ -105,7 +106,8 @@ def average_gradients(gradients, group=None, all_reduce_size: int = 32 * 1024 **
     if all_reduce_size <= 0:
         return tree_unflatten([(k, average(v)) for k, v in flat])
     out = [None] * len(flat)
-    bucket, nbytes = [], 0
+    bucket: list = []
+    nbytes = 0
 
     def flush():
         nonlocal bucket, nbytes

@@ -10,7 +10,7 @@ an optimizer sees (so they take the gradients' dtypes), or by :meth:`init`.
 """
 
 import math
-from typing import Callable, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from .. import core as mx
 from ..utils import tree_flatten, tree_map
@@ -89,14 +89,14 @@ class Optimizer:
             ``state[name]``. Default: None.
     """
 
-    def __init__(self, schedulers=None):
+    def __init__(self, schedulers: Optional[Dict[str, Callable[[mx.array], mx.array]]] = None) -> None:
         self._initialized = False
         self._state = {"step": mx.array(0, mx.uint64)}
         self._schedulers = dict(schedulers or {})
 
     # -- the public API --------------------------------------------------
 
-    def update(self, model, gradients):
+    def update(self, model: Any, gradients: Any) -> None:
         """Applies the gradients to a model's parameters, in place.
 
         Args:
@@ -111,7 +111,7 @@ class Optimizer:
         """
         model.update(self.apply_gradients(gradients, model))
 
-    def init(self, parameters):
+    def init(self, parameters: Any) -> None:
         """Creates the state of the parameters that have none yet.
 
         Optional: the first :meth:`apply_gradients` initialises the state
@@ -130,15 +130,15 @@ class Optimizer:
                 self.init_single(p, s)
         self._initialized = True
 
-    def init_single(self, parameter, state):
+    def init_single(self, parameter: mx.array, state: Dict[str, Any]) -> None:
         """Fills the empty state dict of one parameter."""
         raise NotImplementedError(f"[{type(self).__name__}] init_single is not implemented.")
 
-    def apply_single(self, gradient, parameter, state):
+    def apply_single(self, gradient: mx.array, parameter: mx.array, state: Dict[str, Any]) -> mx.array:
         """Returns the updated parameter, updating its state dict in place."""
         raise NotImplementedError(f"[{type(self).__name__}] apply_single is not implemented.")
 
-    def apply_gradients(self, gradients, parameters):
+    def apply_gradients(self, gradients: Any, parameters: Any) -> Any:
         """Returns the parameters after one update with the gradients.
 
         The first call creates the state (from the gradients, unless
@@ -166,7 +166,7 @@ class Optimizer:
         return self._apply_tree(gradients, parameters, self.state, "")
 
     @property
-    def state(self):
+    def state(self) -> Any:
         """The optimizer's state, a tree (dicts and lists) of arrays.
 
         Assigning a state (one read from another optimizer of the same kind,
@@ -176,24 +176,24 @@ class Optimizer:
         return self._state
 
     @state.setter
-    def state(self, state):
+    def state(self, state: Any) -> None:
         self._initialized = False
         self._state = state
 
     @property
-    def step(self):
+    def step(self) -> mx.array:
         """The number of updates made so far (a uint64 array)."""
         return self.state["step"]
 
     @property
-    def learning_rate(self):
+    def learning_rate(self) -> mx.array:
         """The learning rate (an array). With a schedule, it holds the value
         the last update used; assigning a value lasts until the next update
         evaluates the schedule again."""
         return self.state["learning_rate"]
 
     @learning_rate.setter
-    def learning_rate(self, learning_rate):
+    def learning_rate(self, learning_rate: Union[float, mx.array]) -> None:
         self.state["learning_rate"] = mx.array(learning_rate)
 
     # -- helpers for subclasses ------------------------------------------
@@ -295,7 +295,7 @@ class SGD(Optimizer):
     """
 
     def __init__(self, learning_rate: Union[float, Callable], momentum: float = 0.0,
-                 weight_decay: float = 0.0, dampening: float = 0.0, nesterov: bool = False):
+                 weight_decay: float = 0.0, dampening: float = 0.0, nesterov: bool = False) -> None:
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("[SGD] Nesterov momentum requires a momentum and zero dampening.")
         super().__init__()
@@ -305,10 +305,10 @@ class SGD(Optimizer):
         self.dampening = dampening
         self.nesterov = nesterov
 
-    def init_single(self, parameter, state):
+    def init_single(self, parameter: mx.array, state: Dict[str, Any]) -> None:
         state["v"] = mx.zeros_like(parameter)
 
-    def apply_single(self, gradient, parameter, state):
+    def apply_single(self, gradient: mx.array, parameter: mx.array, state: Dict[str, Any]) -> mx.array:
         if self.weight_decay != 0:
             gradient = gradient + self.weight_decay * parameter
         lr = _lr(self, gradient)
@@ -336,7 +336,7 @@ class RMSprop(Optimizer):
             Default: ``1e-8``.
     """
 
-    def __init__(self, learning_rate: Union[float, Callable], alpha: float = 0.99, eps: float = 1e-8):
+    def __init__(self, learning_rate: Union[float, Callable], alpha: float = 0.99, eps: float = 1e-8) -> None:
         _check("RMSprop", "alpha", alpha >= 0.0, alpha, ">= 0")
         _check("RMSprop", "eps", eps > 0.0, eps, "> 0")
         super().__init__()
@@ -344,10 +344,10 @@ class RMSprop(Optimizer):
         self.alpha = alpha
         self.eps = eps
 
-    def init_single(self, parameter, state):
+    def init_single(self, parameter: mx.array, state: Dict[str, Any]) -> None:
         state["v"] = mx.zeros_like(parameter)
 
-    def apply_single(self, gradient, parameter, state):
+    def apply_single(self, gradient: mx.array, parameter: mx.array, state: Dict[str, Any]) -> mx.array:
         v = self.alpha * state["v"] + (1 - self.alpha) * mx.square(gradient)
         state["v"] = v
         return parameter - _lr(self, gradient) * gradient / (mx.sqrt(v) + self.eps)
@@ -367,16 +367,16 @@ class Adagrad(Optimizer):
             Default: ``1e-8``.
     """
 
-    def __init__(self, learning_rate: Union[float, Callable], eps: float = 1e-8):
+    def __init__(self, learning_rate: Union[float, Callable], eps: float = 1e-8) -> None:
         _check("Adagrad", "eps", eps > 0.0, eps, "> 0")
         super().__init__()
         self._maybe_schedule("learning_rate", learning_rate)
         self.eps = eps
 
-    def init_single(self, parameter, state):
+    def init_single(self, parameter: mx.array, state: Dict[str, Any]) -> None:
         state["v"] = mx.zeros_like(parameter)
 
-    def apply_single(self, gradient, parameter, state):
+    def apply_single(self, gradient: mx.array, parameter: mx.array, state: Dict[str, Any]) -> mx.array:
         v = state["v"] + mx.square(gradient)
         state["v"] = v
         return parameter - _lr(self, gradient) * gradient / (mx.sqrt(v) + self.eps)
@@ -400,7 +400,7 @@ class AdaDelta(Optimizer):
             Default: ``1e-6``.
     """
 
-    def __init__(self, learning_rate: Union[float, Callable], rho: float = 0.9, eps: float = 1e-6):
+    def __init__(self, learning_rate: Union[float, Callable], rho: float = 0.9, eps: float = 1e-6) -> None:
         _check("AdaDelta", "rho", rho >= 0.0, rho, ">= 0")
         _check("AdaDelta", "eps", eps > 0.0, eps, "> 0")
         super().__init__()
@@ -408,11 +408,11 @@ class AdaDelta(Optimizer):
         self.rho = rho
         self.eps = eps
 
-    def init_single(self, parameter, state):
+    def init_single(self, parameter: mx.array, state: Dict[str, Any]) -> None:
         state["v"] = mx.zeros_like(parameter)
         state["u"] = mx.zeros_like(parameter)
 
-    def apply_single(self, gradient, parameter, state):
+    def apply_single(self, gradient: mx.array, parameter: mx.array, state: Dict[str, Any]) -> mx.array:
         rho, eps = self.rho, self.eps
         v = rho * state["v"] + (1 - rho) * mx.square(gradient)
         delta = mx.sqrt(state["u"] + eps) / mx.sqrt(v + eps) * gradient
@@ -444,7 +444,7 @@ class Adam(Optimizer):
     """
 
     def __init__(self, learning_rate: Union[float, Callable], betas: List[float] = [0.9, 0.999],
-                 eps: float = 1e-8, bias_correction: bool = False):
+                 eps: float = 1e-8, bias_correction: bool = False) -> None:
         _check_betas(type(self).__name__, betas)
         _check(type(self).__name__, "eps", eps >= 0.0, eps, ">= 0")
         super().__init__()
@@ -453,11 +453,11 @@ class Adam(Optimizer):
         self.eps = eps
         self.bias_correction = bias_correction
 
-    def init_single(self, parameter, state):
+    def init_single(self, parameter: mx.array, state: Dict[str, Any]) -> None:
         state["m"] = mx.zeros_like(parameter)
         state["v"] = mx.zeros_like(parameter)
 
-    def apply_single(self, gradient, parameter, state):
+    def apply_single(self, gradient: mx.array, parameter: mx.array, state: Dict[str, Any]) -> mx.array:
         b1, b2 = self.betas
         lr = _lr(self, gradient)
         m = b1 * state["m"] + (1 - b1) * gradient
@@ -489,12 +489,12 @@ class AdamW(Adam):
     """
 
     def __init__(self, learning_rate: Union[float, Callable], betas: List[float] = [0.9, 0.999],
-                 eps: float = 1e-8, weight_decay: float = 0.01, bias_correction: bool = False):
+                 eps: float = 1e-8, weight_decay: float = 0.01, bias_correction: bool = False) -> None:
         super().__init__(learning_rate=learning_rate, betas=betas, eps=eps,
                          bias_correction=bias_correction)
         self.weight_decay = weight_decay
 
-    def apply_single(self, gradient, parameter, state):
+    def apply_single(self, gradient: mx.array, parameter: mx.array, state: Dict[str, Any]) -> mx.array:
         lr = _lr(self, gradient)
         return super().apply_single(gradient, parameter * (1 - lr * self.weight_decay), state)
 
@@ -517,10 +517,10 @@ class Adamax(Adam):
     """
 
     def __init__(self, learning_rate: Union[float, Callable], betas: List[float] = [0.9, 0.999],
-                 eps: float = 1e-8):
+                 eps: float = 1e-8) -> None:
         super().__init__(learning_rate, betas, eps)
 
-    def apply_single(self, gradient, parameter, state):
+    def apply_single(self, gradient: mx.array, parameter: mx.array, state: Dict[str, Any]) -> mx.array:
         b1, b2 = self.betas
         m = b1 * state["m"] + (1 - b1) * gradient
         v = mx.maximum(b2 * state["v"], mx.abs(gradient))
@@ -546,17 +546,17 @@ class Lion(Optimizer):
     """
 
     def __init__(self, learning_rate: Union[float, Callable], betas: List[float] = [0.9, 0.99],
-                 weight_decay: float = 0.0):
+                 weight_decay: float = 0.0) -> None:
         _check_betas("Lion", betas)
         super().__init__()
         self._maybe_schedule("learning_rate", learning_rate)
         self.betas = betas
         self.weight_decay = weight_decay
 
-    def init_single(self, parameter, state):
+    def init_single(self, parameter: mx.array, state: Dict[str, Any]) -> None:
         state["m"] = mx.zeros_like(parameter)
 
-    def apply_single(self, gradient, parameter, state):
+    def apply_single(self, gradient: mx.array, parameter: mx.array, state: Dict[str, Any]) -> mx.array:
         b1, b2 = self.betas
         m = state["m"]
         c = b1 * m + (1 - b1) * gradient
@@ -608,7 +608,7 @@ class Adafactor(Optimizer):
     def __init__(self, learning_rate: Union[float, Callable, None] = None,
                  eps: Tuple[float, float] = (1e-30, 1e-3), clip_threshold: float = 1.0,
                  decay_rate: float = -0.8, beta_1: Optional[float] = None, weight_decay: float = 0.0,
-                 scale_parameter: bool = True, relative_step: bool = True, warmup_init: bool = False):
+                 scale_parameter: bool = True, relative_step: bool = True, warmup_init: bool = False) -> None:
         super().__init__()
         if learning_rate is not None:
             self._maybe_schedule("learning_rate", learning_rate)
@@ -621,7 +621,7 @@ class Adafactor(Optimizer):
         self.relative_step = relative_step
         self.warmup_init = warmup_init
 
-    def init_single(self, parameter, state):
+    def init_single(self, parameter: mx.array, state: Dict[str, Any]) -> None:
         shape = tuple(parameter.shape)
         if len(shape) >= 2:
             state["exp_avg_sq_row"] = mx.zeros(shape[:-1], dtype=parameter.dtype)
@@ -647,7 +647,7 @@ class Adafactor(Optimizer):
             size = mx.maximum(self.eps[1], self._rms(parameter)) * size
         return size.astype(dtype)
 
-    def apply_single(self, gradient, parameter, state):
+    def apply_single(self, gradient: mx.array, parameter: mx.array, state: Dict[str, Any]) -> mx.array:
         dtype = gradient.dtype
         t = self.step
         step_size = self._step_size(t, parameter, dtype)
@@ -715,7 +715,7 @@ class Muon(Optimizer):
     """
 
     def __init__(self, learning_rate: Union[float, Callable], momentum: float = 0.95,
-                 weight_decay: float = 0.01, nesterov: bool = True, ns_steps: int = 5):
+                 weight_decay: float = 0.01, nesterov: bool = True, ns_steps: int = 5) -> None:
         super().__init__()
         self._maybe_schedule("learning_rate", learning_rate)
         self.momentum = momentum
@@ -723,10 +723,10 @@ class Muon(Optimizer):
         self.nesterov = nesterov
         self.ns_steps = ns_steps
 
-    def init_single(self, parameter, state):
+    def init_single(self, parameter: mx.array, state: Dict[str, Any]) -> None:
         state["v"] = mx.zeros_like(parameter)
 
-    def apply_single(self, gradient, parameter, state):
+    def apply_single(self, gradient: mx.array, parameter: mx.array, state: Dict[str, Any]) -> mx.array:
         mu = self.momentum
         if self.weight_decay != 0:
             gradient = gradient + self.weight_decay * parameter
@@ -774,7 +774,8 @@ class MultiOptimizer(Optimizer):
             (ValueError otherwise). Default: ``[]``.
     """
 
-    def __init__(self, optimizers, filters: list = []):
+    def __init__(self, optimizers: Sequence["Optimizer"],
+                 filters: Sequence[Callable[[str, mx.array], bool]] = []) -> None:
         super().__init__()
         self._state = {}
         if len(filters) != len(optimizers) - 1:
@@ -809,29 +810,29 @@ class MultiOptimizer(Optimizer):
         parts = [select(tree, "", i) for i in range(len(self.optimizers))]
         return [{} if part is None else part for part in parts]
 
-    def init(self, parameters):
+    def init(self, parameters: Any) -> None:
         """Initialises each optimizer on the parameters its filter selects."""
         for opt, part in zip(self.optimizers, self._split(parameters)):
             opt.init(part)
 
-    def apply_gradients(self, gradients, parameters):
+    def apply_gradients(self, gradients: Any, parameters: Any) -> Any:
         """Each optimizer updates the parameters whose gradients it gets.
 
         Returns:
             dict: the updated parameters, shaped like ``gradients``.
         """
-        out = {}
+        out: Any = {}
         for opt, part in zip(self.optimizers, self._split(gradients)):
             out = _merge(out, opt.apply_gradients(part, parameters))
         return out
 
     @property
-    def state(self):
+    def state(self) -> Any:
         """``{"states": [the state of each optimizer]}``."""
         return {"states": [opt.state for opt in self.optimizers]}
 
     @state.setter
-    def state(self, state):
+    def state(self, state: Any) -> None:
         if "states" not in state or len(state["states"]) != len(self.optimizers):
             raise ValueError("[MultiOptimizer] Invalid state: expected {'states': [...]} with one "
                              f"state per optimizer ({len(self.optimizers)}).")
@@ -839,21 +840,21 @@ class MultiOptimizer(Optimizer):
             opt.state = s
 
     @property
-    def step(self):
+    def step(self) -> mx.array:
         """The first optimizer's step count."""
         return self.optimizers[0].step
 
     @property
-    def learning_rate(self):
+    def learning_rate(self) -> mx.array:
         """The first optimizer's learning rate."""
         return self.optimizers[0].learning_rate
 
     @learning_rate.setter
-    def learning_rate(self, learning_rate):
+    def learning_rate(self, learning_rate: Union[float, mx.array]) -> None:
         self.optimizers[0].learning_rate = learning_rate
 
 
-def clip_grad_norm(grads, max_norm):
+def clip_grad_norm(grads: Any, max_norm: float) -> Tuple[Any, mx.array]:
     """Scales a tree of gradients down to a global L2 norm of at most
     ``max_norm``.
 
@@ -879,10 +880,11 @@ def clip_grad_norm(grads, max_norm):
     leaves = [g for _, g in tree_flatten(grads)]
     if not leaves:
         return grads, mx.array(0.0)
-    total = None
+    total: Optional[mx.array] = None
     for g in leaves:
         part = mx.sum(mx.square(g))
         total = part if total is None else total + part
+    assert total is not None
     norm = mx.sqrt(total)
     factor = mx.minimum(max_norm / (norm + 1e-6), 1.0)
 

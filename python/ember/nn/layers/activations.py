@@ -16,82 +16,82 @@ _SELU_ALPHA = 1.67326
 _SELU_SCALE = 1.0507
 
 
-def sigmoid(x):
+def sigmoid(x: mx.array) -> mx.array:
     r"""Logistic sigmoid, :math:`1 / (1 + e^{-x})`, elementwise."""
     return mx.sigmoid(x)
 
 
-def tanh(x):
+def tanh(x: mx.array) -> mx.array:
     """Hyperbolic tangent, elementwise."""
     return mx.tanh(x)
 
 
-def relu(x):
+def relu(x: mx.array) -> mx.array:
     r"""Rectified linear unit, :math:`\max(x, 0)`."""
     return mx.maximum(x, 0)
 
 
-def relu6(x):
+def relu6(x: mx.array) -> mx.array:
     r"""ReLU capped at 6: :math:`\min(\max(x, 0), 6)`."""
     return mx.minimum(mx.maximum(x, 0), 6.0)
 
 
-def relu2(x):
+def relu2(x: mx.array) -> mx.array:
     r"""Squared ReLU: :math:`\max(x, 0)^2`."""
     return mx.square(mx.maximum(x, 0))
 
 
-def leaky_relu(x, negative_slope=0.01):
+def leaky_relu(x: mx.array, negative_slope: float = 0.01) -> mx.array:
     r"""Leaky ReLU: :math:`\max(x, s x)` with ``s = negative_slope``."""
     return mx.maximum(negative_slope * x, x)
 
 
-def softplus(x):
+def softplus(x: mx.array) -> mx.array:
     r""":math:`\log(1 + e^x)`, computed stably."""
     return mx.logaddexp(x, 0)
 
 
-def log_sigmoid(x):
+def log_sigmoid(x: mx.array) -> mx.array:
     r""":math:`\log(\sigma(x)) = -\mathrm{softplus}(-x)`."""
     return -softplus(-x)
 
 
-def elu(x, alpha=1.0):
+def elu(x: mx.array, alpha: float = 1.0) -> mx.array:
     r"""Exponential linear unit: ``x`` for ``x > 0``, else
     :math:`\alpha (e^x - 1)`."""
     return mx.where(x > 0, x, alpha * mx.expm1(x))
 
 
-def celu(x, alpha=1.0):
+def celu(x: mx.array, alpha: float = 1.0) -> mx.array:
     r"""Continuously differentiable ELU:
     :math:`\max(0, x) + \alpha (e^{\min(0, x) / \alpha} - 1)`."""
     return mx.maximum(x, 0.0) + alpha * mx.expm1(mx.minimum(x, 0.0) / alpha)
 
 
-def selu(x):
+def selu(x: mx.array) -> mx.array:
     r"""Scaled ELU with the self-normalising constants
     :math:`\lambda \approx 1.0507`, :math:`\alpha \approx 1.6733`."""
     return _SELU_SCALE * elu(x, _SELU_ALPHA)
 
 
-def silu(x):
+def silu(x: mx.array) -> mx.array:
     r"""Sigmoid linear unit (swish): :math:`x \sigma(x)`."""
     return x * mx.sigmoid(x)
 
 
-def gelu(x) -> mx.array:
+def gelu(x: mx.array) -> mx.array:
     r"""Gaussian error linear unit, exact: :math:`x \Phi(x)` with the
     standard normal CDF :math:`\Phi(x) = (1 + \mathrm{erf}(x/\sqrt 2))/2`."""
     return x * (1 + mx.erf(x / _SQRT_2)) / 2
 
 
-def gelu_approx(x):
+def gelu_approx(x: mx.array) -> mx.array:
     r"""GELU with the tanh approximation:
     :math:`x (1 + \tanh(\sqrt{2/\pi} (x + 0.044715 x^3))) / 2`."""
     return 0.5 * x * (1 + mx.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x ** 3)))
 
 
-def gelu_fast_approx(x):
+def gelu_fast_approx(x: mx.array) -> mx.array:
     r"""GELU with the sigmoid approximation: :math:`x \sigma(1.702 x)`."""
     return x * mx.sigmoid(1.702 * x)
 
@@ -103,7 +103,7 @@ def glu(x: mx.array, axis: int = -1) -> mx.array:
     return a * mx.sigmoid(b)
 
 
-def step(x: mx.array, threshold: float = 0.0):
+def step(x: mx.array, threshold: float = 0.0) -> mx.array:
     """Heaviside step: 1 where ``x > threshold``, 0 elsewhere (int32)."""
     return mx.where(x > threshold, 1, 0)
 
@@ -118,43 +118,43 @@ def mish(x: mx.array) -> mx.array:
     return x * mx.tanh(softplus(x))
 
 
-def hardswish(x):
+def hardswish(x: mx.array) -> mx.array:
     r"""Hard swish: :math:`x \min(\max(x + 3, 0), 6) / 6`."""
     return x * mx.minimum(mx.maximum(x + 3, 0), 6) / 6
 
 
-def hard_tanh(x, min_val=-1.0, max_val=1.0):
+def hard_tanh(x: mx.array, min_val: float = -1.0, max_val: float = 1.0) -> mx.array:
     """``x`` clipped to ``[min_val, max_val]``."""
     return mx.minimum(mx.maximum(x, min_val), max_val)
 
 
-def hard_shrink(x, lambd=0.5):
+def hard_shrink(x: mx.array, lambd: float = 0.5) -> mx.array:
     r"""``x`` where :math:`|x| > \lambda`, else 0."""
     return mx.where(mx.abs(x) > lambd, x, 0)
 
 
-def softshrink(x, lambd: float = 0.5):
+def softshrink(x: mx.array, lambd: float = 0.5) -> mx.array:
     r"""Soft shrinkage: :math:`x - \lambda\,\mathrm{sign}(x)` where
     :math:`|x| > \lambda`, else 0."""
     return mx.where(mx.abs(x) > lambd, x - mx.sign(x) * lambd, 0)
 
 
-def softsign(x):
+def softsign(x: mx.array) -> mx.array:
     r""":math:`x / (1 + |x|)`."""
     return mx.divide(x, 1 + mx.abs(x))
 
 
-def softmax(x, axis=-1):
+def softmax(x: mx.array, axis: int = -1) -> mx.array:
     """Softmax along ``axis``."""
     return mx.softmax(x, axis=axis)
 
 
-def softmin(x, axis=-1):
+def softmin(x: mx.array, axis: int = -1) -> mx.array:
     """Softmax of ``-x`` along ``axis``."""
     return mx.softmax(-x, axis=axis)
 
 
-def log_softmax(x, axis=-1):
+def log_softmax(x: mx.array, axis: int = -1) -> mx.array:
     r"""Log of the softmax along ``axis``: :math:`x - \log\sum e^x`."""
     return x - mx.logsumexp(x, axis=axis, keepdims=True)
 
@@ -164,35 +164,35 @@ def log_softmax(x, axis=-1):
 class Sigmoid(Module):
     """Module form of :func:`sigmoid`."""
 
-    def __call__(self, x):
+    def __call__(self, x: mx.array) -> mx.array:
         return sigmoid(x)
 
 
 class Tanh(Module):
     """Module form of :func:`tanh`."""
 
-    def __call__(self, x):
+    def __call__(self, x: mx.array) -> mx.array:
         return tanh(x)
 
 
 class ReLU(Module):
     """Module form of :func:`relu`."""
 
-    def __call__(self, x):
+    def __call__(self, x: mx.array) -> mx.array:
         return relu(x)
 
 
 class ReLU6(Module):
     """Module form of :func:`relu6`."""
 
-    def __call__(self, x):
+    def __call__(self, x: mx.array) -> mx.array:
         return relu6(x)
 
 
 class ReLU2(Module):
     """Module form of :func:`relu2`."""
 
-    def __call__(self, x):
+    def __call__(self, x: mx.array) -> mx.array:
         return relu2(x)
 
 
@@ -203,11 +203,11 @@ class LeakyReLU(Module):
         negative_slope (float): slope for negative inputs. Default: 0.01.
     """
 
-    def __init__(self, negative_slope=1e-2):
+    def __init__(self, negative_slope: float = 1e-2) -> None:
         super().__init__()
         self._negative_slope = negative_slope
 
-    def __call__(self, x):
+    def __call__(self, x: mx.array) -> mx.array:
         return leaky_relu(x, self._negative_slope)
 
 
@@ -218,11 +218,11 @@ class ELU(Module):
         alpha (float): scale of the negative part. Default: 1.0.
     """
 
-    def __init__(self, alpha=1.0):
+    def __init__(self, alpha: float = 1.0) -> None:
         super().__init__()
         self._alpha = alpha
 
-    def __call__(self, x):
+    def __call__(self, x: mx.array) -> mx.array:
         return elu(x, self._alpha)
 
 
@@ -233,25 +233,25 @@ class CELU(Module):
         alpha (float): Default: 1.0.
     """
 
-    def __init__(self, alpha=1.0):
+    def __init__(self, alpha: float = 1.0) -> None:
         super().__init__()
         self._alpha = alpha
 
-    def __call__(self, x):
+    def __call__(self, x: mx.array) -> mx.array:
         return celu(x, self._alpha)
 
 
 class SELU(Module):
     """Module form of :func:`selu`."""
 
-    def __call__(self, x):
+    def __call__(self, x: mx.array) -> mx.array:
         return selu(x)
 
 
 class SiLU(Module):
     """Module form of :func:`silu`."""
 
-    def __call__(self, x):
+    def __call__(self, x: mx.array) -> mx.array:
         return silu(x)
 
 
@@ -266,13 +266,13 @@ class GELU(Module):
 
     _FUNCS = {"none": gelu, "precise": gelu_approx, "tanh": gelu_approx, "fast": gelu_fast_approx}
 
-    def __init__(self, approx="none"):
+    def __init__(self, approx: str = "none") -> None:
         super().__init__()
         if approx not in self._FUNCS:
             raise ValueError(f"The approximation should be in {list(self._FUNCS)} but '{approx}' was given")
         self._approx = approx
 
-    def __call__(self, x):
+    def __call__(self, x: mx.array) -> mx.array:
         return self._FUNCS[self._approx](x)
 
 
@@ -283,11 +283,11 @@ class GLU(Module):
         axis (int): the axis to split. Default: -1.
     """
 
-    def __init__(self, axis: int = -1):
+    def __init__(self, axis: int = -1) -> None:
         super().__init__()
         self.axis = axis
 
-    def __call__(self, x) -> Any:
+    def __call__(self, x: mx.array) -> mx.array:
         return glu(x=x, axis=self.axis)
 
 
@@ -298,11 +298,11 @@ class Step(Module):
         threshold (float): Default: 0.0.
     """
 
-    def __init__(self, threshold: float = 0.0):
+    def __init__(self, threshold: float = 0.0) -> None:
         super().__init__()
         self.threshold = threshold
 
-    def __call__(self, x: mx.array):
+    def __call__(self, x: mx.array) -> mx.array:
         return step(x, self.threshold)
 
 
@@ -315,32 +315,32 @@ class PReLU(Module):
         init (float): their initial value. Default: 0.25.
     """
 
-    def __init__(self, num_parameters=1, init=0.25):
+    def __init__(self, num_parameters: int = 1, init: float = 0.25) -> None:
         super().__init__()
         self.weight = mx.full([num_parameters], init)
 
-    def __call__(self, x: mx.array):
+    def __call__(self, x: mx.array) -> mx.array:
         return prelu(x, self.weight)
 
 
 class Mish(Module):
     """Module form of :func:`mish`."""
 
-    def __call__(self, x):
+    def __call__(self, x: mx.array) -> mx.array:
         return mish(x)
 
 
 class Hardswish(Module):
     """Module form of :func:`hardswish`."""
 
-    def __call__(self, x):
+    def __call__(self, x: mx.array) -> mx.array:
         return hardswish(x)
 
 
 class HardTanh(Module):
     """Module form of :func:`hard_tanh` (limits -1 and 1)."""
 
-    def __call__(self, x):
+    def __call__(self, x: mx.array) -> mx.array:
         return hard_tanh(x)
 
 
@@ -351,11 +351,11 @@ class HardShrink(Module):
         lambd (float): Default: 0.5.
     """
 
-    def __init__(self, lambd=0.5):
+    def __init__(self, lambd: float = 0.5) -> None:
         super().__init__()
         self.lambd = lambd
 
-    def __call__(self, x):
+    def __call__(self, x: mx.array) -> mx.array:
         return hard_shrink(x, self.lambd)
 
 
@@ -366,51 +366,51 @@ class Softshrink(Module):
         lambd (float): Default: 0.5.
     """
 
-    def __init__(self, lambd=0.5):
+    def __init__(self, lambd: float = 0.5) -> None:
         super().__init__()
         self.lambd = lambd
 
-    def __call__(self, x):
+    def __call__(self, x: mx.array) -> mx.array:
         return softshrink(x, self.lambd)
 
 
 class Softsign(Module):
     """Module form of :func:`softsign`."""
 
-    def __call__(self, x):
+    def __call__(self, x: mx.array) -> mx.array:
         return softsign(x)
 
 
 class Softplus(Module):
     """Module form of :func:`softplus`."""
 
-    def __call__(self, x):
+    def __call__(self, x: mx.array) -> mx.array:
         return softplus(x)
 
 
 class LogSigmoid(Module):
     """Module form of :func:`log_sigmoid`."""
 
-    def __call__(self, x):
+    def __call__(self, x: mx.array) -> mx.array:
         return log_sigmoid(x)
 
 
 class LogSoftmax(Module):
     """Module form of :func:`log_softmax` (last axis)."""
 
-    def __call__(self, x):
+    def __call__(self, x: mx.array) -> mx.array:
         return log_softmax(x)
 
 
 class Softmax(Module):
     """Module form of :func:`softmax` (last axis)."""
 
-    def __call__(self, x):
+    def __call__(self, x: mx.array) -> mx.array:
         return softmax(x)
 
 
 class Softmin(Module):
     """Module form of :func:`softmin` (last axis)."""
 
-    def __call__(self, x):
+    def __call__(self, x: mx.array) -> mx.array:
         return softmin(x)

@@ -15,7 +15,7 @@ inside a container, so positions in lists are kept.
 """
 
 import textwrap
-from typing import Any, Callable, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from ember import core as mx
 from ember.utils import tree_flatten, tree_unflatten
@@ -81,18 +81,18 @@ class Module(dict):
 
     __call__: Callable
 
-    def __init__(self):
-        self._no_grad = set()
+    def __init__(self) -> None:
+        self._no_grad: set = set()
         self._training = True
 
     # -- attributes as items ------------------------------------------------
 
-    def __getattr__(self, key: str):
+    def __getattr__(self, key: str) -> Any:
         if key in self:
             return self[key]
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {key!r}")
 
-    def __setattr__(self, key: str, val: Any):
+    def __setattr__(self, key: str, val: Any) -> None:
         if isinstance(val, (mx.array, dict, list, tuple)):
             if key in self.__dict__:
                 object.__delattr__(self, key)
@@ -102,7 +102,7 @@ class Module(dict):
                 del self[key]
             object.__setattr__(self, key, val)
 
-    def __delattr__(self, name):
+    def __delattr__(self, name: str) -> None:
         if name in self:
             del self[name]
         else:
@@ -113,7 +113,7 @@ class Module(dict):
     def _extra_repr(self) -> str:
         return ""
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         kids = tree_flatten(self.children(), is_leaf=self.is_module)
         text = f"{type(self).__name__}({self._extra_repr()}"
         for path, child in kids:
@@ -125,35 +125,35 @@ class Module(dict):
     # -- state --------------------------------------------------------------
 
     @property
-    def training(self):
+    def training(self) -> bool:
         """Whether the module is in training mode (Dropout and BatchNorm
         behave differently in evaluation mode)."""
         return self._training
 
     @property
-    def state(self):
+    def state(self) -> "Module":
         """The module's state dict: the module itself (its parameters,
         children and other items); changing it changes the module."""
         return self
 
     @staticmethod
-    def is_module(value):
+    def is_module(value: Any) -> bool:
         """Whether ``value`` is a :class:`Module`."""
         return isinstance(value, Module)
 
     @staticmethod
-    def valid_child_filter(module, key, value):
+    def valid_child_filter(module: "Module", key: str, value: Any) -> bool:
         """The filter of :meth:`children`: containers (modules are dicts)."""
         return isinstance(value, (dict, list))
 
     @staticmethod
-    def valid_parameter_filter(module, key, value):
+    def valid_parameter_filter(module: "Module", key: str, value: Any) -> bool:
         """The filter of :meth:`parameters`: arrays and containers whose
         key does not start with an underscore."""
         return isinstance(value, (dict, list, mx.array)) and not key.startswith("_")
 
     @staticmethod
-    def trainable_parameter_filter(module, key, value):
+    def trainable_parameter_filter(module: "Module", key: str, value: Any) -> bool:
         """The filter of :meth:`trainable_parameters`: valid parameters
         that are not frozen."""
         return Module.valid_parameter_filter(module, key, value) and key not in module._no_grad
@@ -161,7 +161,7 @@ class Module(dict):
     # -- traversal ----------------------------------------------------------
 
     def filter_and_map(self, filter_fn: Callable[["Module", str, Any], bool], map_fn: Optional[Callable] = None,
-                       is_leaf_fn: Optional[Callable[["Module", str, Any], bool]] = None):
+                       is_leaf_fn: Optional[Callable[["Module", str, Any], bool]] = None) -> Dict[str, Any]:
         """The module's items that pass a filter, mapped, as nested dicts
         and lists.
 
@@ -182,20 +182,20 @@ class Module(dict):
         return {k: _unwrap(self, k, v, filter_fn, map_fn, is_leaf_fn)
                 for k, v in self.items() if filter_fn(self, k, v)}
 
-    def parameters(self):
+    def parameters(self) -> Dict[str, Any]:
         """All parameters (arrays) of the module and its children, as
         nested dicts and lists."""
         return self.filter_and_map(self.valid_parameter_filter)
 
-    def trainable_parameters(self):
+    def trainable_parameters(self) -> Dict[str, Any]:
         """The parameters that are not frozen, as nested dicts and lists."""
         return self.filter_and_map(self.trainable_parameter_filter)
 
-    def children(self):
+    def children(self) -> Dict[str, Any]:
         """The module's direct child modules, as nested dicts and lists."""
         return self.filter_and_map(self.valid_child_filter, is_leaf_fn=lambda m, k, v: isinstance(v, Module))
 
-    def leaf_modules(self):
+    def leaf_modules(self) -> Dict[str, Any]:
         """The modules below this one that have no children, as nested
         dicts and lists."""
 
@@ -204,11 +204,11 @@ class Module(dict):
 
         return self.filter_and_map(self.valid_child_filter, is_leaf_fn=is_leaf_module)
 
-    def named_modules(self):
+    def named_modules(self) -> List[Tuple[str, "Module"]]:
         """``(path, module)`` for this module (path ``""``) and every
         module below it, depth first, later children first."""
-        out = []
-        stack = [("", self)]
+        out: List[Tuple[str, Module]] = []
+        stack: List[Tuple[str, Any]] = [("", self)]
         while stack:
             path, m = stack.pop()
             out.append((path, m))
@@ -216,14 +216,15 @@ class Module(dict):
             stack.extend(tree_flatten(m.children(), prefix=prefix, is_leaf=Module.is_module))
         return out
 
-    def modules(self):
+    def modules(self) -> List["Module"]:
         """This module and every module below it (the order of
         :meth:`named_modules`)."""
         return [m for _, m in self.named_modules()]
 
     # -- updates ------------------------------------------------------------
 
-    def update(self, parameters: dict, strict: bool = True) -> "Module":
+    # (MLX's signature: a tree update, not dict.update; mypy flags the override)
+    def update(self, parameters: dict, strict: bool = True) -> "Module":  # type: ignore[override]
         """Replaces parameters by the arrays of a tree of the same structure.
 
         Args:
@@ -351,7 +352,7 @@ class Module(dict):
         Returns:
             Module: the module.
         """
-        stack = [("", self)]
+        stack: List[Tuple[str, Any]] = [("", self)]
         while stack:
             path, m = stack.pop()
             apply_fn(path, m)
@@ -463,7 +464,7 @@ class Module(dict):
         """
         return self.train(False)
 
-    def set_dtype(self, dtype: "mx.Dtype", predicate: Optional[Callable[["mx.Dtype"], bool]] = _floating):
+    def set_dtype(self, dtype: "mx.Dtype", predicate: Optional[Callable[["mx.Dtype"], bool]] = _floating) -> None:
         """Casts the parameters whose dtype satisfies ``predicate``.
 
         Args:
@@ -517,7 +518,7 @@ class Module(dict):
             self.update(tree_unflatten(list(weights)), strict=False)
         return self
 
-    def save_weights(self, file: str):
+    def save_weights(self, file: str) -> None:
         """Saves the parameters to ``file``: ``.npz`` (``mx.savez``) or
         ``.safetensors`` (``mx.save_safetensors``), keyed by dotted names.
 

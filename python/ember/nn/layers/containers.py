@@ -1,5 +1,7 @@
 """Sequential: modules (or functions) called one after the other."""
 
+from typing import Any, Callable, Union
+
 from ember.nn.layers.base import Module
 
 
@@ -13,11 +15,11 @@ class Sequential(Module):
         *modules: the layers.
     """
 
-    def __init__(self, *modules):
+    def __init__(self, *modules: Union[Module, Callable[[Any], Any]]) -> None:
         super().__init__()
         self.layers = list(modules)
 
-    def __call__(self, x):
+    def __call__(self, x: Any) -> Any:
         for layer in self.layers:
             x = layer(x)
         return x

@@ -5,7 +5,7 @@ from ember.nn.layers.base import Module
 
 
 class _DropoutBase(Module):
-    def __init__(self, p: float = 0.5):
+    def __init__(self, p: float = 0.5) -> None:
         super().__init__()
         if p < 0 or p >= 1:
             raise ValueError(f"The dropout probability {p} is not in [0, 1)")
@@ -29,7 +29,7 @@ class Dropout(_DropoutBase):
         p (float): the drop probability, in [0, 1). Default: 0.5.
     """
 
-    def __call__(self, x):
+    def __call__(self, x: mx.array) -> mx.array:
         return self._drop(x, x.shape)
 
 
@@ -42,7 +42,7 @@ class Dropout2d(_DropoutBase):
         p (float): the drop probability, in [0, 1). Default: 0.5.
     """
 
-    def __call__(self, x):
+    def __call__(self, x: mx.array) -> mx.array:
         if x.ndim not in (3, 4):
             raise ValueError(f"Received input with {x.ndim} dimensions. Expected 3 or 4 dimensions.")
         shape = list(x.shape)
@@ -58,7 +58,7 @@ class Dropout3d(_DropoutBase):
         p (float): the drop probability, in [0, 1). Default: 0.5.
     """
 
-    def __call__(self, x):
+    def __call__(self, x: mx.array) -> mx.array:
         if x.ndim not in (4, 5):
             raise ValueError(f"Received input with {x.ndim} dimensions. Expected 4 or 5 dimensions.")
         shape = list(x.shape)

@@ -1,6 +1,7 @@
 """Embedding: a lookup table of vectors."""
 
 import math
+from typing import Optional
 
 from ember import core as mx
 from ember.nn.layers.base import Module
@@ -36,7 +37,7 @@ class Embedding(Module):
                              f"features in its last dimension but got an array of shape {tuple(x.shape)}.")
         return x @ self.weight.T
 
-    def to_quantized(self, group_size: int = None, bits: int = None, mode: str = "affine",
+    def to_quantized(self, group_size: Optional[int] = None, bits: Optional[int] = None, mode: str = "affine",
                      quantize_input: bool = False):
         """This table quantized, as a QuantizedEmbedding (``quantize_input``
         is not supported: ValueError)."""

@@ -1,7 +1,7 @@
 """Identity, Linear and Bilinear."""
 
 import math
-from typing import Any
+from typing import Any, Optional
 
 from ember import core as mx
 from ember.nn.layers.base import Module
@@ -53,7 +53,7 @@ class Linear(Module):
             return mx.addmm(self["bias"], x, self["weight"].T)
         return x @ self["weight"].T
 
-    def to_quantized(self, group_size: int = None, bits: int = None, mode: str = "affine",
+    def to_quantized(self, group_size: Optional[int] = None, bits: Optional[int] = None, mode: str = "affine",
                      quantize_input: bool = False):
         """This layer quantized: a QuantizedLinear, or with ``quantize_input``
         a QQLinear (inputs quantized too)."""

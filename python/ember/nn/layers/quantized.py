@@ -48,7 +48,7 @@ class QuantizedEmbedding(Module):
         mode (str): the quantization mode (see ``mx.quantize``). Default: ``"affine"``.
     """
 
-    def __init__(self, num_embeddings: int, dims: int, group_size: int = None, bits: int = None,
+    def __init__(self, num_embeddings: int, dims: int, group_size: Optional[int] = None, bits: Optional[int] = None,
                  mode: str = "affine"):
         super().__init__()
         self.group_size, self.bits = _mode_params(mode, group_size, bits)
@@ -80,7 +80,7 @@ class QuantizedEmbedding(Module):
                 f"mode={self.mode}")
 
     @classmethod
-    def from_embedding(cls, embedding_layer: Module, group_size: int = None, bits: int = None,
+    def from_embedding(cls, embedding_layer: Module, group_size: Optional[int] = None, bits: Optional[int] = None,
                        mode: str = "affine"):
         """A QuantizedEmbedding holding ``embedding_layer``'s table quantized."""
         n, dims = embedding_layer.weight.shape
@@ -102,8 +102,8 @@ class QuantizedLinear(Module):
         mode (str): the quantization mode (see ``mx.quantize``). Default: ``"affine"``.
     """
 
-    def __init__(self, input_dims: int, output_dims: int, bias: bool = True, group_size: int = None,
-                 bits: int = None, mode: str = "affine"):
+    def __init__(self, input_dims: int, output_dims: int, bias: bool = True, group_size: Optional[int] = None,
+                 bits: Optional[int] = None, mode: str = "affine"):
         super().__init__()
         self.group_size, self.bits = _mode_params(mode, group_size, bits)
         self.mode = mode
@@ -126,7 +126,7 @@ class QuantizedLinear(Module):
         return y
 
     @classmethod
-    def from_linear(cls, linear_layer: Module, group_size: int = None, bits: int = None, mode: str = "affine"):
+    def from_linear(cls, linear_layer: Module, group_size: Optional[int] = None, bits: Optional[int] = None, mode: str = "affine"):
         """A QuantizedLinear holding ``linear_layer``'s weight quantized (and
         its bias as it is)."""
         out_dims, in_dims = linear_layer.weight.shape
@@ -150,7 +150,7 @@ class QQLinear(Module):
         mode (str): ``"nvfp4"``, ``"mxfp4"`` or ``"mxfp8"``. Default: ``"nvfp4"``.
     """
 
-    def __init__(self, input_dims: int, output_dims: int, group_size: int = None, bits: int = None,
+    def __init__(self, input_dims: int, output_dims: int, group_size: Optional[int] = None, bits: Optional[int] = None,
                  mode: str = "nvfp4"):
         super().__init__()
         self.group_size, self.bits = _mode_params(mode, group_size, bits)
@@ -192,7 +192,7 @@ class QQLinear(Module):
                        mode=self.mode)
 
     @classmethod
-    def from_linear(cls, linear_layer: Module, group_size: int = None, bits: int = None, mode: str = "nvfp4"):
+    def from_linear(cls, linear_layer: Module, group_size: Optional[int] = None, bits: Optional[int] = None, mode: str = "nvfp4"):
         """A QQLinear with ``linear_layer``'s weight (which must have no bias),
         in the same training mode."""
         out_dims, in_dims = linear_layer.weight.shape
@@ -204,7 +204,7 @@ class QQLinear(Module):
         return ql
 
 
-def quantize(model: Module, group_size: int = None, bits: int = None, *, mode: str = "affine",
+def quantize(model: Module, group_size: Optional[int] = None, bits: Optional[int] = None, *, mode: str = "affine",
              quantize_input: bool = False,
              class_predicate: Optional[Callable[[str, Module], Union[bool, dict]]] = None):
     """Quantizes a model's layers in place: every leaf module for which

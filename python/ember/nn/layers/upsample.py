@@ -129,6 +129,7 @@ class Upsample(Module):
         if antialias and align_corners:
             raise ValueError("[Upsample] antialias=True with align_corners=True is not supported. Use "
                              "align_corners=False for antialiased interpolation.")
+        self.scale_factor: Union[float, Tuple[float, ...]]
         if isinstance(scale_factor, (list, tuple)):
             self.scale_factor = tuple(map(float, scale_factor))
         else:
