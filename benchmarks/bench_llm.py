@@ -267,7 +267,7 @@ def main():
     from machine import LoadMeter, cpu_info
     import mem_bw
 
-    model, flags = cpu_info()
+    model, _ = cpu_info()
     sys.path.insert(0, os.path.join(HERE, "..", "python"))
     import ember.core as emx
 
@@ -305,7 +305,7 @@ def main():
     print(f"other processes kept {'?' if other is None else f'{other:.2f}'} of {os.cpu_count()} cores busy")
     print("\n| system | weights | prompt / generated | prefill tok/s | decode tok/s |")
     print("|---|---|---|---:|---:|")
-    names = {"ember": f"Ember (mlx-lm llama, alias_mlx)", "llama.cpp": "llama.cpp (llama-cpp-python "
+    names = {"ember": "Ember (mlx-lm llama, alias_mlx)", "llama.cpp": "llama.cpp (llama-cpp-python "
              + res.get("llama.cpp", {}).get("version", "") + ")", "mlx": "MLX (mlx-lm)"}
     for name, r in res.items():
         kind = "Q4_0" if name == "llama.cpp" else f"{BITS}-bit affine, group {GROUP}"
