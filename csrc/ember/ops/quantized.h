@@ -44,15 +44,6 @@ array gather_qqmm(const array& x, const array& w, const std::optional<array>& sc
                   const std::optional<array>& global_scale_x = {}, const std::optional<array>& global_scale_w = {},
                   bool sorted_indices = false, EMBER_S);
 
-// How the matrix-vector quantized product (affine 4- and 8-bit weights,
-// transpose, up to 8 rows of x, K a multiple of 128) computes: 0 float
-// lanes (MLX's CPU arithmetic); 1 x quantized to int8 per block of 32 and
-// integer dot products, as llama.cpp does (pmaddubsw); 2 (the default) the
-// same with AVX-512 VNNI where the CPU has it (1 and 2 give the same bits).
-// EMBER_QMM_INT8=0/1/2 sets it at load. Returns the previous setting.
-int set_qmm_int8(int level);
-int qmm_int8();
-
 #undef EMBER_S
 
 }  // namespace ember
