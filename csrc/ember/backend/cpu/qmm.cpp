@@ -378,6 +378,343 @@ void qmv(const QmmArgs& a) {
   });
 }
 
+// --------------------------------------------------------------------------
+// The int8 matrix-vector path (affine 4- and 8-bit weights, as llama.cpp's
+// Q8 activations): x is quantized per block of 32 columns to int8 (d =
+// max|x| / 127, q = round(x / d)), each chunk of 64 weight bytes is
+// multiplied by the int8 x with integer dot products into 16 int32 lanes
+// (lane l: the bytes 4l..4l+3 of the chunk, exact), and each lane's sum is
+// scaled in float by its group's scale times its block's d and added to 16
+// float lane totals, reduced by the same pairwise tree as the float path;
+// biases enter as bias * the group's sum of the quantized x (sum over its
+// blocks of d * the integer sum of q), as llama.cpp's Q8_1 sums do, so that
+// the result is that of the quantized x times the weights themselves (its
+// error bounded by sum over blocks of d / 2 * sum |w|). The lane
+// sums are exact integers, so every level (VNNI, pmaddubsw at 512, 256 or
+// 128 bits, or the scalar loop) gives the same bits.
+//
+// Layouts: 4 bits: a chunk is 128 columns; byte p holds columns 2p (low
+// nibble) and 2p+1 (high), so x's chunk is stored as 64 int8 of the even
+// columns then 64 of the odd ones; lane l covers columns 8l..8l+7. 8 bits:
+// a chunk is 64 columns, byte p column p, x in column order; lane l covers
+// columns 4l..4l+3.
+constexpr int kXB = 32;  // columns per activation block
+
+template <int BITS>
+constexpr int int8_chunk_cols() { return BITS == 4 ? 128 : 64; }
+
+// x rows (M of K) -> xq (M rows of K int8, laid out as above), dl (M rows
+// of K / CK * 16 floats: lane l of chunk c holds its block's d) and xs (M
+// rows of K / gs: each group's sum of the quantized x).
+template <int BITS>
+void quantize_x_int8(const float* x, int64_t M, int64_t K, int64_t gs, int8_t* xq, float* dl, float* xs) {
+  constexpr int CK = int8_chunk_cols<BITS>();
+  constexpr int cols_per_lane = CK / 16;
+  const int64_t chunks = K / CK;
+  std::vector<int8_t> q(K);
+  std::vector<float> d(K / kXB);
+  for (int64_t m = 0; m < M; ++m) {
+    const float* xm = x + m * K;
+    for (int64_t b = 0; b < K / kXB; ++b) {
+      float amax = 0.0f;
+      for (int k = 0; k < kXB; ++k) amax = std::max(amax, std::fabs(xm[b * kXB + k]));
+      const float db = amax / 127.0f;
+      // blocks below 127 * FLT_MIN quantize to zero (1 / d would overflow)
+      const float id = db >= std::numeric_limits<float>::min() ? 1.0f / db : 0.0f;
+      d[b] = db;
+      for (int k = 0; k < kXB; ++k) {
+        float v = std::nearbyint(xm[b * kXB + k] * id);
+        v = std::min(127.0f, std::max(-127.0f, v));
+        q[b * kXB + k] = static_cast<int8_t>(v);
+      }
+    }
+    for (int64_t g = 0; g < K / gs; ++g) {
+      float acc = 0.0f;
+      for (int64_t b = g * gs / kXB; b < (g + 1) * gs / kXB; ++b) {
+        int32_t isum = 0;
+        for (int k = 0; k < kXB; ++k) isum += q[b * kXB + k];
+        acc = acc + d[b] * static_cast<float>(isum);
+      }
+      xs[m * (K / gs) + g] = acc;
+    }
+    int8_t* o = xq + m * K;
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int8_t* qc = q.data() + c * CK;
+      int8_t* oc = o + c * CK;
+      if (BITS == 4) {
+        for (int p = 0; p < 64; ++p) {
+          oc[p] = qc[2 * p];
+          oc[64 + p] = qc[2 * p + 1];
+        }
+      } else {
+        std::memcpy(oc, qc, CK);
+      }
+      for (int l = 0; l < 16; ++l) dl[(m * chunks + c) * 16 + l] = d[(c * CK + l * cols_per_lane) / kXB];
+    }
+  }
+}
+
+// sum over g of bi[g] * xs[g]: 8 partial sums (g mod 8), then a pairwise
+// tree (a fixed order, independent of the vector width)
+inline float bias_dot(const float* bi, const float* xs, int64_t G) {
+  float p[8] = {};
+  int64_t g = 0;
+  for (; g + 8 <= G; g += 8)
+    for (int j = 0; j < 8; ++j) p[j] = p[j] + bi[g + j] * xs[g + j];
+  for (int j = 0; g < G; ++g, ++j) p[j] = p[j] + bi[g] * xs[g];
+  for (int w = 4; w >= 1; w /= 2)
+    for (int j = 0; j < w; ++j) p[j] = p[j] + p[j + w];
+  return p[0];
+}
+
+#if defined(__SSSE3__) || EMBER_ISA_HAS_AVX2
+// GCC 12 warns about the undefined pass-through operand inside its own
+// AVX-512 intrinsic headers (a false positive, as above)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+// One register of the level: B bytes of weights, B / 4 int32 lanes.
+#if EMBER_ISA_HAS_AVX512
+struct I8V {
+  using I = __m512i;
+  using F = __m512;
+  static constexpr int B = 64;
+  static I load(const void* p) { return _mm512_loadu_si512(p); }
+  static I set1_8(int v) { return _mm512_set1_epi8(static_cast<char>(v)); }
+  static I set1_16(int v) { return _mm512_set1_epi16(static_cast<short>(v)); }
+  static I band(I a, I b) { return _mm512_and_si512(a, b); }
+  static I srl4(I a) { return _mm512_srli_epi16(a, 4); }
+  static I dot_u8s8(I u, I s, I ones) { return _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), ones); }
+  static I add32(I a, I b) { return _mm512_add_epi32(a, b); }
+  static I zero() { return _mm512_setzero_si512(); }
+  static F cvt(I a) { return _mm512_cvtepi32_ps(a); }
+  static F fzero() { return _mm512_setzero_ps(); }
+  static F fload(const float* p) { return _mm512_loadu_ps(p); }
+  static F fset1(float v) { return _mm512_set1_ps(v); }
+  static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
+  static F add(F a, F b) { return _mm512_add_ps(a, b); }
+  static void fstore(float* p, F a) { _mm512_storeu_ps(p, a); }
+};
+#elif EMBER_ISA_HAS_AVX2
+struct I8V {
+  using I = __m256i;
+  using F = __m256;
+  static constexpr int B = 32;
+  static I load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+  static I set1_8(int v) { return _mm256_set1_epi8(static_cast<char>(v)); }
+  static I set1_16(int v) { return _mm256_set1_epi16(static_cast<short>(v)); }
+  static I band(I a, I b) { return _mm256_and_si256(a, b); }
+  static I srl4(I a) { return _mm256_srli_epi16(a, 4); }
+  static I dot_u8s8(I u, I s, I ones) { return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), ones); }
+  static I add32(I a, I b) { return _mm256_add_epi32(a, b); }
+  static I zero() { return _mm256_setzero_si256(); }
+  static F cvt(I a) { return _mm256_cvtepi32_ps(a); }
+  static F fzero() { return _mm256_setzero_ps(); }
+  static F fload(const float* p) { return _mm256_loadu_ps(p); }
+  static F fset1(float v) { return _mm256_set1_ps(v); }
+  static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
+  static F add(F a, F b) { return _mm256_add_ps(a, b); }
+  static void fstore(float* p, F a) { _mm256_storeu_ps(p, a); }
+};
+#else
+struct I8V {
+  using I = __m128i;
+  using F = __m128;
+  static constexpr int B = 16;
+  static I load(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
+  static I set1_8(int v) { return _mm_set1_epi8(static_cast<char>(v)); }
+  static I set1_16(int v) { return _mm_set1_epi16(static_cast<short>(v)); }
+  static I band(I a, I b) { return _mm_and_si128(a, b); }
+  static I srl4(I a) { return _mm_srli_epi16(a, 4); }
+  static I dot_u8s8(I u, I s, I ones) { return _mm_madd_epi16(_mm_maddubs_epi16(u, s), ones); }
+  static I add32(I a, I b) { return _mm_add_epi32(a, b); }
+  static I zero() { return _mm_setzero_si128(); }
+  static F cvt(I a) { return _mm_cvtepi32_ps(a); }
+  static F fzero() { return _mm_setzero_ps(); }
+  static F fload(const float* p) { return _mm_loadu_ps(p); }
+  static F fset1(float v) { return _mm_set1_ps(v); }
+  static F mul(F a, F b) { return _mm_mul_ps(a, b); }
+  static F add(F a, F b) { return _mm_add_ps(a, b); }
+  static void fstore(float* p, F a) { _mm_storeu_ps(p, a); }
+};
+#endif
+
+#if EMBER_ISA_HAS_AVX512
+// acc += u8 x s8, four bytes a lane (VNNI; as inline assembly, so that the
+// unit's target needs no avx512vnni: the caller checks the CPU)
+inline __m512i dpbusd(__m512i acc, __m512i u, __m512i s) {
+  __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(s));
+  return acc;
+}
+#endif
+
+// Output rows [n0, n1) of batch item b for the MR rows m0.. of x.
+template <int BITS, int MR, bool VNNI>
+void qmv_int8_rows(const QmmArgs& a, int64_t b, int64_t n0, int64_t n1, int64_t m0, const int8_t* xq,
+                   const float* dl, const float* xsum) {
+  using V = I8V;
+  constexpr int CK = int8_chunk_cols<BITS>(), R = 64 / V::B, LPR = V::B / 4;  // registers a chunk, lanes a register
+  constexpr int cols_per_reg = CK / R;
+  const int64_t M = a.M, N = a.N, K = a.K, gs = a.group_size, G = K / gs, wb = K * BITS / 8;
+  const int64_t chunks = K / CK;
+  int lg = 0;
+  while ((int64_t(1) << lg) < gs) ++lg;
+  const bool one_group = cols_per_reg <= gs;  // every register lies in one group
+  const typename V::I low4 = V::set1_8(0x0F), ones = V::set1_16(1), sixteen = V::set1_16(16);
+  alignas(64) float s[1024 + 16] = {}, bi[1024];
+#if EMBER_ISA_HAS_AVX512
+  alignas(64) int32_t lane_gi[16];
+  for (int l = 0; l < 16; ++l) lane_gi[l] = (l * (CK / 16)) >> lg;
+  const __m512i lane_g = _mm512_load_si512(lane_gi);
+#endif
+  for (int64_t n = n0; n < n1; ++n) {
+    const int64_t row = b * N + n;
+    row_scales(a, a.scales, row, G, s);
+    row_scales(a, a.biases, row, G, bi);
+    const uint8_t* wr = reinterpret_cast<const uint8_t*>(a.w) + row * wb;
+    if (n + 1 < n1) {
+      // the next row's first lines (the rest streams in behind them)
+      for (int64_t o = 0; o < std::min<int64_t>(wb, 512); o += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(wr + wb + o), _MM_HINT_T0);
+    }
+    typename V::F total[MR][R];
+    for (int m = 0; m < MR; ++m)
+      for (int r = 0; r < R; ++r) total[m][r] = V::fzero();
+    for (int64_t c = 0; c < chunks; ++c) {
+      const uint8_t* wc = wr + c * 64;
+      _mm_prefetch(reinterpret_cast<const char*>(wc + 1024), _MM_HINT_T0);
+      for (int r = 0; r < R; ++r) {
+        const typename V::I w = V::load(wc + r * V::B);
+        const typename V::I lo = V::band(w, low4), hi = V::band(V::srl4(w), low4);
+        const int64_t col0 = c * CK + r * cols_per_reg;
+        typename V::F sv;
+        if (one_group) {
+          sv = V::fset1(s[col0 >> lg]);
+        } else {
+#if EMBER_ISA_HAS_AVX512
+          // lane l's group: g0 + (l * CK / 16 >> lg)
+          sv = _mm512_permutexvar_ps(lane_g, _mm512_loadu_ps(s + (col0 >> lg)));
+#elif EMBER_ISA_HAS_AVX2
+          // 64 columns over groups of 32: lanes 0-3 in g0, 4-7 in g0 + 1
+          sv = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_set1_ps(s[col0 >> lg])),
+                                    _mm_set1_ps(s[(col0 >> lg) + 1]), 1);
+#else
+          sv = V::fset1(s[col0 >> lg]);  // not reached: 32 columns a register lie in one group
+#endif
+        }
+        for (int m = 0; m < MR; ++m) {
+          const int8_t* xc = xq + (m0 + m) * K + c * CK;
+          typename V::I acc;
+          if (BITS == 4) {
+            const typename V::I xl = V::load(xc + r * V::B), xh = V::load(xc + 64 + r * V::B);
+#if EMBER_ISA_HAS_AVX512
+            if (VNNI) acc = dpbusd(dpbusd(V::zero(), lo, xl), hi, xh);
+            else
+#endif
+              acc = V::add32(V::dot_u8s8(lo, xl, ones), V::dot_u8s8(hi, xh, ones));
+          } else {
+            const typename V::I xv = V::load(xc + r * V::B);
+#if EMBER_ISA_HAS_AVX512
+            if (VNNI) acc = dpbusd(V::zero(), w, xv);
+            else
+#endif
+              // w = 16 hi + lo: pmaddubsw's pair sums stay below 2^15
+              acc = V::add32(V::dot_u8s8(hi, xv, sixteen), V::dot_u8s8(lo, xv, ones));
+          }
+          const typename V::F dv = V::fload(dl + ((m0 + m) * chunks + c) * 16 + r * LPR);
+          total[m][r] = V::add(total[m][r], V::mul(V::cvt(acc), V::mul(sv, dv)));
+        }
+      }
+    }
+    for (int m = 0; m < MR; ++m) {
+      alignas(64) float h[16];
+      for (int r = 0; r < R; ++r) V::fstore(h + r * LPR, total[m][r]);
+      for (int wdt = 8; wdt >= 1; wdt /= 2)
+        for (int j = 0; j < wdt; ++j) h[j] = h[j] + h[j + wdt];
+      a.out[(b * M + m0 + m) * N + n] = h[0] + bias_dot(bi, xsum + (m0 + m) * G, G);
+    }
+  }
+}
+#pragma GCC diagnostic pop
+#else
+// No SSSE3 (another architecture): the lanes in plain C++.
+template <int BITS, int MR, bool VNNI>
+void qmv_int8_rows(const QmmArgs& a, int64_t b, int64_t n0, int64_t n1, int64_t m0, const int8_t* xq,
+                   const float* dl, const float* xsum) {
+  constexpr int CK = int8_chunk_cols<BITS>(), CPL = CK / 16;
+  const int64_t M = a.M, N = a.N, K = a.K, gs = a.group_size, G = K / gs, wb = K * BITS / 8;
+  const int64_t chunks = K / CK;
+  float s[1024], bi[1024];
+  for (int64_t n = n0; n < n1; ++n) {
+    const int64_t row = b * N + n;
+    row_scales(a, a.scales, row, G, s);
+    row_scales(a, a.biases, row, G, bi);
+    const uint8_t* wr = reinterpret_cast<const uint8_t*>(a.w) + row * wb;
+    float total[MR][16] = {};
+    for (int64_t c = 0; c < chunks; ++c) {
+      const uint8_t* wc = wr + c * 64;
+      for (int l = 0; l < 16; ++l) {
+        const float sc = s[(c * CK + l * CPL) / gs];
+        for (int m = 0; m < MR; ++m) {
+          const int8_t* xc = xq + (m0 + m) * K + c * CK;
+          int32_t acc = 0;
+          for (int p = 4 * l; p < 4 * l + 4; ++p) {
+            if (BITS == 4) acc += (wc[p] & 15) * xc[p] + (wc[p] >> 4) * xc[64 + p];
+            else acc += wc[p] * xc[p];
+          }
+          const float dv = dl[((m0 + m) * chunks + c) * 16 + l];
+          total[m][l] = total[m][l] + static_cast<float>(acc) * (sc * dv);
+        }
+      }
+    }
+    for (int m = 0; m < MR; ++m) {
+      float h[16];
+      for (int j = 0; j < 16; ++j) h[j] = total[m][j];
+      for (int wdt = 8; wdt >= 1; wdt /= 2)
+        for (int j = 0; j < wdt; ++j) h[j] = h[j] + h[j + wdt];
+      a.out[(b * M + m0 + m) * N + n] = h[0] + bias_dot(bi, xsum + (m0 + m) * G, G);
+    }
+  }
+}
+#endif
+
+template <int BITS, bool VNNI>
+void qmv_int8(const QmmArgs& a) {
+  constexpr int CK = int8_chunk_cols<BITS>();
+  const int64_t M = a.M, N = a.N, K = a.K, G = K / a.group_size, chunks = K / CK;
+  const int64_t BM = a.batch * M;
+  std::vector<int8_t> xq(BM * K);
+  std::vector<float> dl(BM * chunks * 16), xsum(BM * G, 0.0f);
+  quantize_x_int8<BITS>(a.x, BM, K, a.group_size, xq.data(), dl.data(), xsum.data());
+  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(K, 1));
+  parallel_for(a.batch * N, grain, [&](int64_t t0, int64_t t1) {
+    while (t0 < t1) {
+      const int64_t b = t0 / N, n0 = t0 % N, n1 = std::min(N, n0 + (t1 - t0));
+      const int8_t* xb = xq.data() + b * M * K;
+      const float* db = dl.data() + b * M * chunks * 16;
+      const float* sb = xsum.data() + b * M * G;
+      for (int64_t m0 = 0; m0 < M; m0 += 4) {
+        // the row pointers are relative to m0 = 0 of the batch item
+        switch (std::min<int64_t>(4, M - m0)) {
+          case 1: qmv_int8_rows<BITS, 1, VNNI>(a, b, n0, n1, m0, xb, db, sb); break;
+          case 2: qmv_int8_rows<BITS, 2, VNNI>(a, b, n0, n1, m0, xb, db, sb); break;
+          case 3: qmv_int8_rows<BITS, 3, VNNI>(a, b, n0, n1, m0, xb, db, sb); break;
+          default: qmv_int8_rows<BITS, 4, VNNI>(a, b, n0, n1, m0, xb, db, sb); break;
+        }
+      }
+      t0 += n1 - n0;
+    }
+  });
+}
+
+// Whether x (rows of K) holds only finite values (else the float path, which
+// carries infinities and NaN through as float arithmetic does).
+bool all_finite(const float* x, int64_t n) {
+  float acc = 0.0f;
+  for (int64_t i = 0; i < n; ++i) acc = acc + x[i] * 0.0f;  // NaN once any is inf or NaN
+  return acc == 0.0f;
+}
+
 }  // namespace
 
 void qmm_run(const QmmArgs& a) {
@@ -387,6 +724,15 @@ void qmm_run(const QmmArgs& a) {
     return;
   }
   const bool pow2 = (a.bits & (a.bits - 1)) == 0;
+  if (a.int8 && a.mode == 0 && (a.bits == 4 || a.bits == 8) && a.transpose && a.M <= kMaxVecRows &&
+      a.group_size % kXB == 0 && a.K % int8_chunk_cols<4>() == 0 && a.K / a.group_size <= 1024 &&
+      all_finite(a.x, a.batch * a.M * a.K)) {
+#if EMBER_ISA_HAS_AVX512
+    if (a.int8 == 2 && __builtin_cpu_supports("avx512vnni"))
+      return a.bits == 4 ? qmv_int8<4, true>(a) : qmv_int8<8, true>(a);
+#endif
+    return a.bits == 4 ? qmv_int8<4, false>(a) : qmv_int8<8, false>(a);
+  }
   if (a.transpose && pow2 && a.M <= kMaxVecRows && a.K / a.group_size <= 1024) {
     if (a.mode == 0) {
       switch (a.bits) {

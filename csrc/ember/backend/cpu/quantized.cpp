@@ -25,14 +25,19 @@
 //    anything larger, infinities and NaN.
 // Dequantize computes s * q (+ b) in float32 and rounds to the output dtype
 // after the product and after the sum, as MLX does.
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "ember/backend/cpu/copy.h"
 #include "ember/backend/cpu/isa.h"
 #include "ember/backend/cpu/qmm.h"
 #include "ember/backend/cpu/threadpool.h"
+#include "ember/backend/cpu/qmm_config.h"
 #include "ember/primitives/quantized.h"
 
 namespace ember::cpu {
@@ -187,6 +192,7 @@ uint8_t unpack_code(const uint8_t* row, int bits, int64_t c) {
 
 namespace ember {
 
+
 using cpu::Dense;
 
 void Quantize::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
@@ -331,6 +337,7 @@ void QuantizedMatmul::eval_cpu(const std::vector<array>& inputs, std::vector<arr
   a.group_size = group_size_;
   a.mode = static_cast<int>(mode_);
   a.transpose = transpose_;
+  a.int8 = cpu::qmm_int8();
   Dense xd = cpu::dense(x), wd = cpu::dense(w), sd = cpu::dense(inputs[2]), bd;
   std::vector<float> xf;
   if (x.dtype() == Dtype::float32) {
@@ -392,3 +399,26 @@ bool QuantizedMatmul::is_equivalent(const Primitive& o) const {
 }
 
 }  // namespace ember
+
+namespace ember::cpu {
+
+namespace {
+std::atomic<int>& qmm_int8_setting() {
+  static std::atomic<int> v{[] {
+    const char* e = std::getenv("EMBER_QMM_INT8");
+    if (e && (e[0] == '0' || e[0] == '1' || e[0] == '2') && e[1] == 0) return e[0] - '0';
+    return 2;
+  }()};
+  return v;
+}
+}  // namespace
+
+int set_qmm_int8(int level) {
+  if (level < 0 || level > 2)
+    throw std::invalid_argument("[set_qmm_int8] The setting must be 0 (float), 1 (int8) or 2 (int8, VNNI), got " +
+                                std::to_string(level) + ".");
+  return qmm_int8_setting().exchange(level);
+}
+int qmm_int8() { return qmm_int8_setting().load(); }
+
+}  // namespace ember::cpu
