@@ -85,6 +85,19 @@ def test_forward_strided_dilated(level, stride, pad, dil):
     np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-3)
 
 
+@pytest.mark.parametrize("N,H,Wd,O", [(1, 9, 37, 64), (2, 3, 100, 48), (1, 2, 300, 33), (3, 5, 64, 64)])
+def test_forward_blocks_of_whole_lines(level, N, H, Wd, O):
+    # more rows than one task's block: blocks of whole output lines where a
+    # line fits in one (37, 100, 64 positions; odd line counts per block,
+    # batch items crossed), a line longer than a block cut into several
+    # (300); partial vectors of output channels, batch 1
+    rng = np.random.default_rng(Wd + O)
+    x = rng.standard_normal((N, H, Wd, 12)).astype(np.float32)
+    w = rng.standard_normal((O, 3, 3, 12)).astype(np.float32)
+    got, want = conv_and_ref(x, w)
+    np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-3)
+
+
 @pytest.mark.parametrize("C,K", [(1100, 3), (150, 3), (40, 7)])
 def test_forward_long_reductions(level, C, K):
     # the weights of one column block exceed the chunk the kernel keeps in

@@ -520,7 +520,11 @@ void forward_blocks(const A* x, const Geometry& g, const ConvParams& p, const Fo
     const int64_t chunks = (per_kp + kChunkBytes - 1) / kChunkBytes;
     c_step = (g.Cg + chunks - 1) / chunks;
   }
-  const int64_t block_rows = std::max<int64_t>(MR, kBlockRows / MR * MR);
+  // whole output lines per block where a line fits (tiles end at line ends
+  // anyway: a block cut inside a line would add a short tile), else a
+  // multiple of the tile height
+  const int64_t OL = g.OS[std::max(g.D - 1, 0)];
+  const int64_t block_rows = OL <= kBlockRows ? kBlockRows / OL * OL : std::max<int64_t>(MR, kBlockRows / MR * MR);
   const int64_t nblocks = (g.rows + block_rows - 1) / block_rows;
   const std::vector<A> zeros(static_cast<size_t>(g.C + 1), A(0));
   const OffsetTables tab(g, p);
@@ -799,8 +803,12 @@ __attribute__((noinline)) void wg_tile(const A* const* src, int64_t Kprod, int64
       for (int j = 0; j < NR; ++j) acc[i][j] = vfma(a, b[j], acc[i][j]);
     }
   }
-  for (int i = 0; i < MR; ++i)
-    for (int j = 0; j < NR && j * W < cols; ++j) store_cols(dwt + i * ldd + j * W, acc[i][j], cols - j * W);
+  for (int i = 0; i < MR; ++i) {
+    for (int j = 0; j < NR; ++j) {
+      if (Whole) vstore(dwt + i * ldd + j * W, acc[i][j]);
+      else if (j * W < cols) store_cols(dwt + i * ldd + j * W, acc[i][j], cols - j * W);
+    }
+  }
 }
 
 template <class A, int MR, int NR>
