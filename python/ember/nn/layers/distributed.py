@@ -19,7 +19,7 @@ groups), and the products run on ``mx.quantized_matmul``.
 instead, gathering them for each call (fully sharded data parallelism). On
 the singleton group every layer computes what ``nn.Linear`` computes.
 """
-from typing import Callable, Optional, Union
+from typing import Any, Callable, List, Optional, Tuple, Union
 
 import math
 
@@ -31,7 +31,7 @@ from ember.utils import tree_flatten, tree_map_with_path, tree_unflatten
 _SHARDINGS = ("all-to-sharded", "sharded-to-all")
 
 
-def sum_gradients(group):
+def sum_gradients(group: "mx.distributed.Group") -> Callable[[mx.array], mx.array]:
     """A function that is the identity forward and sums its cotangent over
     ``group`` backward.
 
@@ -45,17 +45,17 @@ def sum_gradients(group):
         return lambda x: x
 
     @mx.custom_function
-    def identity(x):
+    def identity(x: mx.array) -> mx.array:
         return x
 
-    @identity.vjp
-    def identity(x, cotangent, output):
+    @identity.vjp  # type: ignore[no-redef]
+    def identity(x: mx.array, cotangent: mx.array, output: mx.array) -> mx.array:
         return mx.distributed.all_sum(cotangent, group=group)
 
     return identity
 
 
-def _segments(weight, segments, axis):
+def _segments(weight: mx.array, segments: Union[int, list], axis: int) -> List[mx.array]:
     """``weight`` split along ``axis`` into segments: a count, split
     indices, or fractions of the axis' length."""
     if isinstance(segments, int):
@@ -67,7 +67,8 @@ def _segments(weight, segments, axis):
     return mx.split(weight, segments, axis=axis)
 
 
-def _shard_array(weight, axis, segments, group):
+def _shard_array(weight: mx.array, axis: int, segments: Union[int, list],
+                 group: "mx.distributed.Group") -> mx.array:
     n, rank = group.size(), group.rank()
     parts = []
     for seg in _segments(weight, segments, axis):
@@ -78,7 +79,7 @@ def _shard_array(weight, axis, segments, group):
     return mx.contiguous(mx.concatenate(parts, axis=axis))
 
 
-def _predicate(sharding, segments):
+def _predicate(sharding: Optional[str], segments: Union[int, list]) -> Callable[[str, mx.array], Any]:
     if sharding == "all-to-sharded":
         # rows of a weight (its second-to-last axis), the bias whole
         return lambda path, w: (-1, segments) if path.endswith("bias") else (max(w.ndim - 2, 0), segments)
@@ -86,16 +87,17 @@ def _predicate(sharding, segments):
     return lambda path, w: None if path.endswith("bias") else (-1, segments)
 
 
-def _check_sharding(sharding):
+def _check_sharding(sharding: str) -> None:
     if sharding not in _SHARDINGS:
         raise ValueError(f"Sharding type sharding={sharding!r} not supported, choose one of "
                          "'all-to-sharded' or 'sharded-to-all'")
 
 
-def _sharded_parameters(parameters, predicate, group):
+def _sharded_parameters(parameters: Any, predicate: Callable[[str, mx.array], Any],
+                        group: Optional["mx.distributed.Group"]) -> Any:
     group = group or mx.distributed.init()
 
-    def shard(path, leaf):
+    def shard(path: str, leaf: Any) -> Any:
         if not isinstance(leaf, mx.array):
             return leaf
         how = predicate(path, leaf)
@@ -114,7 +116,7 @@ def _sharded_parameters(parameters, predicate, group):
 
 
 def shard_inplace(module: Module, sharding: Union[str, Callable], *, segments: Union[int, list] = 1,
-                  group: Optional["mx.distributed.Group"] = None):
+                  group: Optional["mx.distributed.Group"] = None) -> None:
     """Replace ``module``'s parameters by this process's shard of them.
 
     The module's computation is unchanged (it must do the communication
@@ -140,7 +142,7 @@ def shard_inplace(module: Module, sharding: Union[str, Callable], *, segments: U
 
 
 def shard_linear(module: Module, sharding: str, *, segments: Union[int, list] = 1,
-                 group: Optional["mx.distributed.Group"] = None):
+                 group: Optional["mx.distributed.Group"] = None) -> Module:
     """A sharded copy of a linear layer that also communicates.
 
     An ``nn.Linear`` becomes an :class:`AllToShardedLinear` or a
@@ -170,12 +172,13 @@ def shard_linear(module: Module, sharding: str, *, segments: Union[int, list] = 
     if isinstance(module, Linear):
         cls = AllToShardedLinear if sharding == "all-to-sharded" else ShardedToAllLinear
         return cls.from_linear(module, segments=segments, group=group)
-    cls = QuantizedAllToShardedLinear if sharding == "all-to-sharded" else QuantizedShardedToAllLinear
-    return cls.from_quantized_linear(module, segments=segments, group=group)
+    qcls = QuantizedAllToShardedLinear if sharding == "all-to-sharded" else QuantizedShardedToAllLinear
+    return qcls.from_quantized_linear(module, segments=segments, group=group)
 
 
 class _ShardedLinear(Module):
-    def __init__(self, input_dims, output_dims, bias, group, sharded_axis):
+    def __init__(self, input_dims: int, output_dims: int, bias: bool, group: Optional["mx.distributed.Group"],
+                 sharded_axis: int) -> None:
         super().__init__()
         self.group = group or mx.distributed.init()
         n = self.group.size()
@@ -191,7 +194,7 @@ class _ShardedLinear(Module):
             self.bias = mx.random.uniform(low=-k, high=k, shape=(dims[0],))
         self._sharded_axis = sharded_axis
 
-    def _extra_repr(self):
+    def _extra_repr(self) -> str:
         out, inp = self.weight.shape
         n = self.group.size()
         if self._sharded_axis == 0:
@@ -202,7 +205,7 @@ class _ShardedLinear(Module):
 
     @classmethod
     def from_linear(cls, linear_layer: Module, *, segments: Union[int, list] = 1,
-                    group: Optional["mx.distributed.Group"] = None):
+                    group: Optional["mx.distributed.Group"] = None) -> Module:
         """The sharded layer holding this process's part of ``linear_layer``.
 
         Args:
@@ -215,7 +218,8 @@ class _ShardedLinear(Module):
         """
         group = group or mx.distributed.init()
         out, inp = linear_layer.weight.shape
-        layer = cls(inp, out, bias="bias" in linear_layer, group=group)
+        # the subclasses, the only classes this is called on, fix sharded_axis
+        layer = cls(inp, out, bias="bias" in linear_layer, group=group)  # type: ignore[call-arg]
         sharding = "all-to-sharded" if cls is AllToShardedLinear else "sharded-to-all"
         layer.update(_sharded_parameters(linear_layer.parameters(), _predicate(sharding, segments), group))
         return layer
@@ -235,7 +239,7 @@ class AllToShardedLinear(_ShardedLinear):
     """
 
     def __init__(self, input_dims: int, output_dims: int, bias: bool = True,
-                 group: Optional["mx.distributed.Group"] = None):
+                 group: Optional["mx.distributed.Group"] = None) -> None:
         super().__init__(input_dims, output_dims, bias, group, sharded_axis=0)
 
     def __call__(self, x: mx.array) -> mx.array:
@@ -259,7 +263,7 @@ class ShardedToAllLinear(_ShardedLinear):
     """
 
     def __init__(self, input_dims: int, output_dims: int, bias: bool = True,
-                 group: Optional["mx.distributed.Group"] = None):
+                 group: Optional["mx.distributed.Group"] = None) -> None:
         super().__init__(input_dims, output_dims, bias, group, sharded_axis=1)
 
     def __call__(self, x: mx.array) -> mx.array:
@@ -274,9 +278,10 @@ class _QuantizedShardedLinear(Module):
     this process's part, the repr of the whole layer, frozen parameters and
     ``from_quantized_linear``."""
 
-    _sharding = None  # set by the subclasses
+    _sharding: Optional[str] = None  # set by the subclasses
 
-    def __init__(self, input_dims, output_dims, bias, group_size, bits, mode, group, sharded_axis):
+    def __init__(self, input_dims: int, output_dims: int, bias: bool, group_size: int, bits: int, mode: str,
+                 group: Optional["mx.distributed.Group"], sharded_axis: int) -> None:
         super().__init__()
         self.group_size, self.bits, self.mode = group_size, bits, mode
         self.group = group or mx.distributed.init()
@@ -297,7 +302,7 @@ class _QuantizedShardedLinear(Module):
         self._sharded_axis = sharded_axis
         self.freeze()
 
-    def unfreeze(self, *args, **kwargs):
+    def unfreeze(self, *args: Any, **kwargs: Any) -> Module:
         """Unfreeze the submodules as ``Module.unfreeze`` does; the layer's own
         parameters (the quantized weight and the bias) stay frozen.
 
@@ -313,7 +318,7 @@ class _QuantizedShardedLinear(Module):
         self.freeze(recurse=False)
         return self
 
-    def _extra_repr(self):
+    def _extra_repr(self) -> str:
         out, packed = self.weight.shape
         inp = packed * 32 // self.bits
         n = self.group.size()
@@ -324,13 +329,13 @@ class _QuantizedShardedLinear(Module):
         return (f"input_dims={inp}, output_dims={out}, bias={'bias' in self}, group_size={self.group_size}, "
                 f"bits={self.bits}, mode={self.mode}")
 
-    def _product(self, x):
+    def _product(self, x: mx.array) -> mx.array:
         return mx.quantized_matmul(x, self["weight"], scales=self["scales"], biases=self.get("biases"),
                                    transpose=True, group_size=self.group_size, bits=self.bits, mode=self.mode)
 
     @classmethod
     def from_quantized_linear(cls, quantized_linear_layer: Module, *, segments: Union[int, list] = 1,
-                              group: Optional["mx.distributed.Group"] = None):
+                              group: Optional["mx.distributed.Group"] = None) -> Module:
         """The sharded layer holding this process's part of a quantized
         linear layer (its packed weight, scales, biases and bias), with its
         group size, bits and mode.
@@ -356,7 +361,8 @@ class _QuantizedShardedLinear(Module):
         group = group or mx.distributed.init()
         out, packed = quantized_linear_layer.weight.shape
         bits = quantized_linear_layer.bits
-        layer = cls(packed * 32 // bits, out, "bias" in quantized_linear_layer,
+        # the subclasses, the only classes this is called on, fix sharded_axis
+        layer = cls(packed * 32 // bits, out, "bias" in quantized_linear_layer,  # type: ignore[call-arg]
                     group_size=quantized_linear_layer.group_size, bits=bits,
                     mode=getattr(quantized_linear_layer, "mode", "affine"), group=group)
         layer.update(_sharded_parameters(quantized_linear_layer.parameters(), _predicate(cls._sharding, segments),
@@ -391,7 +397,7 @@ class QuantizedAllToShardedLinear(_QuantizedShardedLinear):
     _sharding = "all-to-sharded"
 
     def __init__(self, input_dims: int, output_dims: int, bias: bool = True, group_size: int = 64, bits: int = 4,
-                 mode: str = "affine", group: Optional["mx.distributed.Group"] = None):
+                 mode: str = "affine", group: Optional["mx.distributed.Group"] = None) -> None:
         super().__init__(input_dims, output_dims, bias, group_size, bits, mode, group, sharded_axis=0)
 
     def __call__(self, x: mx.array) -> mx.array:
@@ -429,7 +435,7 @@ class QuantizedShardedToAllLinear(_QuantizedShardedLinear):
     _sharding = "sharded-to-all"
 
     def __init__(self, input_dims: int, output_dims: int, bias: bool = True, group_size: int = 64, bits: int = 4,
-                 mode: str = "affine", group: Optional["mx.distributed.Group"] = None):
+                 mode: str = "affine", group: Optional["mx.distributed.Group"] = None) -> None:
         super().__init__(input_dims, output_dims, bias, group_size, bits, mode, group, sharded_axis=1)
 
     def __call__(self, x: mx.array) -> mx.array:
@@ -439,23 +445,24 @@ class QuantizedShardedToAllLinear(_QuantizedShardedLinear):
         return y
 
 
-def _shardable(module, key, value):
+def _shardable(module: Module, key: str, value: Any) -> bool:
     """Parameters to shard: the ordinary ones, but not those of modules
     already sharded on their own."""
     return not isinstance(value, FullyShardedModule) and Module.valid_parameter_filter(module, key, value)
 
 
-def _gather_function(group, full_shapes, compute_dtype):
+def _gather_function(group: "mx.distributed.Group", full_shapes: List[Tuple[int, ...]],
+                     compute_dtype: Optional["mx.Dtype"]) -> Callable[[List[mx.array]], List[mx.array]]:
     """``shards -> full parameters`` with one all_gather for all of them; its
     vjp reduce-scatters the cotangents and averages them over the group (each
     process trains on its own data)."""
     n = group.size()
 
-    def cast(x, dtype):
+    def cast(x: mx.array, dtype: Optional["mx.Dtype"]) -> mx.array:
         return x if dtype is None or x.dtype == dtype else x.astype(dtype)
 
     @mx.custom_function
-    def gather(shards):
+    def gather(shards: List[mx.array]) -> List[mx.array]:
         # every shard flattened, side by side: rank k's row k of the gathered block
         flat = [cast(s.reshape(1, -1), compute_dtype) for s in shards]
         full = mx.distributed.all_gather(mx.concatenate(flat, axis=1), group=group)  # (n, sum rows_i*k_i)
@@ -466,8 +473,9 @@ def _gather_function(group, full_shapes, compute_dtype):
             start += width
         return out
 
-    @gather.vjp
-    def gather(shards, cotangents, outputs):
+    @gather.vjp  # type: ignore[no-redef]
+    def gather(shards: List[mx.array], cotangents: List[mx.array],
+               outputs: List[mx.array]) -> List[mx.array]:
         packed = mx.concatenate([c.reshape(n, -1) for c in cotangents], axis=1)
         mine = mx.distributed.sum_scatter(packed, group=group) / n
         grads, start = [], 0
@@ -502,7 +510,7 @@ class FullyShardedModule(Module):
     """
 
     def __init__(self, module: Module, group: Optional["mx.distributed.Group"] = None,
-                 compute_dtype: Optional["mx.Dtype"] = None):
+                 compute_dtype: Optional["mx.Dtype"] = None) -> None:
         super().__init__()
         group = group or mx.distributed.init()
         n = group.size()
@@ -523,10 +531,10 @@ class FullyShardedModule(Module):
         self.module = module
         object.__setattr__(self, "_gather", _gather_function(group, full_shapes, compute_dtype))
 
-    def _extra_repr(self):
+    def _extra_repr(self) -> str:
         return f"num_sharded_params={len(self._paths)}"
 
-    def _with_full_parameters(self, fn, *args, **kwargs):
+    def _with_full_parameters(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         shard_tree = self.module.filter_and_map(_shardable)
         shards = [a for _, a in tree_flatten(shard_tree)]
         full = self._gather(shards)
@@ -536,10 +544,10 @@ class FullyShardedModule(Module):
         finally:
             self.module.update(shard_tree, strict=False)
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self._with_full_parameters(self.module, *args, **kwargs)
 
-    def as_linear(self, *args, **kwargs):
+    def as_linear(self, *args: Any, **kwargs: Any) -> mx.array:
         """The wrapped module's ``as_linear`` with the whole parameters.
 
         Args:
