@@ -24,12 +24,12 @@ class Embedding(Module):
     def _extra_repr(self):
         return f"{self.weight.shape[0]}, {self.weight.shape[1]}"
 
-    def __call__(self, x):
+    def __call__(self, x: mx.array) -> mx.array:
         if not mx.issubdtype(x.dtype, mx.integer):
             raise ValueError(f"[Embedding] Expected integer indices but got an array of dtype {x.dtype}.")
         return self.weight[x]
 
-    def as_linear(self, x):
+    def as_linear(self, x: mx.array) -> mx.array:
         """Uses the table as a linear layer tied to the embedding: ``x @
         weight.T`` (the logits of an output layer sharing the weights)."""
         if x.ndim < 1 or x.shape[-1] != self.weight.shape[1]:
@@ -38,7 +38,7 @@ class Embedding(Module):
         return x @ self.weight.T
 
     def to_quantized(self, group_size: Optional[int] = None, bits: Optional[int] = None, mode: str = "affine",
-                     quantize_input: bool = False):
+                     quantize_input: bool = False) -> Module:
         """This table quantized, as a QuantizedEmbedding (``quantize_input``
         is not supported: ValueError)."""
         if quantize_input:

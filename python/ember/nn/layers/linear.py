@@ -54,7 +54,7 @@ class Linear(Module):
         return x @ self["weight"].T
 
     def to_quantized(self, group_size: Optional[int] = None, bits: Optional[int] = None, mode: str = "affine",
-                     quantize_input: bool = False):
+                     quantize_input: bool = False) -> Module:
         """This layer quantized: a QuantizedLinear, or with ``quantize_input``
         a QQLinear (inputs quantized too)."""
         from ember.nn.layers.quantized import QQLinear, QuantizedLinear

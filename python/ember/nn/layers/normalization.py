@@ -1,7 +1,7 @@
 """Normalisation layers: LayerNorm, RMSNorm, GroupNorm, InstanceNorm and
 BatchNorm. Features are the last axis of the input (channels last)."""
 
-from typing import Tuple
+from typing import Any, Tuple
 
 from ember import core as mx
 from ember.nn.layers.base import Module
@@ -37,7 +37,7 @@ class LayerNorm(Module):
     def _extra_repr(self):
         return f"{self.dims}, eps={self.eps}, affine={'weight' in self}"
 
-    def __call__(self, x):
+    def __call__(self, x: mx.array) -> mx.array:
         if "weight" in self:
             _check_features("LayerNorm", x, self.dims)
         return mx.fast.layer_norm(x, self.get("weight"), self.get("bias"), self.eps)
@@ -61,7 +61,7 @@ class RMSNorm(Module):
     def _extra_repr(self):
         return f"{self.weight.shape[0]}, eps={self.eps}"
 
-    def __call__(self, x):
+    def __call__(self, x: mx.array) -> mx.array:
         _check_features("RMSNorm", x, self.weight.shape[0])
         return mx.fast.rms_norm(x, self["weight"], self.eps)
 
@@ -114,7 +114,7 @@ class GroupNorm(Module):
         x = (x - mean) * mx.rsqrt(var + self.eps)
         return x.reshape(batch, *rest, dims)
 
-    def __call__(self, x):
+    def __call__(self, x: mx.array) -> mx.array:
         if "weight" in self:
             _check_features("GroupNorm", x, self.dims, min_ndim=2)
         x = self._pytorch_groups(x) if self.pytorch_compatible else self._strided_groups(x)
@@ -194,7 +194,7 @@ class BatchNorm(Module):
             self.running_var = mx.ones((num_features,))
             self.freeze(keys=self._STATS)
 
-    def unfreeze(self, *args, **kwargs):
+    def unfreeze(self, *args: Any, **kwargs: Any) -> Module:
         """Unfreezes parameters as :meth:`Module.unfreeze` does, except the
         running statistics, which stay frozen.
 

@@ -58,7 +58,7 @@ class QuantizedEmbedding(Module):
         self.dims = dims
         self.freeze()
 
-    def __call__(self, x):
+    def __call__(self, x: mx.array) -> mx.array:
         if not mx.issubdtype(x.dtype, mx.integer):
             raise ValueError(f"[QuantizedEmbedding] Expected integer indices but got an array of dtype {x.dtype}.")
         shape = x.shape
@@ -68,7 +68,7 @@ class QuantizedEmbedding(Module):
                             group_size=self.group_size, bits=self.bits, mode=self.mode)
         return out.reshape(*shape, -1)
 
-    def as_linear(self, x):
+    def as_linear(self, x: mx.array) -> mx.array:
         """The table as a tied output layer: ``x @ dequantize(weight).T``
         through ``mx.quantized_matmul`` (the logits of a model sharing its
         embedding)."""
@@ -81,7 +81,7 @@ class QuantizedEmbedding(Module):
 
     @classmethod
     def from_embedding(cls, embedding_layer: Module, group_size: Optional[int] = None, bits: Optional[int] = None,
-                       mode: str = "affine"):
+                       mode: str = "affine") -> "QuantizedEmbedding":
         """A QuantizedEmbedding holding ``embedding_layer``'s table quantized."""
         n, dims = embedding_layer.weight.shape
         ql = cls(n, dims, group_size, bits, mode=mode)
@@ -103,7 +103,7 @@ class QuantizedLinear(Module):
     """
 
     def __init__(self, input_dims: int, output_dims: int, bias: bool = True, group_size: Optional[int] = None,
-                 bits: Optional[int] = None, mode: str = "affine"):
+                 bits: Optional[int] = None, mode: str = "affine") -> None:
         super().__init__()
         self.group_size, self.bits = _mode_params(mode, group_size, bits)
         self.mode = mode
@@ -118,7 +118,7 @@ class QuantizedLinear(Module):
         return (f"input_dims={packed * 32 // self.bits}, output_dims={out_dims}, bias={'bias' in self}, "
                 f"group_size={self.group_size}, bits={self.bits}, mode={self.mode}")
 
-    def __call__(self, x):
+    def __call__(self, x: mx.array) -> mx.array:
         y = mx.quantized_matmul(x, self["weight"], scales=self["scales"], biases=self.get("biases"), transpose=True,
                                 group_size=self.group_size, bits=self.bits, mode=self.mode)
         if "bias" in self:
@@ -126,7 +126,8 @@ class QuantizedLinear(Module):
         return y
 
     @classmethod
-    def from_linear(cls, linear_layer: Module, group_size: Optional[int] = None, bits: Optional[int] = None, mode: str = "affine"):
+    def from_linear(cls, linear_layer: Module, group_size: Optional[int] = None, bits: Optional[int] = None,
+                    mode: str = "affine") -> "QuantizedLinear":
         """A QuantizedLinear holding ``linear_layer``'s weight quantized (and
         its bias as it is)."""
         out_dims, in_dims = linear_layer.weight.shape
@@ -166,13 +167,13 @@ class QQLinear(Module):
         return (f"input_dims={in_dims}, output_dims={out_dims}, group_size={self.group_size}, bits={self.bits}, "
                 f"mode={self.mode}")
 
-    def quantize(self):
+    def quantize(self) -> None:
         """Replaces the float weight by its quantized form (and scales)."""
         if not self._quantized:
             self.weight, self.scales = mx.quantize(self.weight, self.group_size, self.bits, mode=self.mode)
             self._quantized = True
 
-    def dequantize(self):
+    def dequantize(self) -> None:
         """Replaces the quantized weight by its dequantized float form."""
         if self._quantized:
             self.weight = mx.dequantize(self.weight, scales=self.scales, group_size=self.group_size, bits=self.bits,
@@ -187,12 +188,12 @@ class QQLinear(Module):
         else:
             self.quantize()
 
-    def __call__(self, x):
+    def __call__(self, x: mx.array) -> mx.array:
         return mx.qqmm(x, self["weight"], scales=self.get("scales"), group_size=self.group_size, bits=self.bits,
                        mode=self.mode)
 
     @classmethod
-    def from_linear(cls, linear_layer: Module, group_size: Optional[int] = None, bits: Optional[int] = None, mode: str = "nvfp4"):
+    def from_linear(cls, linear_layer: Module, group_size: Optional[int] = None, bits: Optional[int] = None, mode: str = "nvfp4") -> "QQLinear":
         """A QQLinear with ``linear_layer``'s weight (which must have no bias),
         in the same training mode."""
         out_dims, in_dims = linear_layer.weight.shape
@@ -206,7 +207,7 @@ class QQLinear(Module):
 
 def quantize(model: Module, group_size: Optional[int] = None, bits: Optional[int] = None, *, mode: str = "affine",
              quantize_input: bool = False,
-             class_predicate: Optional[Callable[[str, Module], Union[bool, dict]]] = None):
+             class_predicate: Optional[Callable[[str, Module], Union[bool, dict]]] = None) -> None:
     """Quantizes a model's layers in place: every leaf module for which
     ``class_predicate(path, module)`` holds is replaced by
     ``module.to_quantized(...)``.

@@ -8,7 +8,7 @@ on the second-to-last axis.
 """
 
 import math
-from typing import Callable, Optional
+from typing import Callable, Optional, Tuple
 
 from ember import core as mx
 from ember.nn.layers.activations import tanh
@@ -236,7 +236,7 @@ class LSTM(Module):
     def _extra_repr(self):
         return f"input_dims={self.Wx.shape[1]}, hidden_size={self.hidden_size}, bias={'bias' in self}"
 
-    def __call__(self, x: mx.array, hidden: Optional[mx.array] = None, cell: Optional[mx.array] = None):
+    def __call__(self, x: mx.array, hidden: Optional[mx.array] = None, cell: Optional[mx.array] = None) -> Tuple[mx.array, mx.array]:
         """Runs the recurrence over the sequence.
 
         Args:

@@ -8,7 +8,7 @@ can recompute each layer in the backward pass (``checkpoint=True``,
 """
 
 import math
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
 from ember import core as mx
 from ember.nn.layers.activations import relu
@@ -102,7 +102,8 @@ class MultiHeadAttention(Module):
         b, n, f = x.shape
         return x.reshape(b, n, self.num_heads, f // self.num_heads).transpose(0, 2, 1, 3)
 
-    def __call__(self, queries: mx.array, keys: mx.array, values: mx.array, mask=None) -> mx.array:
+    def __call__(self, queries: mx.array, keys: mx.array, values: mx.array,
+                 mask: Optional[Union[mx.array, str]] = None) -> mx.array:
         """Attends the queries to the keys and values.
 
         Args:
@@ -177,7 +178,7 @@ class TransformerEncoderLayer(Module):
     def _mlp(self, x):
         return self.linear2(self.dropout2(self.activation(self.linear1(x))))
 
-    def __call__(self, x: mx.array, mask) -> mx.array:
+    def __call__(self, x: mx.array, mask: Optional[Union[mx.array, str]]) -> mx.array:
         """Args:
             x (array): ``(B, L, dims)``.
             mask (array or str): the attention mask, or None.
@@ -219,12 +220,13 @@ class TransformerEncoder(Module):
     """
 
     def __init__(self, num_layers: int, dims: int, num_heads: int, mlp_dims: Optional[int] = None,
-                 dropout: float = 0.0, activation=relu, norm_first: bool = True, checkpoint: bool = False):
+                 dropout: float = 0.0, activation: Callable[[mx.array], mx.array] = relu,
+                 norm_first: bool = True, checkpoint: bool = False) -> None:
         super().__init__()
         _stack_layers(self, TransformerEncoderLayer, num_layers, dims, num_heads, mlp_dims, dropout, activation,
                       norm_first, checkpoint)
 
-    def __call__(self, x: mx.array, mask) -> mx.array:
+    def __call__(self, x: mx.array, mask: Optional[Union[mx.array, str]]) -> mx.array:
         """Args:
             x (array): ``(B, L, dims)``.
             mask (array or str): the attention mask, or None.
@@ -273,7 +275,8 @@ class TransformerDecoderLayer(Module):
     def _mlp(self, x):
         return self.linear2(self.dropout3(self.activation(self.linear1(x))))
 
-    def __call__(self, x: mx.array, memory: mx.array, x_mask, memory_mask) -> mx.array:
+    def __call__(self, x: mx.array, memory: mx.array, x_mask: Optional[Union[mx.array, str]],
+                 memory_mask: Optional[Union[mx.array, str]]) -> mx.array:
         """Args:
             x (array): ``(B, L, dims)``.
             memory (array): the encoder's output, ``(B, S, dims)``.
@@ -313,12 +316,14 @@ class TransformerDecoder(Module):
     """
 
     def __init__(self, num_layers: int, dims: int, num_heads: int, mlp_dims: Optional[int] = None,
-                 dropout: float = 0.0, activation=relu, norm_first: bool = True, checkpoint: bool = False):
+                 dropout: float = 0.0, activation: Callable[[mx.array], mx.array] = relu,
+                 norm_first: bool = True, checkpoint: bool = False) -> None:
         super().__init__()
         _stack_layers(self, TransformerDecoderLayer, num_layers, dims, num_heads, mlp_dims, dropout, activation,
                       norm_first, checkpoint)
 
-    def __call__(self, x: mx.array, memory: mx.array, x_mask, memory_mask) -> mx.array:
+    def __call__(self, x: mx.array, memory: mx.array, x_mask: Optional[Union[mx.array, str]],
+                 memory_mask: Optional[Union[mx.array, str]]) -> mx.array:
         """Args:
             x (array): ``(B, L, dims)``.
             memory (array): the encoder's output, ``(B, S, dims)``.
@@ -376,7 +381,8 @@ class Transformer(Module):
             self.decoder = TransformerDecoder(num_decoder_layers, dims, num_heads, mlp_dims, dropout, activation,
                                               norm_first, checkpoint)
 
-    def __call__(self, src: mx.array, tgt: mx.array, src_mask, tgt_mask, memory_mask) -> mx.array:
+    def __call__(self, src: mx.array, tgt: mx.array, src_mask: Optional[Union[mx.array, str]],
+                 tgt_mask: Optional[Union[mx.array, str]], memory_mask: Optional[Union[mx.array, str]]) -> mx.array:
         """Args:
             src (array): the encoder's input, ``(B, S, dims)``.
             tgt (array): the decoder's input, ``(B, L, dims)``.

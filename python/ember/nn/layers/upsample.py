@@ -86,19 +86,19 @@ def _upsample(x, scale_factor, mode, align_corners):
     return x
 
 
-def upsample_nearest(x: mx.array, scale_factor: Tuple):
+def upsample_nearest(x: mx.array, scale_factor: Tuple) -> mx.array:
     """Nearest-neighbour upsampling of ``x`` ``(N, *spatial, C)``, one
     scale per spatial axis."""
     return _upsample(x, scale_factor, "nearest", False)
 
 
-def upsample_linear(x: mx.array, scale_factor: Tuple, align_corners: bool = False):
+def upsample_linear(x: mx.array, scale_factor: Tuple, align_corners: bool = False) -> mx.array:
     """(Multi)linear upsampling of ``x`` ``(N, *spatial, C)``, one scale per
     spatial axis; with ``align_corners`` the corner samples line up."""
     return _upsample(x, scale_factor, "linear", align_corners)
 
 
-def upsample_cubic(x: mx.array, scale_factor: Tuple, align_corners: bool = False):
+def upsample_cubic(x: mx.array, scale_factor: Tuple, align_corners: bool = False) -> mx.array:
     """Bicubic (Keys, a = -0.75) upsampling of ``x`` ``(N, *spatial, C)``,
     one scale per spatial axis."""
     return _upsample(x, scale_factor, "cubic", align_corners)
