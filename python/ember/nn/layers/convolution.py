@@ -70,7 +70,7 @@ class Conv1d(_ConvNd):
     _spatial = 1
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: int, stride: int = 1, padding: int = 0,
-                 dilation: int = 1, groups: int = 1, bias: bool = True):
+                 dilation: int = 1, groups: int = 1, bias: bool = True) -> None:
         super().__init__()
         self._init_weights(in_channels, out_channels, (kernel_size,), groups, bias)
         self.padding = padding
@@ -110,7 +110,7 @@ class Conv2d(_ConvNd):
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Union[int, tuple],
                  stride: Union[int, tuple] = 1, padding: Union[int, tuple] = 0, dilation: Union[int, tuple] = 1,
-                 groups: int = 1, bias: bool = True):
+                 groups: int = 1, bias: bool = True) -> None:
         super().__init__()
         self._init_weights(in_channels, out_channels, _tuple(kernel_size, 2), groups, bias)
         self.padding = _tuple(padding, 2)
@@ -147,7 +147,7 @@ class Conv3d(_ConvNd):
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Union[int, tuple],
                  stride: Union[int, tuple] = 1, padding: Union[int, tuple] = 0, dilation: Union[int, tuple] = 1,
-                 bias: bool = True):
+                 bias: bool = True) -> None:
         super().__init__()
         self._init_weights(in_channels, out_channels, _tuple(kernel_size, 3), 1, bias)
         self.padding = _tuple(padding, 3)

@@ -54,7 +54,7 @@ class ConvTranspose1d(_ConvTransposeNd):
     _spatial = 1
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: int, stride: int = 1, padding: int = 0,
-                 dilation: int = 1, output_padding: int = 0, bias: bool = True):
+                 dilation: int = 1, output_padding: int = 0, bias: bool = True) -> None:
         super().__init__()
         self._init_weights(in_channels, out_channels, (kernel_size,), bias)
         self.padding = padding
@@ -84,7 +84,7 @@ class ConvTranspose2d(_ConvTransposeNd):
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Union[int, tuple],
                  stride: Union[int, tuple] = 1, padding: Union[int, tuple] = 0, dilation: Union[int, tuple] = 1,
-                 output_padding: Union[int, tuple] = 0, bias: bool = True):
+                 output_padding: Union[int, tuple] = 0, bias: bool = True) -> None:
         super().__init__()
         self._init_weights(in_channels, out_channels, _tuple(kernel_size, 2), bias)
         self.padding = _tuple(padding, 2)
@@ -114,7 +114,7 @@ class ConvTranspose3d(_ConvTransposeNd):
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Union[int, tuple],
                  stride: Union[int, tuple] = 1, padding: Union[int, tuple] = 0, dilation: Union[int, tuple] = 1,
-                 output_padding: Union[int, tuple] = 0, bias: bool = True):
+                 output_padding: Union[int, tuple] = 0, bias: bool = True) -> None:
         super().__init__()
         self._init_weights(in_channels, out_channels, _tuple(kernel_size, 3), bias)
         self.padding = _tuple(padding, 3)

@@ -17,7 +17,7 @@ class Embedding(Module):
         dims (int): size of each vector.
     """
 
-    def __init__(self, num_embeddings: int, dims: int):
+    def __init__(self, num_embeddings: int, dims: int) -> None:
         super().__init__()
         self.weight = mx.random.normal(shape=(num_embeddings, dims), scale=math.sqrt(1.0 / dims))
 

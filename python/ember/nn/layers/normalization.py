@@ -25,7 +25,7 @@ class LayerNorm(Module):
         bias (bool): with ``affine``, learn ``bias`` too. Default: True.
     """
 
-    def __init__(self, dims: int, eps: float = 1e-5, affine: bool = True, bias: bool = True):
+    def __init__(self, dims: int, eps: float = 1e-5, affine: bool = True, bias: bool = True) -> None:
         super().__init__()
         if affine:
             self.weight = mx.ones((dims,))
@@ -53,7 +53,7 @@ class RMSNorm(Module):
         eps (float): added to the mean square. Default: 1e-5.
     """
 
-    def __init__(self, dims: int, eps: float = 1e-5):
+    def __init__(self, dims: int, eps: float = 1e-5) -> None:
         super().__init__()
         self.weight = mx.ones((dims,))
         self.eps = eps
@@ -84,7 +84,7 @@ class GroupNorm(Module):
     """
 
     def __init__(self, num_groups: int, dims: int, eps: float = 1e-5, affine: bool = True,
-                 pytorch_compatible: bool = False):
+                 pytorch_compatible: bool = False) -> None:
         super().__init__()
         if affine:
             self.bias = mx.zeros((dims,))
@@ -134,7 +134,7 @@ class InstanceNorm(Module):
             Default: False.
     """
 
-    def __init__(self, dims: int, eps: float = 1e-5, affine: bool = False):
+    def __init__(self, dims: int, eps: float = 1e-5, affine: bool = False) -> None:
         super().__init__()
         if affine:
             self.weight = mx.ones((dims,))
@@ -180,7 +180,7 @@ class BatchNorm(Module):
     _STATS = ["running_mean", "running_var"]
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1, affine: bool = True,
-                 track_running_stats: bool = True):
+                 track_running_stats: bool = True) -> None:
         super().__init__()
         self.num_features = num_features
         self.eps = eps

@@ -27,7 +27,7 @@ class _Pool(Module):
     _reduce = None
     _pad_value = 0.0
 
-    def __init__(self, kernel_size, stride, padding):
+    def __init__(self, kernel_size, stride, padding) -> None:
         super().__init__()
         name = type(self).__name__
         self._kernel_size = _tuple(kernel_size, self._spatial, name)
@@ -100,7 +100,7 @@ class MaxPool1d(_MaxPool):
     _spatial = 1
 
     def __init__(self, kernel_size: Union[int, Tuple[int]], stride: Optional[Union[int, Tuple[int]]] = None,
-                 padding: Union[int, Tuple[int]] = 0):
+                 padding: Union[int, Tuple[int]] = 0) -> None:
         super().__init__(kernel_size, stride, padding)
 
 
@@ -110,7 +110,7 @@ class MaxPool2d(_MaxPool):
 
     def __init__(self, kernel_size: Union[int, Tuple[int, int]],
                  stride: Optional[Union[int, Tuple[int, int]]] = None,
-                 padding: Optional[Union[int, Tuple[int, int]]] = 0):
+                 padding: Optional[Union[int, Tuple[int, int]]] = 0) -> None:
         super().__init__(kernel_size, stride, padding)
 
 
@@ -120,7 +120,7 @@ class MaxPool3d(_MaxPool):
 
     def __init__(self, kernel_size: Union[int, Tuple[int, int, int]],
                  stride: Optional[Union[int, Tuple[int, int, int]]] = None,
-                 padding: Optional[Union[int, Tuple[int, int, int]]] = 0):
+                 padding: Optional[Union[int, Tuple[int, int, int]]] = 0) -> None:
         super().__init__(kernel_size, stride, padding)
 
 
@@ -132,7 +132,7 @@ class AvgPool1d(_AvgPool):
     _spatial = 1
 
     def __init__(self, kernel_size: Union[int, Tuple[int]], stride: Optional[Union[int, Tuple[int]]] = None,
-                 padding: Union[int, Tuple[int]] = 0):
+                 padding: Union[int, Tuple[int]] = 0) -> None:
         super().__init__(kernel_size, stride, padding)
 
 
@@ -142,7 +142,7 @@ class AvgPool2d(_AvgPool):
 
     def __init__(self, kernel_size: Union[int, Tuple[int, int]],
                  stride: Optional[Union[int, Tuple[int, int]]] = None,
-                 padding: Optional[Union[int, Tuple[int, int]]] = 0):
+                 padding: Optional[Union[int, Tuple[int, int]]] = 0) -> None:
         super().__init__(kernel_size, stride, padding)
 
 
@@ -152,5 +152,5 @@ class AvgPool3d(_AvgPool):
 
     def __init__(self, kernel_size: Union[int, Tuple[int, int, int]],
                  stride: Optional[Union[int, Tuple[int, int, int]]] = None,
-                 padding: Optional[Union[int, Tuple[int, int, int]]] = 0):
+                 padding: Optional[Union[int, Tuple[int, int, int]]] = 0) -> None:
         super().__init__(kernel_size, stride, padding)

@@ -23,7 +23,7 @@ class RoPE(Module):
         scale (float): multiplies the positions. Default: 1.0.
     """
 
-    def __init__(self, dims: int, traditional: bool = False, base: float = 10000, scale: float = 1.0):
+    def __init__(self, dims: int, traditional: bool = False, base: float = 10000, scale: float = 1.0) -> None:
         super().__init__()
         self.dims = dims
         self.traditional = traditional
@@ -66,7 +66,7 @@ class SinusoidalPositionalEncoding(Module):
     """
 
     def __init__(self, dims: int, min_freq: float = 0.0001, max_freq: float = 1, scale: Optional[float] = None,
-                 cos_first: bool = False, full_turns: bool = False):
+                 cos_first: bool = False, full_turns: bool = False) -> None:
         super().__init__()
         if dims <= 0 or dims % 2 != 0:
             raise ValueError(f"[SinusoidalPositionalEncoding] dims must be positive and even but got {dims}.")

@@ -49,7 +49,7 @@ class QuantizedEmbedding(Module):
     """
 
     def __init__(self, num_embeddings: int, dims: int, group_size: Optional[int] = None, bits: Optional[int] = None,
-                 mode: str = "affine"):
+                 mode: str = "affine") -> None:
         super().__init__()
         self.group_size, self.bits = _mode_params(mode, group_size, bits)
         self.mode = mode
@@ -152,7 +152,7 @@ class QQLinear(Module):
     """
 
     def __init__(self, input_dims: int, output_dims: int, group_size: Optional[int] = None, bits: Optional[int] = None,
-                 mode: str = "nvfp4"):
+                 mode: str = "nvfp4") -> None:
         super().__init__()
         self.group_size, self.bits = _mode_params(mode, group_size, bits)
         self.mode = mode

@@ -77,7 +77,7 @@ class RNN(Module):
     """
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
-                 nonlinearity: Optional[Callable] = None):
+                 nonlinearity: Optional[Callable] = None) -> None:
         super().__init__()
         self.nonlinearity = nonlinearity if nonlinearity is not None else tanh
         if not callable(self.nonlinearity):
@@ -145,7 +145,7 @@ class GRU(Module):
         bias (bool): whether to use ``b`` and ``bhn``. Default: True.
     """
 
-    def __init__(self, input_size: int, hidden_size: int, bias: bool = True):
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True) -> None:
         super().__init__()
         self.hidden_size = hidden_size
         k = 1.0 / math.sqrt(hidden_size)
@@ -225,7 +225,7 @@ class LSTM(Module):
         bias (bool): whether to add ``bias``. Default: True.
     """
 
-    def __init__(self, input_size: int, hidden_size: int, bias: bool = True):
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True) -> None:
         super().__init__()
         self.hidden_size = hidden_size
         k = 1.0 / math.sqrt(hidden_size)

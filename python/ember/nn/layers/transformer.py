@@ -59,7 +59,7 @@ class MultiHeadAttention(Module):
 
     def __init__(self, dims: int, num_heads: int, query_input_dims: Optional[int] = None,
                  key_input_dims: Optional[int] = None, value_input_dims: Optional[int] = None,
-                 value_dims: Optional[int] = None, value_output_dims: Optional[int] = None, bias: bool = False):
+                 value_dims: Optional[int] = None, value_output_dims: Optional[int] = None, bias: bool = False) -> None:
         super().__init__()
         if dims % num_heads != 0:
             raise ValueError(f"[MultiHeadAttention] The feature dimensions should be divisible by the number "
@@ -162,7 +162,7 @@ class TransformerEncoderLayer(Module):
     """
 
     def __init__(self, dims: int, num_heads: int, mlp_dims: Optional[int] = None, dropout: float = 0.0,
-                 activation: Callable[[Any], Any] = relu, norm_first: bool = True):
+                 activation: Callable[[Any], Any] = relu, norm_first: bool = True) -> None:
         super().__init__()
         mlp_dims = mlp_dims or 4 * dims
         self.attention = MultiHeadAttention(dims, num_heads)
@@ -256,7 +256,7 @@ class TransformerDecoderLayer(Module):
     """
 
     def __init__(self, dims: int, num_heads: int, mlp_dims: Optional[int] = None, dropout: float = 0.0,
-                 activation: Callable[[Any], Any] = relu, norm_first: bool = True):
+                 activation: Callable[[Any], Any] = relu, norm_first: bool = True) -> None:
         super().__init__()
         mlp_dims = mlp_dims or 4 * dims
         self.self_attention = MultiHeadAttention(dims, num_heads)
@@ -368,7 +368,7 @@ class Transformer(Module):
     def __init__(self, dims: int = 512, num_heads: int = 8, num_encoder_layers: int = 6,
                  num_decoder_layers: int = 6, mlp_dims: Optional[int] = None, dropout: float = 0.0,
                  activation: Callable[[Any], Any] = relu, custom_encoder: Optional[Any] = None,
-                 custom_decoder: Optional[Any] = None, norm_first: bool = True, checkpoint: bool = False):
+                 custom_decoder: Optional[Any] = None, norm_first: bool = True, checkpoint: bool = False) -> None:
         super().__init__()
         if custom_encoder is not None:
             self.encoder = custom_encoder

@@ -120,7 +120,7 @@ class Upsample(Module):
     """
 
     def __init__(self, scale_factor: Union[float, Tuple], mode: Literal["nearest", "linear", "cubic"] = "nearest",
-                 align_corners: bool = False, antialias: bool = False):
+                 align_corners: bool = False, antialias: bool = False) -> None:
         super().__init__()
         if mode not in ("nearest", "linear", "cubic"):
             raise ValueError(f"[Upsample] Got unsupported upsampling algorithm: {mode}")
