@@ -13,7 +13,7 @@ The Glorot and He initializers count fans the way MLX lays out weights,
 """
 
 import math
-from typing import Callable, Literal
+from typing import Callable, Literal, Sequence, Tuple
 
 from ember import core as mx
 
@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 
-def _fans(name, shape):
+def _fans(name: str, shape: Sequence[int]) -> Tuple[int, int]:
     if len(shape) < 2:
         raise ValueError(
             f"[{name}] Glorot / He initialization requires at least 2 dimensional input "
@@ -40,7 +40,7 @@ def _fans(name, shape):
     return shape[-1] * receptive, shape[0] * receptive
 
 
-def _fan_for_mode(name, shape, mode):
+def _fan_for_mode(name: str, shape: Sequence[int], mode: str) -> int:
     fan_in, fan_out = _fans(name, shape)
     if mode == "fan_in":
         return fan_in

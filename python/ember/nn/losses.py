@@ -13,7 +13,7 @@ takes a logarithm, a float32 weight promotes a float16 loss to float32.
 """
 
 import math
-from typing import Literal, Optional
+from typing import Literal, Optional, Sequence, Tuple
 
 from ember import core as mx
 
@@ -44,13 +44,13 @@ _REDUCTIONS = ("none", "mean", "sum")
 # shared checks
 # --------------------------------------------------------------------------
 
-def _check_reduction(reduction, name):
+def _check_reduction(reduction: str, name: str) -> None:
     if not isinstance(reduction, str) or reduction not in _REDUCTIONS:
         raise ValueError(
             f"[{name}] Invalid reduction {reduction!r}. Must be one of {_REDUCTIONS}.")
 
 
-def _reduce(loss, reduction):
+def _reduce(loss: mx.array, reduction: str) -> mx.array:
     if reduction == "mean":
         return mx.mean(loss)
     if reduction == "sum":
@@ -58,7 +58,7 @@ def _reduce(loss, reduction):
     return loss
 
 
-def _same_shape(name, a, b, what_a, what_b):
+def _same_shape(name: str, a: mx.array, b: mx.array, what_a: str, what_b: str) -> None:
     """Shapes that must be equal (no broadcasting), as MLX checks them."""
     if tuple(a.shape) != tuple(b.shape):
         raise ValueError(
@@ -66,7 +66,7 @@ def _same_shape(name, a, b, what_a, what_b):
             f"{what_b} shape {tuple(b.shape)}.")
 
 
-def _broadcastable(name, *arrays):
+def _broadcastable(name: str, *arrays: mx.array) -> Tuple[int, ...]:
     """Shapes that must broadcast together; returns the common shape."""
     shapes = [tuple(a.shape) for a in arrays]
     try:
@@ -76,14 +76,14 @@ def _broadcastable(name, *arrays):
         raise ValueError(f"[{name}] Shapes {listed} cannot be broadcast.") from None
 
 
-def _check_weights(name, weights, loss_shape):
+def _check_weights(name: str, weights: mx.array, loss_shape: Sequence[int]) -> None:
     if tuple(weights.shape) != tuple(loss_shape):
         raise ValueError(
             f"[{name}] Weights with shape {tuple(weights.shape)} is not the same as "
             f"output loss with shape {tuple(loss_shape)}.")
 
 
-def _axis_index(name, axis, ndim):
+def _axis_index(name: str, axis: int, ndim: int) -> int:
     if not -ndim <= axis < ndim:
         raise IndexError(f"[{name}] Invalid axis {axis} for array with {ndim} dimensions.")
     return axis % ndim
@@ -623,7 +623,7 @@ def triplet_loss(
     _broadcastable(name, anchors, positives, negatives)
     _check_reduction(reduction, name)
 
-    def distance(x, y):
+    def distance(x: mx.array, y: mx.array) -> mx.array:
         powered = mx.square(x - y) if p == 2 else mx.power(mx.abs(x - y), p)
         return mx.power(mx.sum(powered, axis=axis) + eps, 1.0 / p)
 

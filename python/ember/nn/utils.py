@@ -8,12 +8,12 @@ from ember import core as mx
 from ember.nn.layers.base import Module
 
 
-def _with_parameters(model, fn):
+def _with_parameters(model: Module, fn: Callable) -> Callable:
     """``fn`` as a function of the model's trainable parameters first: it
     puts them into the model, calls ``fn`` and puts the originals back, so
     no traced array stays in the model after a transform."""
 
-    def inner(params, *args, **kwargs):
+    def inner(params: Any, *args: Any, **kwargs: Any) -> Any:
         saved = model.trainable_parameters()
         model.update(params)
         try:
@@ -41,7 +41,7 @@ def value_and_grad(model: Module, fn: Callable) -> Callable:
     vg = mx.value_and_grad(_with_parameters(model, fn))
 
     @wraps(fn)
-    def wrapped(*args, **kwargs):
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
         return vg(model.trainable_parameters(), *args, **kwargs)
 
     return wrapped
@@ -65,7 +65,7 @@ def checkpoint(module: Module, fn: Optional[Callable] = None) -> Callable:
     ck = mx.checkpoint(_with_parameters(module, fn))
 
     @wraps(fn)
-    def wrapped(*args, **kwargs):
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
         return ck(module.trainable_parameters(), *args, **kwargs)
 
     return wrapped
@@ -99,7 +99,7 @@ def average_gradients(gradients: Any, group: Optional[Any] = None, all_reduce_si
     if n == 1:
         return gradients
 
-    def average(x):
+    def average(x: mx.array) -> mx.array:
         return mx.distributed.all_sum(x, group=group, stream=communication_stream) / n
 
     flat = tree_flatten(gradients)
@@ -109,7 +109,7 @@ def average_gradients(gradients: Any, group: Optional[Any] = None, all_reduce_si
     bucket: list = []
     nbytes = 0
 
-    def flush():
+    def flush() -> None:
         nonlocal bucket, nbytes
         if len(bucket) == 1:
             i = bucket[0]

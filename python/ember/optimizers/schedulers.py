@@ -9,14 +9,14 @@ number and the others a 0-d array (as MLX).
 """
 
 import math
-from typing import Callable, List
+from typing import Callable, List, Union
 
 from .. import core as mx
 
 __all__ = ["exponential_decay", "step_decay", "cosine_decay", "linear_schedule", "join_schedules"]
 
 
-def _positive(maker: str, name: str, value) -> None:
+def _positive(maker: str, name: str, value: float) -> None:
     if value < 1:
         raise ValueError(f"[{maker}] {name} must be greater than 0, but got {value}.")
 
@@ -39,7 +39,7 @@ def exponential_decay(init: float, decay_rate: float) -> Callable:
         array(0.025, dtype=float32)
     """
 
-    def schedule(step):
+    def schedule(step: Union[int, mx.array]) -> Union[float, mx.array]:
         return init * decay_rate ** step
 
     return schedule
@@ -67,7 +67,7 @@ def step_decay(init: float, decay_rate: float, step_size: int) -> Callable:
     """
     _positive("step_decay", "step_size", step_size)
 
-    def schedule(step):
+    def schedule(step: Union[int, mx.array]) -> Union[float, mx.array]:
         return init * decay_rate ** (step // step_size)
 
     return schedule
@@ -95,7 +95,7 @@ def cosine_decay(init: float, decay_steps: int, end: float = 0.0) -> Callable:
     """
     _positive("cosine_decay", "decay_steps", decay_steps)
 
-    def schedule(step):
+    def schedule(step: Union[int, mx.array]) -> Union[float, mx.array]:
         s = mx.minimum(step, decay_steps)
         half = 0.5 * (1.0 + mx.cos((math.pi / decay_steps) * s))
         return end + half * (init - end)
@@ -125,7 +125,7 @@ def linear_schedule(init: float, end: float, steps: int) -> Callable:
     _positive("linear_schedule", "steps", steps)
     slope = (end - init) / steps
 
-    def schedule(step):
+    def schedule(step: Union[int, mx.array]) -> Union[float, mx.array]:
         return mx.minimum(step, steps) * slope + init
 
     return schedule
@@ -161,7 +161,7 @@ def join_schedules(schedules: List[Callable], boundaries: List[int]) -> Callable
         raise ValueError(f"[join_schedules] Received {len(boundaries)} boundaries but expected "
                          f"{len(schedules) - 1}.")
 
-    def schedule(step):
+    def schedule(step: Union[int, mx.array]) -> Union[float, mx.array]:
         out = schedules[0](step)
         for boundary, later in zip(boundaries, schedules[1:]):
             out = mx.where(step < boundary, out, later(step - boundary))
