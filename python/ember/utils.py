@@ -63,7 +63,7 @@ def register_pytree_node(cls: type, flatten_fn: Callable, unflatten_fn: Callable
     _registry[cls] = (flatten_fn, unflatten_fn)
 
 
-def _is_namedtuple(x) -> bool:
+def _is_namedtuple(x: Any) -> bool:
     return isinstance(x, tuple) and hasattr(type(x), "_fields")
 
 
@@ -73,7 +73,7 @@ def _is_namedtuple(x) -> bool:
 _children = _core._tree_children
 
 
-def _node(tree, is_leaf):
+def _node(tree: Any, is_leaf: Optional[Callable]) -> Any:
     if is_leaf is not None and is_leaf(tree):
         return None
     return _children(tree)
@@ -162,14 +162,14 @@ def tree_unflatten(tree: Union[List[Tuple[str, Any]], Dict[str, Any]]) -> Any:
             d = d.setdefault(k, {})
         d[keys[-1]] = value
 
-    def build(d):
+    def build(d: Any) -> Any:
         if not isinstance(d, dict):
             return d
         if d and all(k.isdigit() for k in d):
             # a list; positions no path names are empty dicts (as MLX), so
             # that a list split across several trees keeps its positions
             n = max(int(k) for k in d) + 1
-            out = [{} for _ in range(n)]
+            out: List[Any] = [{} for _ in range(n)]
             for k, v in d.items():
                 out[int(k)] = build(v)
             return out
@@ -206,7 +206,7 @@ def tree_map(fn: Callable, tree: Any, *rest: Any, is_leaf: Optional[Callable] = 
     return rebuild(new)
 
 
-def _child_of(other, key, like):
+def _child_of(other: Any, key: Any, like: Any) -> Any:
     if type(like) in _registry:
         return _children(other)[0][key][1]
     return other[key]
@@ -294,7 +294,7 @@ def tree_merge(tree_a: Any, tree_b: Any, merge_fn: Optional[Callable] = None) ->
         {'b': 2, 'a': 1}
     """
 
-    def empty(t):
+    def empty(t: Any) -> bool:
         return t is None or (isinstance(t, (list, tuple, dict)) and len(t) == 0)
 
     if empty(tree_a):

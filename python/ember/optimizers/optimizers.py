@@ -10,7 +10,7 @@ an optimizer sees (so they take the gradients' dtypes), or by :meth:`init`.
 """
 
 import math
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from .. import core as mx
 from ..utils import tree_flatten, tree_map
@@ -23,7 +23,7 @@ __all__ = [
 _NODES = (dict, list, tuple)
 
 
-def _kind(x) -> str:
+def _kind(x: Any) -> str:
     if isinstance(x, dict):
         return "a dict"
     if isinstance(x, (list, tuple)):
@@ -33,17 +33,17 @@ def _kind(x) -> str:
     return f"a {type(x).__name__}"
 
 
-def _join(path: str, key) -> str:
+def _join(path: str, key: Union[str, int]) -> str:
     return f"{path}.{key}" if path else str(key)
 
 
-def _rebuild(like, items):
+def _rebuild(like: Union[list, tuple], items: List[Any]) -> Union[list, tuple]:
     if isinstance(like, tuple) and hasattr(type(like), "_fields"):
         return type(like)(*items)
     return type(like)(items)
 
 
-def _state_skeleton(params, state, path=""):
+def _state_skeleton(params: Any, state: Any, path: str = "") -> Any:
     """The state subtree for ``params``: what ``state`` already holds is
     kept, every position it lacks gets empty per-leaf dicts."""
     if isinstance(params, dict):
@@ -62,7 +62,7 @@ def _state_skeleton(params, state, path=""):
     return state if isinstance(state, dict) else {}
 
 
-def _leaves_with_state(params, state):
+def _leaves_with_state(params: Any, state: Any) -> Iterator[Tuple[mx.array, Dict[str, Any]]]:
     """Pairs (parameter, its state dict) in tree order."""
     stack = [(params, state)]
     while stack:
@@ -198,7 +198,7 @@ class Optimizer:
 
     # -- helpers for subclasses ------------------------------------------
 
-    def _maybe_schedule(self, name, param):
+    def _maybe_schedule(self, name: str, param: Union[float, mx.array, Callable]) -> None:
         """Keeps ``param`` as a schedule if it is callable and stores its
         current value (or ``param`` itself, as an array) in the state."""
         if callable(param):
@@ -208,7 +208,7 @@ class Optimizer:
             value = mx.array(param)
         self.state[name] = value
 
-    def _scheduled_value(self, name, schedule):
+    def _scheduled_value(self, name: str, schedule: Callable) -> mx.array:
         value = schedule(self.step)
         if not isinstance(value, mx.array):
             raise TypeError(f"[{type(self).__name__}] The {name} schedule returned "
@@ -216,7 +216,7 @@ class Optimizer:
                             "(e.g. mx.array(0.1) or an expression of the step array).")
         return value
 
-    def _apply_tree(self, g, p, s, path):
+    def _apply_tree(self, g: Any, p: Any, s: Any, path: str) -> Any:
         if isinstance(g, _NODES) and len(g) == 0:
             return g  # nothing to update here (MultiOptimizer fills gaps with {})
         if isinstance(g, dict):
@@ -255,17 +255,17 @@ class Optimizer:
         return self.apply_single(g, p, s)
 
 
-def _check(cls: str, name: str, ok: bool, value, rule: str) -> None:
+def _check(cls: str, name: str, ok: bool, value: Any, rule: str) -> None:
     if not ok:
         raise ValueError(f"[{cls}] {name} must be {rule}, got {value}.")
 
 
-def _check_betas(cls: str, betas) -> None:
+def _check_betas(cls: str, betas: Sequence[float]) -> None:
     for i, b in enumerate(betas):
         _check(cls, f"beta{i + 1}", 0.0 <= b < 1.0, b, "in [0, 1)")
 
 
-def _lr(opt, gradient):
+def _lr(opt: "Optimizer", gradient: mx.array) -> mx.array:
     return opt.learning_rate.astype(gradient.dtype)
 
 
@@ -632,10 +632,10 @@ class Adafactor(Optimizer):
             state["exp_avg"] = mx.zeros_like(parameter)
 
     @staticmethod
-    def _rms(x):
+    def _rms(x: mx.array) -> mx.array:
         return mx.sqrt(mx.mean(mx.square(x)))
 
-    def _step_size(self, t, parameter, dtype):
+    def _step_size(self, t: mx.array, parameter: mx.array, dtype: mx.Dtype) -> mx.array:
         if self.relative_step:
             floor = 1e-6 * t if self.warmup_init else 1e-2
             size = mx.minimum(floor, mx.rsqrt(t.astype(mx.float32))).astype(dtype)
@@ -675,7 +675,7 @@ class Adafactor(Optimizer):
         return parameter - update
 
 
-def _orthogonalize(x, steps: int):
+def _orthogonalize(x: mx.array, steps: int) -> mx.array:
     """The Newton-Schulz quintic iteration of Muon: approximately U V^T for
     x = U S V^T, computed on the wide orientation of the matrix."""
     a, b, c = 3.4445, -4.7750, 2.0315
@@ -742,7 +742,7 @@ class Muon(Optimizer):
         return parameter - lr * direction
 
 
-def _merge(a, b):
+def _merge(a: Any, b: Any) -> Any:
     """Overlays two trees of disjoint leaves; ``{}`` (or a missing list
     tail) is a gap the other tree fills."""
     if isinstance(a, _NODES) and len(a) == 0:
@@ -784,7 +784,7 @@ class MultiOptimizer(Optimizer):
         self.optimizers = list(optimizers)
         self.filters = list(filters) + [lambda path, array: True]
 
-    def _split(self, tree):
+    def _split(self, tree: Any) -> List[Any]:
         """One tree per optimizer holding the leaves its filter selects
         first: dicts keep only the keys with something selected, lists keep
         positions up to the last selected one, with ``{}`` in the gaps."""
@@ -792,7 +792,7 @@ class MultiOptimizer(Optimizer):
         for path, leaf in tree_flatten(tree):
             owner[path] = next(i for i, accept in enumerate(self.filters) if accept(path, leaf))
 
-        def select(t, path, i):
+        def select(t: Any, path: str, i: int) -> Any:
             if isinstance(t, dict):
                 kept = {}
                 for k, v in t.items():
@@ -888,7 +888,7 @@ def clip_grad_norm(grads: Any, max_norm: float) -> Tuple[Any, mx.array]:
     norm = mx.sqrt(total)
     factor = mx.minimum(max_norm / (norm + 1e-6), 1.0)
 
-    def scale(g):
+    def scale(g: mx.array) -> mx.array:
         out_dtype = g.dtype if mx.issubdtype(g.dtype, mx.floating) else mx.float32
         return g * factor.astype(out_dtype)
 
