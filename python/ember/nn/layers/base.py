@@ -15,7 +15,7 @@ inside a container, so positions in lists are kept.
 """
 
 import textwrap
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple, Union
 
 from ember import core as mx
 from ember.utils import tree_flatten, tree_unflatten
@@ -23,26 +23,27 @@ from ember.utils import tree_flatten, tree_unflatten
 __all__ = ["Module"]
 
 
-def _default_is_leaf(module, key, value):
+def _default_is_leaf(module: "Module", key: str, value: Any) -> bool:
     return not isinstance(value, (Module, dict, list))
 
 
-def _identity(x):
+def _identity(x: Any) -> Any:
     return x
 
 
-def _floating(dtype):
+def _floating(dtype: mx.Dtype) -> bool:
     return mx.issubdtype(dtype, mx.floating)
 
 
-def _unwrap(owner, key, value, filter_fn, map_fn, is_leaf_fn):
+def _unwrap(owner: "Module", key: str, value: Any, filter_fn: Callable[["Module", str, Any], bool],
+            map_fn: Callable[[Any], Any], is_leaf_fn: Callable[["Module", str, Any], bool]) -> Any:
     """One item of ``owner`` (a dotted ``key`` below it) filtered and mapped."""
     if is_leaf_fn(owner, key, value):
         return map_fn(value)
     if isinstance(value, Module):
         return value.filter_and_map(filter_fn, map_fn, is_leaf_fn)
     if isinstance(value, dict):
-        out = {}
+        out: Any = {}
         for k, v in value.items():
             path = f"{key}.{k}"
             out[k] = _unwrap(owner, path, v, filter_fn, map_fn, is_leaf_fn) \
@@ -58,7 +59,7 @@ def _unwrap(owner, key, value, filter_fn, map_fn, is_leaf_fn):
     raise RuntimeError("Unexpected leaf found while traversing the module")
 
 
-def _type_name(value):
+def _type_name(value: Any) -> str:
     return type(value).__name__
 
 
@@ -199,7 +200,7 @@ class Module(dict):
         """The modules below this one that have no children, as nested
         dicts and lists."""
 
-        def is_leaf_module(m, k, v):
+        def is_leaf_module(m: Module, k: str, v: Any) -> bool:
             return isinstance(v, Module) and not tree_flatten(v.children(), is_leaf=Module.is_module)
 
         return self.filter_and_map(self.valid_child_filter, is_leaf_fn=is_leaf_module)
@@ -238,7 +239,7 @@ class Module(dict):
             Module: the module.
         """
 
-        def put(dst, new):
+        def put(dst: Any, new: Any) -> None:
             if isinstance(new, dict):
                 for k, v in new.items():
                     if isinstance(dst, dict) and k in dst:
@@ -290,7 +291,7 @@ class Module(dict):
             Module: the module.
         """
 
-        def put(dst, new):
+        def put(dst: Any, new: Any) -> None:
             if isinstance(new, dict):
                 for k, v in new.items():
                     if isinstance(dst, dict) and k in dst:
@@ -362,7 +363,7 @@ class Module(dict):
 
     # -- freezing -----------------------------------------------------------
 
-    def _validate_keys(self, keys, strict):
+    def _validate_keys(self, keys: Union[str, List[str]], strict: bool) -> List[str]:
         keys = keys if isinstance(keys, list) else [keys]
         if strict:
             for k in keys:
@@ -370,9 +371,9 @@ class Module(dict):
                     raise KeyError(f"Module doesn't contain member {k}.")
         return keys
 
-    def _validate_keys_recursive(self, keys):
+    def _validate_keys_recursive(self, keys: Union[str, List[str]]) -> List[str]:
         keys = keys if isinstance(keys, list) else [keys]
-        found = set()
+        found: Set[str] = set()
         for _, m in self.named_modules():
             found.update(k for k in keys if k in m)
         for k in keys:
@@ -380,16 +381,17 @@ class Module(dict):
                 raise KeyError(f"Module doesn't contain member {k}.")
         return keys
 
-    def _own_parameter_keys(self):
+    def _own_parameter_keys(self) -> List[str]:
         own = self.filter_and_map(lambda m, k, v: not isinstance(v, Module) and m.valid_parameter_filter(m, k, v))
         return [k for k, _ in tree_flatten(own)]
 
-    def _change_frozen(self, freeze, recurse, keys, strict):
+    def _change_frozen(self, freeze: bool, recurse: bool, keys: Optional[Union[str, List[str]]],
+                       strict: bool) -> "Module":
         if recurse and keys is not None and strict:
             self._validate_keys_recursive(keys)
             strict = False
 
-        def change(_, m):
+        def change(_: str, m: Module) -> None:
             if freeze:
                 m._no_grad.update(m._own_parameter_keys() if keys is None else m._validate_keys(keys, strict))
             elif keys is None:

@@ -40,7 +40,7 @@ class _ConvNd(Module):
     def _in_channels(self):
         return self.weight.shape[-1] * getattr(self, "groups", 1)
 
-    def __call__(self, x):
+    def __call__(self, x: mx.array) -> mx.array:
         _check_conv_input(type(self).__name__, x, self._spatial, self._in_channels())
         y = self._conv(x)
         if "bias" in self:
@@ -78,12 +78,12 @@ class Conv1d(_ConvNd):
         self.stride = stride
         self.groups = groups
 
-    def _extra_repr(self):
+    def _extra_repr(self) -> str:
         return (f"{self._in_channels()}, {self.weight.shape[0]}, kernel_size={self.weight.shape[1]}, "
                 f"stride={self.stride}, padding={self.padding}, dilation={self.dilation}, groups={self.groups}, "
                 f"bias={'bias' in self}")
 
-    def _conv(self, x):
+    def _conv(self, x: mx.array) -> mx.array:
         return mx.conv1d(x, self["weight"], self.stride, self.padding, self.dilation, self.groups)
 
 
@@ -118,12 +118,12 @@ class Conv2d(_ConvNd):
         self.dilation = dilation
         self.groups = groups
 
-    def _extra_repr(self):
+    def _extra_repr(self) -> str:
         return (f"{self._in_channels()}, {self.weight.shape[0]}, kernel_size={tuple(self.weight.shape[1:3])}, "
                 f"stride={self.stride}, padding={self.padding}, dilation={self.dilation}, groups={self.groups}, "
                 f"bias={'bias' in self}")
 
-    def _conv(self, x):
+    def _conv(self, x: mx.array) -> mx.array:
         return mx.conv2d(x, self["weight"], self.stride, self.padding, self.dilation, self.groups)
 
 
@@ -154,9 +154,9 @@ class Conv3d(_ConvNd):
         self.stride = _tuple(stride, 3)
         self.dilation = dilation
 
-    def _extra_repr(self):
+    def _extra_repr(self) -> str:
         return (f"{self._in_channels()}, {self.weight.shape[0]}, kernel_size={tuple(self.weight.shape[1:4])}, "
                 f"stride={self.stride}, padding={self.padding}, dilation={self.dilation}, bias={'bias' in self}")
 
-    def _conv(self, x):
+    def _conv(self, x: mx.array) -> mx.array:
         return mx.conv3d(x, self["weight"], self.stride, self.padding, self.dilation)

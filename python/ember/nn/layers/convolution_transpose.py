@@ -18,14 +18,14 @@ class _ConvTransposeNd(Module):
         if bias:
             self.bias = mx.zeros((out_channels,))
 
-    def _extra_repr(self):
+    def _extra_repr(self) -> str:
         ks = self.weight.shape[1:-1]
         ks = ks[0] if self._spatial == 1 else tuple(ks)
         return (f"{self.weight.shape[-1]}, {self.weight.shape[0]}, kernel_size={ks}, stride={self.stride}, "
                 f"padding={self.padding}, dilation={self.dilation}, output_padding={self.output_padding}, "
                 f"bias={'bias' in self}")
 
-    def __call__(self, x):
+    def __call__(self, x: mx.array) -> mx.array:
         _check_conv_input(type(self).__name__, x, self._spatial, self.weight.shape[-1])
         op = {1: mx.conv_transpose1d, 2: mx.conv_transpose2d, 3: mx.conv_transpose3d}[self._spatial]
         y = op(x, self["weight"], self.stride, self.padding, self.dilation, self.output_padding)

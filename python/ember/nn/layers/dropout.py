@@ -11,7 +11,7 @@ class _DropoutBase(Module):
             raise ValueError(f"The dropout probability {p} is not in [0, 1)")
         self._p_1 = 1 - p
 
-    def _extra_repr(self):
+    def _extra_repr(self) -> str:
         return f"p={1 - self._p_1}"
 
     def _drop(self, x, mask_shape):

@@ -21,7 +21,7 @@ class Embedding(Module):
         super().__init__()
         self.weight = mx.random.normal(shape=(num_embeddings, dims), scale=math.sqrt(1.0 / dims))
 
-    def _extra_repr(self):
+    def _extra_repr(self) -> str:
         return f"{self.weight.shape[0]}, {self.weight.shape[1]}"
 
     def __call__(self, x: mx.array) -> mx.array:

@@ -34,7 +34,7 @@ class LayerNorm(Module):
         self.eps = eps
         self.dims = dims
 
-    def _extra_repr(self):
+    def _extra_repr(self) -> str:
         return f"{self.dims}, eps={self.eps}, affine={'weight' in self}"
 
     def __call__(self, x: mx.array) -> mx.array:
@@ -58,7 +58,7 @@ class RMSNorm(Module):
         self.weight = mx.ones((dims,))
         self.eps = eps
 
-    def _extra_repr(self):
+    def _extra_repr(self) -> str:
         return f"{self.weight.shape[0]}, eps={self.eps}"
 
     def __call__(self, x: mx.array) -> mx.array:
@@ -94,11 +94,11 @@ class GroupNorm(Module):
         self.eps = eps
         self.pytorch_compatible = pytorch_compatible
 
-    def _extra_repr(self):
+    def _extra_repr(self) -> str:
         return (f"{self.num_groups}, {self.dims}, eps={self.eps}, affine={'weight' in self}, "
                 f"pytorch_compatible={self.pytorch_compatible}")
 
-    def _pytorch_groups(self, x):
+    def _pytorch_groups(self, x: mx.array) -> mx.array:
         batch, *rest, dims = x.shape
         size = dims // self.num_groups
         x = x.reshape(batch, -1, self.num_groups, size).transpose(0, 2, 1, 3).reshape(batch, self.num_groups, -1)
@@ -106,7 +106,7 @@ class GroupNorm(Module):
         x = x.reshape(batch, self.num_groups, -1, size).transpose(0, 2, 1, 3)
         return x.reshape(batch, *rest, dims)
 
-    def _strided_groups(self, x):
+    def _strided_groups(self, x: mx.array) -> mx.array:
         batch, *rest, dims = x.shape
         x = x.reshape(batch, -1, self.num_groups)
         mean = mx.mean(x, axis=1, keepdims=True)
@@ -142,7 +142,7 @@ class InstanceNorm(Module):
         self.dims = dims
         self.eps = eps
 
-    def _extra_repr(self):
+    def _extra_repr(self) -> str:
         return f"{self.dims}, eps={self.eps}, affine={'weight' in self}"
 
     def __call__(self, x: mx.array) -> mx.array:
@@ -210,7 +210,7 @@ class BatchNorm(Module):
             self.freeze(recurse=False, keys=self._STATS)
         return self
 
-    def _extra_repr(self):
+    def _extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={'weight' in self}, "
                 f"track_running_stats={self.track_running_stats}")
 

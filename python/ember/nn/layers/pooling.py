@@ -39,10 +39,10 @@ class _Pool(Module):
                              f"got kernel_size={self._kernel_size}, stride={self._stride}, "
                              f"padding={self._padding}.")
 
-    def _extra_repr(self):
+    def _extra_repr(self) -> str:
         return f"kernel_size={self._kernel_size}, stride={self._stride}, padding={self._padding}"
 
-    def __call__(self, x):
+    def __call__(self, x: mx.array) -> mx.array:
         name = type(self).__name__
         n = self._spatial
         if x.ndim != n + 2:

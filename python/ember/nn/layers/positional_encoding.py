@@ -30,7 +30,7 @@ class RoPE(Module):
         self.base = base
         self.scale = scale
 
-    def _extra_repr(self):
+    def _extra_repr(self) -> str:
         return f"{self.dims}, traditional={self.traditional}"
 
     def __call__(self, x: mx.array, offset: int = 0) -> mx.array:

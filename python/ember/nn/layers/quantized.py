@@ -75,7 +75,7 @@ class QuantizedEmbedding(Module):
         return mx.quantized_matmul(x, self["weight"], scales=self["scales"], biases=self.get("biases"),
                                    transpose=True, group_size=self.group_size, bits=self.bits, mode=self.mode)
 
-    def _extra_repr(self):
+    def _extra_repr(self) -> str:
         return (f"{self.num_embeddings}, {self.dims}, group_size={self.group_size}, bits={self.bits}, "
                 f"mode={self.mode}")
 
@@ -113,7 +113,7 @@ class QuantizedLinear(Module):
             self.bias = mx.zeros((output_dims,))
         self.freeze()
 
-    def _extra_repr(self):
+    def _extra_repr(self) -> str:
         out_dims, packed = self.weight.shape
         return (f"input_dims={packed * 32 // self.bits}, output_dims={out_dims}, bias={'bias' in self}, "
                 f"group_size={self.group_size}, bits={self.bits}, mode={self.mode}")
@@ -160,7 +160,7 @@ class QQLinear(Module):
         self.weight = mx.random.uniform(low=-k, high=k, shape=(output_dims, input_dims))
         self._quantized = False
 
-    def _extra_repr(self):
+    def _extra_repr(self) -> str:
         out_dims, in_dims = self.weight.shape
         if self.weight.dtype == mx.uint32:
             in_dims = in_dims * 32 // self.bits

@@ -88,7 +88,7 @@ class RNN(Module):
         self.Whh = _uniform(k, (hidden_size, hidden_size))
         self.bias = _uniform(k, (hidden_size,)) if bias else None
 
-    def _extra_repr(self):
+    def _extra_repr(self) -> str:
         return (f"input_dims={self.Wxh.shape[1]}, hidden_size={self.hidden_size}, "
                 f"nonlinearity={self.nonlinearity}, bias={'bias' in self}")
 
@@ -154,7 +154,7 @@ class GRU(Module):
         self.b = _uniform(k, (3 * hidden_size,)) if bias else None
         self.bhn = _uniform(k, (hidden_size,)) if bias else None
 
-    def _extra_repr(self):
+    def _extra_repr(self) -> str:
         return f"input_dims={self.Wx.shape[1]}, hidden_size={self.hidden_size}, bias={'b' in self}"
 
     def __call__(self, x: mx.array, hidden: Optional[mx.array] = None) -> mx.array:
@@ -233,7 +233,7 @@ class LSTM(Module):
         self.Wh = _uniform(k, (4 * hidden_size, hidden_size))
         self.bias = _uniform(k, (4 * hidden_size,)) if bias else None
 
-    def _extra_repr(self):
+    def _extra_repr(self) -> str:
         return f"input_dims={self.Wx.shape[1]}, hidden_size={self.hidden_size}, bias={'bias' in self}"
 
     def __call__(self, x: mx.array, hidden: Optional[mx.array] = None, cell: Optional[mx.array] = None) -> Tuple[mx.array, mx.array]:

@@ -97,7 +97,7 @@ class MultiHeadAttention(Module):
             raise ValueError(f"[MultiHeadAttention] The mask of shape {shape} does not broadcast to the "
                              f"scores' shape (B, num_heads, L, S) = {scores}.")
 
-    def _heads(self, x):
+    def _heads(self, x: mx.array) -> mx.array:
         """``(B, L, F)`` -> ``(B, num_heads, L, F / num_heads)``."""
         b, n, f = x.shape
         return x.reshape(b, n, self.num_heads, f // self.num_heads).transpose(0, 2, 1, 3)
@@ -175,7 +175,7 @@ class TransformerEncoderLayer(Module):
         self.activation = activation
         self.norm_first = norm_first
 
-    def _mlp(self, x):
+    def _mlp(self, x: mx.array) -> mx.array:
         return self.linear2(self.dropout2(self.activation(self.linear1(x))))
 
     def __call__(self, x: mx.array, mask: Optional[Union[mx.array, str]]) -> mx.array:
@@ -272,7 +272,7 @@ class TransformerDecoderLayer(Module):
         self.activation = activation
         self.norm_first = norm_first
 
-    def _mlp(self, x):
+    def _mlp(self, x: mx.array) -> mx.array:
         return self.linear2(self.dropout3(self.activation(self.linear1(x))))
 
     def __call__(self, x: mx.array, memory: mx.array, x_mask: Optional[Union[mx.array, str]],
