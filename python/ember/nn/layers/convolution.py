@@ -3,24 +3,24 @@ and ``(N, D, H, W, C)``, with weights ``(C_out, *kernel, C_in / groups)``
 as ``ember.core.conv_general`` takes them."""
 
 import math
-from typing import Union
+from typing import Sequence, Tuple, Union
 
 from ember import core as mx
 from ember.nn.layers.base import Module
 
 
-def _tuple(v, n):
+def _tuple(v: Union[int, Sequence[int]], n: int) -> Tuple[int, ...]:
     return (v,) * n if isinstance(v, int) else tuple(v)
 
 
-def _check_conv_input(layer, x, spatial, channels):
+def _check_conv_input(layer: str, x: mx.array, spatial: int, channels: int) -> None:
     if x.ndim != spatial + 2 or x.shape[-1] != channels:
         layout = {1: "(N, L, C)", 2: "(N, H, W, C)", 3: "(N, D, H, W, C)"}[spatial]
         raise ValueError(f"[{layer}] Expected an input of layout {layout} with C = {channels} channels but got "
                          f"an array of shape {tuple(x.shape)}.")
 
 
-def _check_groups(in_channels, groups):
+def _check_groups(in_channels: int, groups: int) -> None:
     if in_channels % groups != 0:
         raise ValueError(f"The number of input channels ({in_channels}) must be divisible by the number of "
                          f"groups ({groups})")
@@ -30,14 +30,15 @@ class _ConvNd(Module):
     _spatial = 0
     _op = None
 
-    def _init_weights(self, in_channels, out_channels, kernel_size, groups, bias):
+    def _init_weights(self, in_channels: int, out_channels: int, kernel_size: Tuple[int, ...], groups: int,
+                      bias: bool) -> None:
         _check_groups(in_channels, groups)
         k = math.sqrt(1.0 / (in_channels // groups * math.prod(kernel_size)))
         self.weight = mx.random.uniform(low=-k, high=k, shape=(out_channels, *kernel_size, in_channels // groups))
         if bias:
             self.bias = mx.zeros((out_channels,))
 
-    def _in_channels(self):
+    def _in_channels(self) -> int:
         return self.weight.shape[-1] * getattr(self, "groups", 1)
 
     def __call__(self, x: mx.array) -> mx.array:

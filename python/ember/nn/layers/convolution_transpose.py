@@ -2,7 +2,7 @@
 ``(C_out, *kernel, C_in)``."""
 
 import math
-from typing import Union
+from typing import Tuple, Union
 
 from ember import core as mx
 from ember.nn.layers.base import Module
@@ -12,7 +12,8 @@ from ember.nn.layers.convolution import _check_conv_input, _tuple
 class _ConvTransposeNd(Module):
     _spatial = 0
 
-    def _init_weights(self, in_channels, out_channels, kernel_size, bias):
+    def _init_weights(self, in_channels: int, out_channels: int, kernel_size: Tuple[int, ...],
+                      bias: bool) -> None:
         k = math.sqrt(1.0 / (in_channels * math.prod(kernel_size)))
         self.weight = mx.random.uniform(low=-k, high=k, shape=(out_channels, *kernel_size, in_channels))
         if bias:

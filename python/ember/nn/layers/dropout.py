@@ -1,5 +1,7 @@
 """Dropout layers: identity in evaluation mode, random zeros in training."""
 
+from typing import Sequence
+
 from ember import core as mx
 from ember.nn.layers.base import Module
 
@@ -14,7 +16,7 @@ class _DropoutBase(Module):
     def _extra_repr(self) -> str:
         return f"p={1 - self._p_1}"
 
-    def _drop(self, x, mask_shape):
+    def _drop(self, x: mx.array, mask_shape: Sequence[int]) -> mx.array:
         if self._p_1 == 1 or not self.training:
             return x
         mask = mx.random.bernoulli(self._p_1, mask_shape)

@@ -7,7 +7,7 @@ from ember import core as mx
 from ember.nn.layers.base import Module
 
 
-def _check_last(layer, x, n, what="input"):
+def _check_last(layer: str, x: mx.array, n: int, what: str = "input") -> None:
     if x.ndim < 1 or x.shape[-1] != n:
         raise ValueError(f"[{layer}] Expected the {what} to have {n} features in its last dimension "
                          f"but got an array of shape {tuple(x.shape)}.")

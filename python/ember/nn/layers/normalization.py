@@ -7,7 +7,7 @@ from ember import core as mx
 from ember.nn.layers.base import Module
 
 
-def _check_features(layer, x, dims, min_ndim=1):
+def _check_features(layer: str, x: mx.array, dims: int, min_ndim: int = 1) -> None:
     if x.ndim < min_ndim or x.shape[-1] != dims:
         raise ValueError(f"[{layer}] Expected an input with {dims} features in its last dimension "
                          f"(at least {min_ndim}-D) but got an array of shape {tuple(x.shape)}.")
@@ -214,7 +214,7 @@ class BatchNorm(Module):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={'weight' in self}, "
                 f"track_running_stats={self.track_running_stats}")
 
-    def _batch_stats(self, x) -> Tuple[mx.array, mx.array]:
+    def _batch_stats(self, x: mx.array) -> Tuple[mx.array, mx.array]:
         axes = tuple(range(x.ndim - 1))
         return mx.mean(x, axis=axes), mx.var(x, axis=axes)
 

@@ -7,13 +7,13 @@ pools it, so gradients flow through the ops' own rules.
 """
 
 import math
-from typing import Optional, Tuple, Union
+from typing import Optional, Sequence, Tuple, Union
 
 from ember import core as mx
 from ember.nn.layers.base import Module
 
 
-def _tuple(v, n, what):
+def _tuple(v: Union[int, Sequence[int]], n: int, what: str) -> Tuple[int, ...]:
     if isinstance(v, int):
         return (v,) * n
     v = tuple(v)
@@ -27,7 +27,8 @@ class _Pool(Module):
     _reduce = None
     _pad_value = 0.0
 
-    def __init__(self, kernel_size, stride, padding) -> None:
+    def __init__(self, kernel_size: Union[int, Sequence[int]], stride: Optional[Union[int, Sequence[int]]],
+                 padding: Optional[Union[int, Sequence[int]]]) -> None:
         super().__init__()
         name = type(self).__name__
         self._kernel_size = _tuple(kernel_size, self._spatial, name)
@@ -72,14 +73,14 @@ class _Pool(Module):
 class _MaxPool(_Pool):
     _pad_value = -math.inf
 
-    def _pool(self, w, axes):
+    def _pool(self, w: mx.array, axes: Tuple[int, ...]) -> mx.array:
         return mx.max(w, axis=axes)
 
 
 class _AvgPool(_Pool):
     _pad_value = 0.0
 
-    def _pool(self, w, axes):
+    def _pool(self, w: mx.array, axes: Tuple[int, ...]) -> mx.array:
         return mx.mean(w, axis=axes)
 
 

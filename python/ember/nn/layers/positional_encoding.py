@@ -2,7 +2,7 @@
 SinusoidalPositionalEncoding and ALiBi (linear attention biases)."""
 
 import math
-from typing import Optional
+from typing import List, Optional
 
 from ember import core as mx
 from ember.nn.layers.base import Module
@@ -96,7 +96,7 @@ class SinusoidalPositionalEncoding(Module):
         return y
 
 
-def _alibi_slopes(n):
+def _alibi_slopes(n: int) -> List[float]:
     """Geometric slopes of ``n`` heads: ``2^(-8 (i + 1) / n)`` for a power
     of two; otherwise those of the power of two below ``n`` followed by
     every other slope of the next power of two."""

@@ -8,7 +8,7 @@ QQLinear), so the dequantized weights are never materialized.
 """
 
 import math
-from typing import Callable, Optional, Union
+from typing import Callable, Optional, Tuple, Union
 
 from ember import core as mx
 from ember.nn.layers.base import Module
@@ -17,7 +17,7 @@ from ember.utils import tree_map_with_path
 _MODE_DEFAULTS = {"affine": (64, 4), "mxfp4": (32, 4), "nvfp4": (16, 4), "mxfp8": (32, 8)}
 
 
-def _mode_params(mode, group_size, bits):
+def _mode_params(mode: str, group_size: Optional[int], bits: Optional[int]) -> Tuple[int, int]:
     """The mode's group size and bits where None was given (ValueError for a
     mode that does not exist)."""
     if mode not in _MODE_DEFAULTS:
@@ -26,7 +26,7 @@ def _mode_params(mode, group_size, bits):
     return group_size or gs, bits or b
 
 
-def _store(layer, weight):
+def _store(layer: Module, weight: mx.array) -> None:
     """Quantizes ``weight`` into the layer's weight, scales (and biases)."""
     q = mx.quantize(weight, layer.group_size, layer.bits, mode=layer.mode)
     layer.weight, layer.scales = q[0], q[1]
@@ -181,7 +181,7 @@ class QQLinear(Module):
             del self["scales"]
             self._quantized = False
 
-    def _set_training_mode(self, mode: bool):
+    def _set_training_mode(self, mode: bool) -> None:
         super()._set_training_mode(mode)
         if self._training:
             self.dequantize()
@@ -225,7 +225,7 @@ def quantize(model: Module, group_size: Optional[int] = None, bits: Optional[int
     """
     predicate = class_predicate or (lambda _, m: hasattr(m, "to_quantized"))
 
-    def swap(path, m):
+    def swap(path: str, m: Module) -> Module:
         sel = predicate(path, m)
         if not sel:
             return m

@@ -15,7 +15,7 @@ from ember.nn.layers.activations import tanh
 from ember.nn.layers.base import Module
 
 
-def _check_sequence(layer, x, input_size):
+def _check_sequence(layer: str, x: mx.array, input_size: int) -> None:
     """``x`` must be ``(..., L, input_size)`` with ``L >= 1``."""
     if x.ndim < 2 or x.shape[-1] != input_size:
         raise ValueError(f"[{layer}] Expected an input of shape (N, L, {input_size}) or (L, {input_size}) "
@@ -25,13 +25,13 @@ def _check_sequence(layer, x, input_size):
                          f"{tuple(x.shape)}.")
 
 
-def _broadcasts_to(shape, target):
+def _broadcasts_to(shape: Tuple[int, ...], target: Tuple[int, ...]) -> bool:
     if len(shape) > len(target):
         return False
     return all(s in (1, t) for s, t in zip(shape[::-1], target[::-1]))
 
 
-def _check_state(layer, what, state, x, hidden_size):
+def _check_state(layer: str, what: str, state: Optional[mx.array], x: mx.array, hidden_size: int) -> None:
     """An initial state must broadcast to ``x.shape[:-2] + (hidden_size,)``."""
     if state is None:
         return
@@ -41,11 +41,11 @@ def _check_state(layer, what, state, x, hidden_size):
                          f"shape {tuple(x.shape)} but got an array of shape {tuple(state.shape)}.")
 
 
-def _uniform(scale, shape):
+def _uniform(scale: float, shape: Tuple[int, ...]) -> mx.array:
     return mx.random.uniform(low=-scale, high=scale, shape=shape)
 
 
-def _project(x, weight, bias):
+def _project(x: mx.array, weight: mx.array, bias: Optional[mx.array]) -> mx.array:
     """``x @ weight.T (+ bias)`` over every step."""
     if bias is None:
         return x @ weight.T

@@ -18,7 +18,7 @@ from ember.nn.layers.linear import Linear
 from ember.nn.layers.normalization import LayerNorm
 
 
-def _layer_call(layer, checkpoint):
+def _layer_call(layer: Module, checkpoint: bool) -> Callable:
     """The layer, or it under gradient checkpointing (``ember.nn.utils``
     imports the layers' base, so it is imported here, at call time)."""
     if not checkpoint:
@@ -27,7 +27,7 @@ def _layer_call(layer, checkpoint):
     return ck(layer)
 
 
-def _shapes(*arrays):
+def _shapes(*arrays: mx.array) -> str:
     return ", ".join(str(tuple(a.shape)) for a in arrays)
 
 
@@ -75,7 +75,7 @@ class MultiHeadAttention(Module):
         self.value_proj = Linear(value_input_dims, value_dims, bias=bias)
         self.out_proj = Linear(value_dims, value_output_dims, bias=bias)
 
-    def _check(self, queries, keys, values):
+    def _check(self, queries: mx.array, keys: mx.array, values: mx.array) -> None:
         dims = [p.weight.shape[1] for p in (self.query_proj, self.key_proj, self.value_proj)]
         ok = all(a.ndim == 3 and a.shape[-1] == d for a, d in zip((queries, keys, values), dims))
         ok = ok and keys.shape[:2] == values.shape[:2] and queries.shape[0] == keys.shape[0]
@@ -88,7 +88,7 @@ class MultiHeadAttention(Module):
             raise ValueError(f"[MultiHeadAttention] The value dimensions should be divisible by the number "
                              f"of heads ({value_dims} % {self.num_heads}) != 0")
 
-    def _check_mask(self, mask, queries, keys):
+    def _check_mask(self, mask: Optional[Union[mx.array, str]], queries: mx.array, keys: mx.array) -> None:
         if mask is None or isinstance(mask, str):
             return
         scores = (queries.shape[0], self.num_heads, queries.shape[1], keys.shape[1])
@@ -194,8 +194,9 @@ class TransformerEncoderLayer(Module):
         return self.ln2(x + self._mlp(x))
 
 
-def _stack_layers(stack, layer, num_layers, dims, num_heads, mlp_dims, dropout, activation, norm_first,
-                  checkpoint):
+def _stack_layers(stack: Module, layer: type, num_layers: int, dims: int, num_heads: int, mlp_dims: Optional[int],
+                  dropout: float, activation: Callable[[mx.array], mx.array], norm_first: bool,
+                  checkpoint: bool) -> None:
     """The encoder's or decoder's ``layers``, final ``ln`` and ``checkpoint``."""
     stack.layers = [layer(dims, num_heads, mlp_dims, dropout, activation, norm_first) for _ in range(num_layers)]
     stack.ln = LayerNorm(dims)
