@@ -2,7 +2,7 @@
 ``checkpoint``."""
 
 from functools import wraps
-from typing import Any, Callable, Optional
+from typing import Any, Callable, List, Optional
 
 from ember import core as mx
 from ember.nn.layers.base import Module
@@ -105,7 +105,7 @@ def average_gradients(gradients: Any, group: Optional[Any] = None, all_reduce_si
     flat = tree_flatten(gradients)
     if all_reduce_size <= 0:
         return tree_unflatten([(k, average(v)) for k, v in flat])
-    out = [None] * len(flat)
+    out: List[Any] = [None] * len(flat)
     bucket: list = []
     nbytes = 0
 

@@ -10,7 +10,7 @@ cubic results of half-precision inputs are float32.
 """
 
 import math
-from typing import Literal, Tuple, Union
+from typing import Any, List, Literal, Optional, Tuple, Union
 
 from ember import core as mx
 from ember.nn.layers.base import Module
@@ -18,11 +18,11 @@ from ember.nn.layers.base import Module
 _CUBIC_A = -0.75
 
 
-def _out_size(n, scale):
+def _out_size(n: int, scale: float) -> int:
     return int(scale * n)
 
 
-def _positions(n, m, scale, align_corners):
+def _positions(n: int, m: int, scale: float, align_corners: bool) -> mx.array:
     """Input coordinates (float32) of the m output positions."""
     i = mx.arange(m, dtype=mx.float32)
     if align_corners:
@@ -32,7 +32,7 @@ def _positions(n, m, scale, align_corners):
     return i * step - start
 
 
-def _nearest_index(n, m):
+def _nearest_index(n: int, m: int) -> mx.array:
     i = mx.arange(m, dtype=mx.float32)
     if m > n:
         idx = mx.round((i + 0.5) * (n / m) - 0.5)
@@ -41,7 +41,7 @@ def _nearest_index(n, m):
     return mx.clip(idx, 0, n - 1).astype(mx.int32)
 
 
-def _cubic_weight(d):
+def _cubic_weight(d: mx.array) -> mx.array:
     d = mx.abs(d)
     a = _CUBIC_A
     near = ((a + 2) * d - (a + 3)) * d * d + 1
@@ -49,7 +49,8 @@ def _cubic_weight(d):
     return mx.where(d <= 1, near, mx.where(d < 2, far, 0.0))
 
 
-def _taps(n, m, scale, mode, align_corners):
+def _taps(n: int, m: int, scale: float, mode: str,
+          align_corners: bool) -> List[Tuple[mx.array, Optional[mx.array]]]:
     """[(index array (m,), weight array (m,) or None)] for one axis."""
     if mode == "nearest":
         return [(_nearest_index(n, m), None)]
@@ -58,7 +59,7 @@ def _taps(n, m, scale, mode, align_corners):
     t = pos - lo
     lo = lo.astype(mx.int32)
 
-    def at(k):
+    def at(k: int) -> mx.array:
         return mx.clip(lo + k, 0, n - 1)
 
     if mode == "linear":
@@ -66,12 +67,12 @@ def _taps(n, m, scale, mode, align_corners):
     return [(at(k), _cubic_weight(t - k)) for k in (-1, 0, 1, 2)]
 
 
-def _resample_axis(x, axis, scale, mode, align_corners):
+def _resample_axis(x: mx.array, axis: int, scale: float, mode: str, align_corners: bool) -> mx.array:
     n = x.shape[axis]
     m = _out_size(n, scale)
     bshape = [1] * x.ndim
     bshape[axis] = m
-    out = None
+    out: Any = None  # the sum of the taps (there is at least one)
     for idx, w in _taps(n, m, scale, mode, align_corners):
         part = mx.take(x, idx, axis=axis)
         if w is not None:
@@ -80,7 +81,7 @@ def _resample_axis(x, axis, scale, mode, align_corners):
     return out
 
 
-def _upsample(x, scale_factor, mode, align_corners):
+def _upsample(x: mx.array, scale_factor: Tuple, mode: str, align_corners: bool) -> mx.array:
     for d, s in enumerate(scale_factor):
         x = _resample_axis(x, d + 1, s, mode, align_corners)
     return x
@@ -158,13 +159,13 @@ class Upsample(Module):
         return _upsample(x, scale, self.mode, self.align_corners)
 
 
-def _antialiased(x, scale_factor, mode):
+def _antialiased(x: mx.array, scale_factor: Tuple, mode: str) -> mx.array:
     for d, s in enumerate(scale_factor):
         x = _antialias_axis(x, d + 1, s, mode)
     return x
 
 
-def _filter(mode, d):
+def _filter(mode: str, d: float) -> float:
     d = abs(d)
     if mode == "linear":
         return max(0.0, 1.0 - d)
@@ -176,7 +177,7 @@ def _filter(mode, d):
     return 0.0
 
 
-def _antialias_axis(x, axis, scale, mode):
+def _antialias_axis(x: mx.array, axis: int, scale: float, mode: str) -> mx.array:
     """Resampling with the interpolation filter (cubic: a = -0.5) widened
     by 1/scale when downsampling and normalised over the taps inside the input (PyTorch's antialiased
     resampling): a dense (m, n) weight matrix applied along the axis."""
