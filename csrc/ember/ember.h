@@ -47,10 +47,6 @@
 #include <utility>
 #include <vector>
 
-// (primitive.h names an unused parameter of an inline virtual function:
-// silenced here so that programs built with -Wextra stay warning-free)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-parameter"
 #include "ember/allocator.h"
 #include "ember/array.h"
 #include "ember/compile/compile.h"
@@ -77,7 +73,6 @@
 #else
 #define EMBER_HAS_EXPORT 0
 #endif
-#pragma GCC diagnostic pop
 
 namespace ember {
 

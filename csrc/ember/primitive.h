@@ -59,7 +59,7 @@ class Primitive {
                                  const std::vector<int>& argnums, const std::vector<array>& outputs);
   virtual std::pair<std::vector<array>, std::vector<int>> vmap(const std::vector<array>& inputs,
                                                                const std::vector<int>& axes);
-  virtual bool is_equivalent(const Primitive& other) const { return false; }
+  virtual bool is_equivalent(const Primitive& /*other*/) const { return false; }
 
   // Traits used by passes (compile's fusion and simplification).
   virtual bool is_elementwise() const { return false; }
