@@ -152,7 +152,7 @@ def _float32_cases():
             yield pytest.param(D, seed, marks=[ember_only] if grouped_3d else [])
 
 
-@pytest.mark.parametrize("D,seed", _float32_cases())
+@pytest.mark.parametrize("D,seed", list(_float32_cases()))
 def test_conv_general_random_configs_float32(D, seed):
     x, w, c = _float32_config(D, seed)
     got = to_numpy(run_general(mx.array(x.astype(np.float32)), mx.array(w.astype(np.float32)), c))

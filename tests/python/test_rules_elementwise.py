@@ -630,7 +630,7 @@ def _vmap_binary_cases():
                                id="-".join(map(str, (name, kind, sa, aa, sb, ab))))
 
 
-@pytest.mark.parametrize("name,kind,sa,aa,sb,ab", _vmap_binary_cases())
+@pytest.mark.parametrize("name,kind,sa,aa,sb,ab", list(_vmap_binary_cases()))
 @pytest.mark.parametrize("out_axes", [0, -1])
 def test_vmap_binary(name, kind, sa, aa, sb, ab, out_axes):
     rng = rng_for("vmap-binary", name, sa, sb)
