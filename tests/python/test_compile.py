@@ -88,19 +88,22 @@ def _pick_dtype(op):
     return op.dtypes[0]
 
 
-@ember_only
-@pytest.mark.parametrize("op", OPS, ids=[o.name for o in OPS])
-def test_every_op_compiled_equals_eager(op):
+def op_sample_calls(op, per_layout):
+    """For the op's first `per_layout` samples, contiguous and transposed:
+    (call, arrays, expected), where call(*arrays) runs the op on the sample's
+    arrays (its other arguments fixed) and expected is its eager result under
+    random seed 7; samples that are error cases of the op are skipped
+    (checked elsewhere)."""
     dtype = _pick_dtype(op)
     rng = np.random.default_rng(0)
     for layout in ("contiguous", "transposed"):
-        for sample in op.sample_inputs(dtype, rng)[:4]:
+        for sample in op.sample_inputs(dtype, rng)[:per_layout]:
             args = _convert(tuple(sample.args), dtype, layout)
             kwargs = {k: _convert(v, dtype, layout) for k, v in sample.kwargs.items()}
             arrays = []
             template = _arrays_in((args, kwargs), arrays)
 
-            def call(*xs):
+            def call(*xs, template=template):
                 a, k = _fill(template, list(xs))
                 return op.op(*a, **k)
 
@@ -109,14 +112,21 @@ def test_every_op_compiled_equals_eager(op):
                 expected = call(*arrays)
                 mx.eval(expected)
             except (ValueError, TypeError, IndexError):
-                continue  # the sample is an error case of the op (checked elsewhere)
+                continue
             mx.random.seed(7)
-            compiled = mx.compile(call)
-            got = compiled(*arrays)
-            assert_same(got, expected)
-            # a cache hit replays the graph on the same arrays
-            if op.family != "random":
-                assert_same(compiled(*arrays), expected)
+            yield call, arrays, expected
+
+
+@ember_only
+@pytest.mark.parametrize("op", OPS, ids=[o.name for o in OPS])
+def test_every_op_compiled_equals_eager(op):
+    for call, arrays, expected in op_sample_calls(op, 4):
+        compiled = mx.compile(call)
+        got = compiled(*arrays)
+        assert_same(got, expected)
+        # a cache hit replays the graph on the same arrays
+        if op.family != "random":
+            assert_same(compiled(*arrays), expected)
 
 
 GRAD_FAMILIES = ("unary", "binary", "ternary", "reduction", "shape", "product", "index", "scan", "contract")
