@@ -30,7 +30,6 @@ busy is used but not cached. Run:
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import shutil
@@ -40,7 +39,7 @@ import tempfile
 from typing import Dict, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from machine import LoadMeter, cache_dir, cpu_info  # noqa: E402
+from machine import LoadMeter, cached_measurement, cpu_info, where  # noqa: E402
 
 SOURCE = r"""
 #include <immintrin.h>
@@ -117,11 +116,6 @@ int main(int argc, char** argv) {
 WIDTHS = {128: ("sse2",), 256: ("avx2", "fma"), 512: ("avx512f",)}
 
 
-def _cache_path(model: str, flags) -> str:
-    key = hashlib.sha1(f"{model}|{' '.join(sorted(flags))}|{os.cpu_count()}".encode()).hexdigest()[:12]
-    return os.path.join(cache_dir(), f"fma_peak-{key}.json")
-
-
 def measure(log=None) -> Dict:
     """Compile and run the program: {"cpu", "cpus", "gflops": {bits: {threads: GFLOP/s}}}."""
     model, flags = cpu_info()
@@ -167,29 +161,7 @@ def _best_run(exe: str, bits: int, threads: int, target_s: float = 0.25, reps: i
 def peak(refresh: bool = False, log=None) -> Dict:
     """The cached measurement for this machine, measuring (and caching) if
     there is none or `refresh`."""
-    model, flags = cpu_info()
-    path = _cache_path(model, flags)
-    if not refresh and os.path.exists(path):
-        with open(path) as f:
-            return dict(json.load(f), cached=path)
-    result = measure(log)
-    if result["other_cores"] > 0.25:
-        # A peak measured beside other work is too low: use it, don't keep it.
-        if log:
-            log(f"other processes kept {result['other_cores']:.2f} cores busy: "
-                "not cached, measure again when the machine is idle")
-        return dict(result, cached=None)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w") as f:
-        json.dump(result, f, indent=1)
-    return dict(result, cached=path)
-
-
-def where(result: Dict) -> str:
-    """Where a result of peak() came from, in words."""
-    if result.get("cached"):
-        return f"cached in {result['cached']}"
-    return f"measured now, not cached (other processes kept {result['other_cores']:.2f} cores busy)"
+    return cached_measurement("fma_peak", lambda: measure(log), refresh, log)
 
 
 # Ember's ISA level -> the widest vectors that level computes with

@@ -4,10 +4,12 @@ was measured about it (fma_peak.py's peak, disassembly verdicts)."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import time
-from typing import Optional
+from typing import Callable, Dict, Optional
 
 
 def cpu_info():
@@ -55,3 +57,35 @@ class LoadMeter:
             return None
         other = (c1[0] - self.c0[0]) - (c1[1] - self.c0[1])
         return max(0.0, other / dt)
+
+
+def cached_measurement(name: str, measure: Callable[[], Dict], refresh: bool = False, log=None) -> Dict:
+    """`measure()`'s result for this machine (CPU model, flags and count),
+    from `cache_dir()/<name>-<key>.json` unless `refresh`; a fresh result is
+    cached only if other processes kept at most 0.25 cores busy (its
+    "other_cores"), since a figure measured beside other work is too low.
+    The result's "cached" says the file it came from or went to (None: not
+    cached)."""
+    model, flags = cpu_info()
+    key = hashlib.sha1(f"{model}|{' '.join(sorted(flags))}|{os.cpu_count()}".encode()).hexdigest()[:12]
+    path = os.path.join(cache_dir(), f"{name}-{key}.json")
+    if not refresh and os.path.exists(path):
+        with open(path) as f:
+            return dict(json.load(f), cached=path)
+    result = measure()
+    if result["other_cores"] > 0.25:
+        if log:
+            log(f"other processes kept {result['other_cores']:.2f} cores busy: "
+                "not cached, measure again when the machine is idle")
+        return dict(result, cached=None)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(result, f, indent=1)
+    return dict(result, cached=path)
+
+
+def where(result: Dict) -> str:
+    """Where a result of cached_measurement() came from, in words."""
+    if result.get("cached"):
+        return f"cached in {result['cached']}"
+    return f"measured now, not cached (other processes kept {result['other_cores']:.2f} cores busy)"

@@ -22,7 +22,6 @@ busy is used but not cached). Run:
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import shutil
@@ -32,7 +31,7 @@ import tempfile
 from typing import Dict
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from machine import LoadMeter, cache_dir, cpu_info  # noqa: E402
+from machine import LoadMeter, cached_measurement, cpu_info, where  # noqa: E402
 
 SOURCE = r"""
 #include <immintrin.h>
@@ -110,11 +109,6 @@ int main(int argc, char** argv) {
 """
 
 
-def _cache_path(model: str, flags) -> str:
-    key = hashlib.sha1(f"{model}|{' '.join(sorted(flags))}|{os.cpu_count()}".encode()).hexdigest()[:12]
-    return os.path.join(cache_dir(), f"mem_bw-{key}.json")
-
-
 def measure(megabytes: int = 1024, log=None) -> Dict:
     """Compile and run the program: {"cpu", "cpus", "gbps": {threads: GB/s}}."""
     model, _ = cpu_info()
@@ -142,20 +136,7 @@ def measure(megabytes: int = 1024, log=None) -> Dict:
 def bandwidth(refresh: bool = False, log=None) -> Dict:
     """The cached measurement for this machine, measuring (and caching) if
     there is none or `refresh`."""
-    model, flags = cpu_info()
-    path = _cache_path(model, flags)
-    if not refresh and os.path.exists(path):
-        with open(path) as f:
-            return dict(json.load(f), cached=path)
-    result = measure(log=log)
-    if result["other_cores"] > 0.25:
-        if log:
-            log(f"other processes kept {result['other_cores']:.2f} cores busy: not cached")
-        return dict(result, cached=None)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w") as f:
-        json.dump(result, f, indent=1)
-    return dict(result, cached=path)
+    return cached_measurement("mem_bw", lambda: measure(log=log), refresh, log)
 
 
 def read_gbps(threads: int, result: Dict) -> float:
@@ -174,8 +155,7 @@ def main(argv=None) -> int:
     if a.json:
         print(json.dumps(r, indent=1))
         return 0
-    src = f"cached in {r['cached']}" if r.get("cached") else \
-        f"measured now, not cached (other processes kept {r['other_cores']:.2f} cores busy)"
+    src = where(r)
     print(f"DRAM read bandwidth, {r['cpu']} ({r['cpus']} CPUs), read-sum over {r['megabytes']} MB; {src}")
     for t, v in r["gbps"].items():
         print(f"  {t} thread(s): {v:.1f} GB/s")
