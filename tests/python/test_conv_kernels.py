@@ -229,6 +229,26 @@ def test_weight_grad_many_rows(level):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=2e-2)
 
 
+@pytest.mark.parametrize("xshape,O,pad", [
+    ((5, 7, 9, 16), 24, 2),    # several images per block: padded lines inside a block's row range
+    ((3, 6, 13, 8), 64, 1),    # 13-wide lines: blocks of whole lines, not a power of two
+    ((2, 3000, 8), 64, 1),     # 1-D lines longer than a block: blocks cut inside a line
+])
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_weight_grad_blocks(level, xshape, O, pad, dt):
+    # The weight gradient walks the rows in blocks sized per level (long,
+    # L2-resident ones with AVX-512, L1-sized below), cut at output lines
+    # where a line fits; every row of a block, padded ones included, must
+    # land on the right kernel position.
+    rng = np.random.default_rng(sum(xshape) + O)
+    D = len(xshape) - 2
+    x = rng.standard_normal(xshape).astype(dt)
+    w = rng.standard_normal((O,) + (3,) * D + (xshape[-1],)).astype(dt)
+    got, want = weight_grad(x, w, 1, pad, 1, 1)
+    t = {np.float32: 1e-4, np.float64: 1e-11}[dt]
+    np.testing.assert_allclose(got, want, rtol=t, atol=t * 10 * np.abs(want).max())
+
+
 def ref_input_grad(ct, w, x_shape, pad):
     """d/dx of sum(ct * conv(x, w)) for stride 1, no dilation, one group and
     padding `pad` on both sides of every spatial dim (float64): each kernel
