@@ -85,6 +85,23 @@ def test_forward_strided_dilated(level, stride, pad, dil):
     np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-3)
 
 
+@pytest.mark.parametrize("stride,dil,O", [(1, 1, 16), (1, 1, 64), (2, 2, 16), (2, 1, 32), (1, 2, 40), (3, 3, 8)])
+@pytest.mark.parametrize("D", [1, 2, 3])
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_forward_affine_tiles(level, stride, dil, O, D, dt):
+    # Tiles inside a line whose rows step evenly along it at every kernel
+    # position (affine tiles: the kernel reads the first row's pointers and
+    # steps), next to line-start, line-end and padded tiles; taps a row's
+    # step apart reuse pixels across taps (stride 2 with dilation 2 too),
+    # others do not (stride 2, dilation 1); float32 and float64 tiles.
+    rng = np.random.default_rng(stride * 100 + dil * 10 + O + D)
+    S = {1: [61], 2: [5, 47], 3: [3, 3, 29]}[D]
+    x = rng.standard_normal((2, *S, 6)).astype(dt)
+    w = rng.standard_normal((O, *[3] * D, 6)).astype(dt)
+    got, want = conv_and_ref(x, w, stride, dil, dil)
+    np.testing.assert_allclose(got, want, rtol=tol(dt), atol=tol(dt) * 10)
+
+
 @pytest.mark.parametrize("N,H,Wd,O", [(1, 9, 37, 64), (2, 3, 100, 48), (1, 2, 300, 33), (3, 5, 64, 64)])
 def test_forward_blocks_of_whole_lines(level, N, H, Wd, O):
     # more rows than one task's block: blocks of whole output lines where a
