@@ -223,7 +223,22 @@ struct RowPointers {
     int64_t at = 0;  // next table row
     Tile cur{0, r0, 0};
     bool affine = true;  // the open tile's rows so far
+    // A shifted row is `dist` steps on from the table row `anchor`. While
+    // the open tile is affine its rows after the first are not written (the
+    // kernel reads row 0 only); they are written out as soon as it stops
+    // being affine.
+    const A* const* anchor = nullptr;
+    int64_t dist = 0;
+    auto write_shifted = [&](const A** row, const A* const* from, int64_t steps) {
+      const int64_t d = steps * tab.step;
+      for (int64_t k = 0; k < g.Kprod; ++k) row[k] = from[k] == zeros ? zeros : from[k] + d;
+    };
+    auto write_deferred = [&] {
+      const A** row0 = ptr.data() + cur.at * g.Kprod;
+      for (int64_t i = 1; i < cur.rows; ++i) write_shifted(row0 + i * g.Kprod, row0, i);
+    };
     auto close = [&] {
+      if (affine && cur.rows < mr) write_deferred();
       if (mr > 1) {
         for (int64_t r = cur.rows; r < mr; ++r, ++at) std::fill_n(ptr.data() + at * g.Kprod, g.Kprod, zeros);
       }
@@ -236,16 +251,24 @@ struct RowPointers {
     for (int64_t r = 0; r < n; ++r) {
       const A** row = ptr.data() + at * g.Kprod;
       const bool shifted = prev_in_line && tab.shift[pos[L]];
-      if (cur.rows > 0 && !shifted) affine = false;
+      if (cur.rows > 0 && !shifted && affine) {
+        write_deferred();
+        affine = false;
+      }
       if (shifted) {
         // the previous row's pointers moved by one step (those of leading
         // positions in the padding stay at zeros: the only zeros here, since
         // every last-dim tap of a shifted row reads the input); one flat,
-        // vectorizable pass over the row
-        const A* const* prev = row - g.Kprod;
-        const int64_t step = tab.step;
-        for (int64_t k = 0; k < g.Kprod; ++k) row[k] = prev[k] == zeros ? zeros : prev[k] + step;
+        // vectorizable pass over the row (deferred in an affine tile)
+        ++dist;
+        if (!(affine && cur.rows > 0 && mr > 1)) {
+          write_shifted(row, anchor, dist);
+          anchor = row;
+          dist = 0;
+        }
       } else {
+        anchor = row;
+        dist = 0;
         const A* base = x + b * g.in_batch;
         const int64_t* tl = tab.t[L].data() + pos[L] * KL;
         for (size_t h = 0; h < lead.size(); ++h) {
