@@ -73,6 +73,25 @@ def test_batched_products(level, rng):
     check(a, b.swapaxes(-1, -2).copy().swapaxes(-1, -2), mx.array(a) @ mx.array(b.swapaxes(-1, -2).copy()).swapaxes(-1, -2))
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("ta, tb", LAYOUTS)
+def test_half_tiles_accumulate(level, rng, dtype, ta, tb):
+    """Half operands: float32 tiles of 256 along k added into one float32
+    product by the kernel (C += tile product), rounded once."""
+    t = getattr(mx, dtype)
+    M, N, K = 37, 53, 600
+    a_np, a_mx = operand(rng, M, K, ta)
+    b_np, b_mx = operand(rng, K, N, tb)
+    a_mx, b_mx = a_mx.astype(t), b_mx.astype(t)
+    a_q, b_q = to_numpy(a_mx.astype(mx.float32)), to_numpy(b_mx.astype(mx.float32))
+    got = a_mx @ b_mx
+    assert got.dtype == t
+    want = a_q.astype(np.float64) @ b_q.astype(np.float64)
+    rel = 2 ** -10 if dtype == "float16" else 2 ** -7  # the one rounding to the half type
+    bound = rel * np.abs(want) + 4e-7 * np.sqrt(K) * (np.abs(a_q) @ np.abs(b_q))
+    np.testing.assert_array_less(np.abs(to_numpy(got.astype(mx.float32)) - want), bound + 1e-30)
+
+
 def test_special_values_propagate(level):
     a = np.ones((9, 20), np.float32)
     b = np.ones((20, 50), np.float32)

@@ -1,12 +1,14 @@
-// Matmul: float32/float64/complex64 through OpenBLAS. Operands whose
-// matrices are row- or column-major (any leading dimension, any batch
-// strides, broadcast included) are passed as they are with the matching
-// transpose flag; others are copied once. Work is split across cores by
-// Ember's pool (whole products of a batch, or row/column blocks of one
-// product) with OpenBLAS single-threaded inside. Integer and bool matmul use
-// a plain loop; half types are converted to float32 tile by tile. Compiled
-// once per ISA level (backend/cpu/isa.h): the conversions and the integer
-// loop vectorize for the level.
+// Matmul: float32 on the FMA levels through Ember's own packed kernel
+// (below); float64, complex64 and float32 at the baseline through OpenBLAS.
+// Operands whose matrices are row- or column-major (any leading dimension,
+// any batch strides, broadcast included) are passed as they are with the
+// matching transpose flag; others are copied once. Work is split across
+// cores by Ember's pool (whole products of a batch; the tiles of one float32
+// product; row/column blocks of one OpenBLAS product, OpenBLAS
+// single-threaded inside). Integer and bool matmul use a plain loop; half
+// types are converted to float32 tile by tile. Compiled once per ISA level
+// (backend/cpu/isa.h): the kernel, the conversions and the integer loop are
+// the level's.
 
 #include "ember/backend/cpu/isa_unit.h"
 
@@ -86,69 +88,12 @@ void naive_gemm(const T* a, bool ta, int64_t lda, const T* b, bool tb, int64_t l
   }
 }
 
-// Half-precision operands: tiles of kTileK columns of A and rows of B are
-// converted to float32 and accumulated by sgemm into a float32 product,
-// rounded to the output type once. Memory stays O(M * kTileK + kTileK * N +
-// M * N) per product instead of float32 copies of both operands.
-constexpr int64_t kTileK = 256;
-
-template <class T>
-void half_gemm(const T* a, bool ta, int64_t lda, const T* b, bool tb, int64_t ldb, T* c, int64_t ldc, int64_t M,
-               int64_t N, int64_t K) {
-  if (tb && M <= 4) {
-    // a few rows against B^T stored row-major (a Linear's weight while
-    // decoding): dot products against B's rows converted a chunk at a time
-    // in L1, so B is read once and never written out in float32
-    constexpr int64_t kChunk = 1024;
-    std::vector<float> xa(M * K), wb(std::min(K, kChunk));
-    for (int64_t i = 0; i < M; ++i)
-      for (int64_t k = 0; k < K; ++k) xa[i * K + k] = static_cast<float>(ta ? a[k * lda + i] : a[i * lda + k]);
-    for (int64_t j = 0; j < N; ++j) {
-      float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-      for (int64_t k0 = 0; k0 < K; k0 += kChunk) {
-        const int64_t cnt = std::min(kChunk, K - k0);
-        const T* br = b + j * ldb + k0;
-        for (int64_t k = 0; k < cnt; ++k) wb[k] = static_cast<float>(br[k]);
-        for (int64_t i = 0; i < M; ++i) acc[i] = acc[i] + lane_dot(xa.data() + i * K + k0, wb.data(), cnt);
-      }
-      for (int64_t i = 0; i < M; ++i) c[i * ldc + j] = T(acc[i]);
-    }
-    return;
-  }
-  // each tile keeps its operand's layout (a transposed operand stays
-  // transposed, read along its rows), so every conversion reads memory in
-  // order and sgemm takes the transpose flag
-  std::vector<float> ta_buf, tb_buf, acc(M * N, 0.0f);
-  for (int64_t k0 = 0; k0 < K; k0 += kTileK) {
-    const int64_t kb = std::min(kTileK, K - k0);
-    ta_buf.resize(M * kb);
-    tb_buf.resize(kb * N);
-    if (ta) {  // A^T stored (K, M): the tile is (kb, M)
-      for (int64_t k = 0; k < kb; ++k)
-        for (int64_t i = 0; i < M; ++i) ta_buf[k * M + i] = static_cast<float>(a[(k0 + k) * lda + i]);
-    } else {
-      for (int64_t i = 0; i < M; ++i)
-        for (int64_t k = 0; k < kb; ++k) ta_buf[i * kb + k] = static_cast<float>(a[i * lda + k0 + k]);
-    }
-    if (tb) {  // B^T stored (N, K): the tile is (N, kb)
-      for (int64_t j = 0; j < N; ++j)
-        for (int64_t k = 0; k < kb; ++k) tb_buf[j * kb + k] = static_cast<float>(b[j * ldb + k0 + k]);
-    } else {
-      for (int64_t k = 0; k < kb; ++k)
-        for (int64_t j = 0; j < N; ++j) tb_buf[k * N + j] = static_cast<float>(b[(k0 + k) * ldb + j]);
-    }
-    scipy_cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, kb, 1.0f,
-                      ta_buf.data(), ta ? M : kb, tb_buf.data(), tb ? kb : N, 1.0f, acc.data(), N);
-  }
-  for (int64_t i = 0; i < M; ++i)
-    for (int64_t j = 0; j < N; ++j) c[i * ldc + j] = T(acc[i * N + j]);
-}
-
 #if EMBER_ISA_HAS_AVX2
 // ---------------------------------------------------------------------------
-// float32 products on FMA levels: Ember's own packed kernel (OpenBLAS's
-// runtime detection may pick a narrower kernel set than the CPU has: its
-// Haswell kernels on AMD Zen 5, half the AVX-512 rate).
+// float32 products on the FMA levels: Ember's own packed kernel, sized for
+// the level Ember runs at (OpenBLAS runs the kernel set it detects or
+// OPENBLAS_CORETYPE names, e.g. its AVX2 Haswell set at half the AVX-512
+// rate, and blocks a thread's share of a mid-sized product poorly).
 //
 // Both operands are packed, in K-blocks of at most kKC, into zero-padded
 // panels: A as [K-block][MR-row panel][k][MR], B as [K-block][NR-column
@@ -248,7 +193,7 @@ void pack_panel(const float* src, bool along_k, int64_t ld, int64_t n, int64_t k
     for (int64_t k = 0; k < kc; ++k) dst[k * P + q] = 0.0f;
 }
 
-// C (M x N, element (i, j) at c[i * rs + j * cs]) = op(A) op(B), where
+// C (M x N, element (i, j) at c[i * rs + j * cs]) = op(A) op(B) (+ C if add), where
 // op(A)(i, k) = ta ? a[k * lda + i] : a[i * lda + k], op(B)(k, j) = tb ?
 // b[j * ldb + k] : b[k * ldb + j].
 struct Sgemm {
@@ -261,6 +206,7 @@ struct Sgemm {
   float* c;
   int64_t rs, cs;
   int64_t M, N, K;
+  bool add;  // C += op(A) op(B)
 
   void run(bool threaded) const {
     const int64_t mp = ceil_div(M, kMR), np = ceil_div(N, kNR);
@@ -350,7 +296,7 @@ struct Sgemm {
       alignas(64) float tile[kMR * kNR] = {};
       for (int64_t kb = 0; kb < nkb; ++kb) {
         const int64_t p0 = kb * kc, kcb = kblock(kb);
-        const bool acc = bd.k0 + p0 > 0;
+        const bool acc = add || bd.k0 + p0 > 0;
         for (int64_t pn = pn0; pn < pn1; ++pn) {
           const float* bpan = pb + p0 * bd.nn * kNR + pn * kcb * kNR;
           const int64_t j0 = (bd.n0 + pn) * kNR, cols = std::min<int64_t>(kNR, N - j0);
@@ -388,18 +334,82 @@ struct Sgemm {
 // The padded work of a product with M rows and N columns of C
 inline int64_t padded_work(int64_t M, int64_t N) { return ceil_div(M, kMR) * kMR * ceil_div(N, kNR) * kNR; }
 
-// One float32 product (see Sgemm); C row-major with leading dimension ldc.
-// A product with few columns is computed as C^T = op(B)^T op(A)^T (its rows
-// fill the wide side of the tile), stored transposed.
+// One float32 product (see Sgemm); C row-major with leading dimension ldc,
+// added to (add) or overwritten. A product with few columns is computed as
+// C^T = op(B)^T op(A)^T (its rows fill the wide side of the tile), stored
+// transposed.
 void sgemm(const float* a, bool ta, int64_t lda, const float* b, bool tb, int64_t ldb, float* c, int64_t ldc,
-           int64_t M, int64_t N, int64_t K, bool threaded) {
+           int64_t M, int64_t N, int64_t K, bool threaded, bool add = false) {
   if (padded_work(N, M) * 5 < padded_work(M, N) * 4) {
-    Sgemm{b, !tb, ldb, a, !ta, lda, c, 1, ldc, N, M, K}.run(threaded);
+    Sgemm{b, !tb, ldb, a, !ta, lda, c, 1, ldc, N, M, K, add}.run(threaded);
   } else {
-    Sgemm{a, ta, lda, b, tb, ldb, c, ldc, 1, M, N, K}.run(threaded);
+    Sgemm{a, ta, lda, b, tb, ldb, c, ldc, 1, M, N, K, add}.run(threaded);
   }
 }
 #endif  // EMBER_ISA_HAS_AVX2
+
+// Half-precision operands: tiles of kTileK columns of A and rows of B are
+// converted to float32 and accumulated by sgemm into a float32 product,
+// rounded to the output type once. Memory stays O(M * kTileK + kTileK * N +
+// M * N) per product instead of float32 copies of both operands.
+constexpr int64_t kTileK = 256;
+
+template <class T>
+void half_gemm(const T* a, bool ta, int64_t lda, const T* b, bool tb, int64_t ldb, T* c, int64_t ldc, int64_t M,
+               int64_t N, int64_t K) {
+  if (tb && M <= 4) {
+    // a few rows against B^T stored row-major (a Linear's weight while
+    // decoding): dot products against B's rows converted a chunk at a time
+    // in L1, so B is read once and never written out in float32
+    constexpr int64_t kChunk = 1024;
+    std::vector<float> xa(M * K), wb(std::min(K, kChunk));
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t k = 0; k < K; ++k) xa[i * K + k] = static_cast<float>(ta ? a[k * lda + i] : a[i * lda + k]);
+    for (int64_t j = 0; j < N; ++j) {
+      float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      for (int64_t k0 = 0; k0 < K; k0 += kChunk) {
+        const int64_t cnt = std::min(kChunk, K - k0);
+        const T* br = b + j * ldb + k0;
+        for (int64_t k = 0; k < cnt; ++k) wb[k] = static_cast<float>(br[k]);
+        for (int64_t i = 0; i < M; ++i) acc[i] = acc[i] + lane_dot(xa.data() + i * K + k0, wb.data(), cnt);
+      }
+      for (int64_t i = 0; i < M; ++i) c[i * ldc + j] = T(acc[i]);
+    }
+    return;
+  }
+  // each tile keeps its operand's layout (a transposed operand stays
+  // transposed, read along its rows), so every conversion reads memory in
+  // order and sgemm takes the transpose flag
+  std::vector<float> ta_buf, tb_buf, acc(M * N, 0.0f);
+  for (int64_t k0 = 0; k0 < K; k0 += kTileK) {
+    const int64_t kb = std::min(kTileK, K - k0);
+    ta_buf.resize(M * kb);
+    tb_buf.resize(kb * N);
+    if (ta) {  // A^T stored (K, M): the tile is (kb, M)
+      for (int64_t k = 0; k < kb; ++k)
+        for (int64_t i = 0; i < M; ++i) ta_buf[k * M + i] = static_cast<float>(a[(k0 + k) * lda + i]);
+    } else {
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t k = 0; k < kb; ++k) ta_buf[i * kb + k] = static_cast<float>(a[i * lda + k0 + k]);
+    }
+    if (tb) {  // B^T stored (N, K): the tile is (N, kb)
+      for (int64_t j = 0; j < N; ++j)
+        for (int64_t k = 0; k < kb; ++k) tb_buf[j * kb + k] = static_cast<float>(b[j * ldb + k0 + k]);
+    } else {
+      for (int64_t k = 0; k < kb; ++k)
+        for (int64_t j = 0; j < N; ++j) tb_buf[k * N + j] = static_cast<float>(b[(k0 + k) * ldb + j]);
+    }
+#if EMBER_ISA_HAS_AVX2
+    sgemm(ta_buf.data(), ta, ta ? M : kb, tb_buf.data(), tb, tb ? kb : N, acc.data(), N, M, N, kb, false, true);
+#else
+    scipy_cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, kb, 1.0f,
+                      ta_buf.data(), ta ? M : kb, tb_buf.data(), tb ? kb : N, 1.0f, acc.data(), N);
+#endif
+  }
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) c[i * ldc + j] = T(acc[i * N + j]);
+}
+
 
 // One product C (M x N, leading dim ldc) = op(A) op(B) on the calling thread.
 template <class T>
