@@ -320,7 +320,14 @@ struct Sgemm {
   // the valid part of a tile of C into `tile` (Load) or back
   template <bool Load>
   void tile_copy(float* ct, float* tile, int64_t rows, int64_t cols) const {
-    for (int64_t j = 0; j < cols; ++j) {
+    int64_t j0 = 0;
+    if (rs == 1 && kMR == 8 && rows == 8) {  // C stored transposed: whole 8 x 8 blocks by register transposes
+      for (; j0 + 8 <= cols; j0 += 8) {
+        if constexpr (Load) transpose8(ct + j0 * cs, cs, tile + j0, kNR);
+        else transpose8(tile + j0, kNR, ct + j0 * cs, cs);
+      }
+    }
+    for (int64_t j = j0; j < cols; ++j) {
       for (int64_t r = 0; r < rows; ++r) {
         float& x = ct[r * rs + j * cs];
         float& t = tile[r * kNR + j];
@@ -449,7 +456,11 @@ void matmul_eval(const std::vector<array>& inputs, std::vector<array>& outputs) 
     return;
   }
   MatView A = prepare(inputs[0], batch), B = prepare(inputs[1], batch);
-  cpu::SingleThreadedBlas single;
+  // OpenBLAS single-threaded inside Ember's split (blas.h); the own kernel needs no switch
+  const Dtype t = out.dtype();
+  const bool own_kernel = EMBER_ISA_HAS_AVX2 && (t == Dtype::float32 || t == Dtype::float16 || t == Dtype::bfloat16);
+  std::unique_ptr<cpu::SingleThreadedBlas> single;
+  if (is_inexact(t) && !own_kernel) single = std::make_unique<cpu::SingleThreadedBlas>();
   const double flops = 2.0 * M * N * K;
   dispatch_all(out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
