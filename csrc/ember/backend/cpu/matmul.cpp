@@ -119,30 +119,39 @@ constexpr int64_t kPackLimit = int64_t(16) << 20;  // floats of packed operands 
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// C tile (MR x NR at c, row stride ldc) = [C tile if accumulate] + ap * bp
-// over kc steps (ap: kc x MR, bp: kc x NR)
+// C tile (MR x NV vectors at c, row stride ldc) = [C tile if accumulate] +
+// ap * bp over kc steps (ap: kc x MR; bp: kc rows of NR, the first NV
+// vectors read: a narrower kernel for the last columns of C)
+template <int NV>
 void micro_tile(int64_t kc, const float* __restrict ap, const float* __restrict bp, float* c, int64_t ldc,
                 bool accumulate) {
-  FV acc[kMR][kNV];
+  FV acc[kMR][NV];
 #pragma GCC unroll 8
   for (int r = 0; r < kMR; ++r)
 #pragma GCC unroll 3
-    for (int j = 0; j < kNV; ++j) acc[r][j] = accumulate ? vload<FV>(c + r * ldc + j * kW) : FV{};
+    for (int j = 0; j < NV; ++j) acc[r][j] = accumulate ? vload<FV>(c + r * ldc + j * kW) : FV{};
   for (int64_t k = 0; k < kc; ++k) {
-    FV bv[kNV];
+    FV bv[NV];
 #pragma GCC unroll 3
-    for (int j = 0; j < kNV; ++j) bv[j] = vload<FV>(bp + k * kNR + j * kW);
+    for (int j = 0; j < NV; ++j) bv[j] = vload<FV>(bp + k * kNR + j * kW);
 #pragma GCC unroll 8
     for (int r = 0; r < kMR; ++r) {
       const FV av = splat<FV>(ap[k * kMR + r]);
 #pragma GCC unroll 3
-      for (int j = 0; j < kNV; ++j) acc[r][j] = vfma(av, bv[j], acc[r][j]);
+      for (int j = 0; j < NV; ++j) acc[r][j] = vfma(av, bv[j], acc[r][j]);
     }
   }
 #pragma GCC unroll 8
   for (int r = 0; r < kMR; ++r)
 #pragma GCC unroll 3
-    for (int j = 0; j < kNV; ++j) vstore(c + r * ldc + j * kW, acc[r][j]);
+    for (int j = 0; j < NV; ++j) vstore(c + r * ldc + j * kW, acc[r][j]);
+}
+
+// the kernel of a tile whose columns fill nv vectors (1..kNV)
+using MicroTile = void (*)(int64_t, const float*, const float*, float*, int64_t, bool);
+inline MicroTile micro_for(int64_t nv) {
+  if constexpr (kNV == 3) return nv >= 3 ? micro_tile<3> : nv == 2 ? micro_tile<2> : micro_tile<1>;
+  else return nv >= 2 ? micro_tile<2> : micro_tile<1>;
 }
 
 // dst[i * ldd + r] = src[r * lds + i] for an 8 x 8 block
@@ -171,6 +180,10 @@ inline void transpose8(const float* src, int64_t lds, float* dst, int64_t ldd) {
 template <int P>
 void pack_panel(const float* src, bool along_k, int64_t ld, int64_t n, int64_t kc, float* dst) {
   if (!along_k) {
+    if (n == P) {  // whole rows of P values: vector copies
+      for (int64_t k = 0; k < kc; ++k) std::memcpy(dst + k * P, src + k * ld, P * sizeof(float));
+      return;
+    }
     for (int64_t k = 0; k < kc; ++k) {
       const float* s = src + k * ld;
       float* d = dst + k * P;
@@ -300,15 +313,16 @@ struct Sgemm {
         for (int64_t pn = pn0; pn < pn1; ++pn) {
           const float* bpan = pb + p0 * bd.nn * kNR + pn * kcb * kNR;
           const int64_t j0 = (bd.n0 + pn) * kNR, cols = std::min<int64_t>(kNR, N - j0);
+          const MicroTile micro = micro_for(ceil_div(cols, kW));
           for (int64_t pm = pm0; pm < pm1; ++pm) {
             const float* apan = pa + p0 * bd.mn * kMR + pm * kcb * kMR;
             const int64_t i0 = (bd.m0 + pm) * kMR, rows = std::min<int64_t>(kMR, M - i0);
             float* ct = c + i0 * rs + j0 * cs;
             if (cs == 1 && rows == kMR && cols == kNR) {
-              micro_tile(kcb, apan, bpan, ct, rs, acc);
+              micro_tile<kNV>(kcb, apan, bpan, ct, rs, acc);
             } else {  // an edge tile, or C stored transposed: through a local tile
               if (acc) tile_copy<true>(ct, tile, rows, cols);
-              micro_tile(kcb, apan, bpan, tile, kNR, acc);
+              micro(kcb, apan, bpan, tile, kNR, acc);
               tile_copy<false>(ct, tile, rows, cols);
             }
           }
@@ -338,8 +352,9 @@ struct Sgemm {
   }
 };
 
-// The padded work of a product with M rows and N columns of C
-inline int64_t padded_work(int64_t M, int64_t N) { return ceil_div(M, kMR) * kMR * ceil_div(N, kNR) * kNR; }
+// The padded work of a product with M rows and N columns of C (the last
+// columns in whole vectors)
+inline int64_t padded_work(int64_t M, int64_t N) { return ceil_div(M, kMR) * kMR * ceil_div(N, kW) * kW; }
 
 // One float32 product (see Sgemm); C row-major with leading dimension ldc,
 // added to (add) or overwritten. A product with few columns is computed as
