@@ -66,6 +66,29 @@ def test_bands_of_packed_operands(level, rng, M, N, K):
     check(a_np, b_np, a_mx @ b_mx)
 
 
+@pytest.mark.parametrize("M, N, K", [(1, 1, 1 << 16), (3, 2, 1 << 15), (1, 300, 4000)])
+def test_packed_operands_stay_near_the_operands_size(level, rng, M, N, K):
+    """Skinny products pad their few rows and columns to a whole tile: the
+    passes keep the packed copies to about twice the operands (1 MB at least)."""
+    a_np, a_mx = operand(rng, M, K, False)
+    b_np, b_mx = operand(rng, K, N, False)
+    mx.eval(a_mx, b_mx)
+    mx.reset_peak_memory()
+    base = mx.get_active_memory()
+    out = a_mx @ b_mx
+    mx.eval(out)
+    grown = mx.get_peak_memory() - base
+    assert grown <= max(2 * 4 * (M + N) * K, 1 << 20) + 4 * M * N + (1 << 16)
+    check(a_np, b_np, out)
+
+
+def test_large_batch_items_split_one_by_one(level, rng):
+    a = rng.standard_normal((3, 300, 200)).astype(np.float32)
+    b = rng.standard_normal((3, 200, 290)).astype(np.float32)
+    check(a, b, mx.array(a) @ mx.array(b))
+    check(a, b[0], mx.array(a) @ mx.array(b[0]))
+
+
 def test_batched_products(level, rng):
     a = rng.standard_normal((3, 2, 37, 70)).astype(np.float32)
     b = rng.standard_normal((2, 70, 51)).astype(np.float32)

@@ -115,7 +115,8 @@ constexpr int kW = Vec<float>::W;
 constexpr int kNR = kNV * kW;
 constexpr int64_t kKC = 256;               // k per block: a B micro-panel near L1's size
 constexpr int64_t kMCPanels = 256 / kMR;   // rows of A per task: a (rows x kKC) block in L2
-constexpr int64_t kPackLimit = int64_t(16) << 20;  // floats of packed operands per pass
+constexpr int64_t kPackLimit = int64_t(16) << 20;  // floats of packed operands per pass, at most
+constexpr int64_t kPackMin = int64_t(1) << 18;     // and at least (if the product needs them)
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -224,9 +225,11 @@ struct Sgemm {
   void run(bool threaded) const {
     const int64_t mp = ceil_div(M, kMR), np = ceil_div(N, kNR);
     // passes over bands of k, rows and columns, so that the packed operands
-    // of one pass stay within about kPackLimit floats
-    const int64_t kband = std::min(K, std::max(kKC, kPackLimit / (kMCPanels * kMR + kNR)));
-    const int64_t per = std::max<int64_t>(kPackLimit / (2 * kband), 1);
+    // of one pass stay within about twice the operands' size, at least
+    // kPackMin and at most kPackLimit floats
+    const int64_t limit = std::clamp(2 * (M + N) * K, kPackMin, kPackLimit);
+    const int64_t kband = std::min(K, std::max(kKC, limit / (std::min(mp, kMCPanels) * kMR + kNR)));
+    const int64_t per = std::max<int64_t>(limit / (2 * kband), 1);
     const int64_t mband = std::min(mp, std::max(per / kMR, kMCPanels));
     const int64_t nband = std::min(np, std::max<int64_t>(per / kNR, 1));
     Scratch pack((mband * kMR + nband * kNR) * kband);
@@ -456,7 +459,8 @@ void gemm(const T* a, bool ta, int64_t lda, const T* b, bool tb, int64_t ldb, T*
   }
 }
 
-constexpr int64_t kParallelFlops = int64_t(1) << 21;  // below: one thread
+constexpr int64_t kParallelFlops = int64_t(1) << 21;      // below: one thread
+constexpr int64_t kThreadedItemFlops = int64_t(1) << 25;  // batch items this large: each split over the pool
 
 }  // namespace
 
@@ -482,6 +486,15 @@ void matmul_eval(const std::vector<array>& inputs, std::vector<array>& outputs) 
     const T* pa = A.arr.data<T>();
     const T* pb = B.arr.data<T>();
     T* pc = out.data<T>();
+#if EMBER_ISA_HAS_AVX2
+    if constexpr (std::is_same_v<T, float>) {
+      if (batch > 1 && flops >= kThreadedItemFlops) {  // large products one after another, each split
+        for (int64_t i = 0; i < batch; ++i)
+          sgemm(pa + A.offsets[i], A.trans, A.ld, pb + B.offsets[i], B.trans, B.ld, pc + i * M * N, N, M, N, K, true);
+        return;
+      }
+    }
+#endif
     if (batch > 1) {  // whole products per chunk
       int64_t grain = std::max<int64_t>(1, static_cast<int64_t>(kParallelFlops / flops));
       cpu::parallel_for(batch, grain, [&](int64_t b0, int64_t b1) {
