@@ -78,7 +78,8 @@ def test_packed_operands_stay_near_the_operands_size(level, rng, M, N, K):
     out = a_mx @ b_mx
     mx.eval(out)
     grown = mx.get_peak_memory() - base
-    assert grown <= max(2 * 4 * (M + N) * K, 1 << 20) + 4 * M * N + (1 << 16)
+    # (a cached block up to 25% larger may serve the request: the allocator's reuse rule)
+    assert grown <= 1.25 * max(2 * 4 * (M + N) * K, 1 << 20) + 4 * M * N + (1 << 16)
     check(a_np, b_np, out)
 
 
