@@ -117,6 +117,7 @@ constexpr int64_t kKC = 256;               // k per block: a B micro-panel near 
 constexpr int64_t kMCPanels = 256 / kMR;   // rows of A per task: a (rows x kKC) block in L2
 constexpr int64_t kPackLimit = int64_t(16) << 20;  // floats of packed operands per pass, at most
 constexpr int64_t kPackMin = int64_t(1) << 18;     // and at least (if the product needs them)
+constexpr int64_t kMinTaskFmas = int64_t(1) << 20;  // the least work of a task when splitting finer
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -265,17 +266,26 @@ struct Sgemm {
   // The split of a band's tiles into tasks (row groups x column groups) with
   // the least estimated time on nt threads: whole rounds of the largest
   // task, each its FMAs plus its operand traffic; row groups of at most
-  // kMCPanels panels (A's block stays in L2).
-  static std::pair<int64_t, int64_t> split(int64_t mn, int64_t nn, int64_t nt) {
+  // kMCPanels panels (A's block stays in L2). Where the work allows, at
+  // least 4 tasks a thread of kMinTaskFmas or more: a thread the OS takes
+  // away for a while (a shared machine) then holds up one small task, not
+  // half the product.
+  static std::pair<int64_t, int64_t> split(int64_t mn, int64_t nn, int64_t kn, int64_t nt) {
     const int64_t mt_min = ceil_div(mn, kMCPanels);
-    std::pair<int64_t, int64_t> best{mt_min, 1};
+    const int64_t fmas = mn * nn * kMR * kNR * kn;
+    const int64_t want = nt > 1 ? std::min(4 * nt, std::max<int64_t>(fmas / kMinTaskFmas, 1)) : 1;
+    std::pair<int64_t, int64_t> best{mn, nn};
     double best_cost = -1;
-    for (int64_t mt = mt_min; mt <= std::min(mn, mt_min * 2 * nt); ++mt) {
-      for (int64_t ntn = 1; ntn <= std::min(nn, 2 * nt); ++ntn) {
+    bool best_enough = false;
+    for (int64_t mt = mt_min; mt <= std::min(mn, std::max(mt_min * 2 * nt, want)); ++mt) {
+      for (int64_t ntn = 1; ntn <= std::min(nn, std::max(2 * nt, want)); ++ntn) {
         const int64_t rows = ceil_div(mn, mt), cols = ceil_div(nn, ntn);
-        const int64_t rounds = ceil_div(ceil_div(mn, rows) * ceil_div(nn, cols), nt);
-        const double cost = double(rounds) * (double(rows * cols) * kMR * kNR + 4.0 * (rows * kMR + cols * kNR));
-        if (best_cost < 0 || cost < best_cost) best_cost = cost, best = {rows, cols};
+        const int64_t ntasks = ceil_div(mn, rows) * ceil_div(nn, cols);
+        const double cost =
+            double(ceil_div(ntasks, nt)) * (double(rows * cols) * kMR * kNR + 4.0 * (rows * kMR + cols * kNR));
+        const bool enough = ntasks >= want;
+        if (best_cost < 0 || (enough && !best_enough) || (enough == best_enough && cost < best_cost))
+          best_cost = cost, best = {rows, cols}, best_enough = enough;
       }
     }
     return best;  // panels per task: rows, columns
@@ -304,7 +314,7 @@ struct Sgemm {
         pack_panel<kNR>(src, tb, ldb, std::min<int64_t>(kNR, N - j0), kcb, pb + p0 * bd.nn * kNR + p * kcb * kNR);
       }
     });
-    const auto [trows, tcols] = split(bd.mn, bd.nn, threaded ? num_threads() : 1);
+    const auto [trows, tcols] = split(bd.mn, bd.nn, bd.kn, threaded ? num_threads() : 1);
     const int64_t tn = ceil_div(bd.nn, tcols);
     tasks(ceil_div(bd.mn, trows) * tn, threaded, [&](int64_t t) {
       const int64_t pm0 = (t / tn) * trows, pm1 = std::min(bd.mn, pm0 + trows);
