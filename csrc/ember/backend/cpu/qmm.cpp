@@ -39,10 +39,27 @@ void row_scales(const QmmArgs& a, const void* base, int64_t r, int64_t n, float*
     std::memcpy(dst, static_cast<const float*>(base) + r * n, n * sizeof(float));
   } else if (a.scale_kind == 1) {
     const uint16_t* p = static_cast<const uint16_t*>(base) + r * n;
-    for (int64_t i = 0; i < n; ++i) dst[i] = half_to_float(p[i]);
+    int64_t i = 0;
+#if EMBER_ISA_HAS_AVX2  // F16C (exact conversions: the same values as below)
+    for (; i + 8 <= n; i += 8)
+      _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i))));
+#endif
+    for (; i < n; ++i) dst[i] = half_to_float(p[i]);
   } else if (a.scale_kind == 2) {
     const uint16_t* p = static_cast<const uint16_t*>(base) + r * n;
-    for (int64_t i = 0; i < n; ++i) {
+    int64_t i = 0;
+#if EMBER_ISA_HAS_AVX2
+    for (; i + 8 <= n; i += 8) {
+      const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i)));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), _mm256_slli_epi32(h, 16));
+    }
+#elif defined(__SSE4_1__)
+    for (; i + 4 <= n; i += 4) {
+      const __m128i h = _mm_cvtepu16_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + i)));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), _mm_slli_epi32(h, 16));
+    }
+#endif
+    for (; i < n; ++i) {
       uint32_t u = static_cast<uint32_t>(p[i]) << 16;
       std::memcpy(dst + i, &u, 4);
     }
@@ -866,6 +883,7 @@ constexpr int kGNV = 4, kGMR = 2;
 #endif
 constexpr int kGP = kGNV * GV::L;  // weight rows a panel
 constexpr int kGKB = 256;          // columns a panel slice (a multiple of every group size)
+constexpr int kGMC = 32;           // rows of x a pass over the slices
 
 // x rows [r0, r1) (rows of K) -> xq (int8, the layout above), d (K / 32 a
 // row) and xs (K / gs a row), with the rounding of quantize_x_int8.
@@ -926,8 +944,9 @@ void pack_panel(const QmmArgs& a, int64_t b, int64_t n0, int64_t k0, int64_t k1,
 #if EMBER_ISA_HAS_AVX512
   // 16 x 16 word transposes
   const __m512i m4 = _mm512_set1_epi32(0x0F0F0F0F);
-  for (; w0 + 16 <= nw; w0 += 16) {
-    for (int q = 0; q < kGP / 16; ++q) {
+  const int64_t nw16 = nw / 16 * 16;
+  for (int q = 0; q < kGP / 16; ++q) {  // 16 rows at a time (16 streams), all their words
+    for (w0 = 0; w0 < nw16; w0 += 16) {
       __m512i r[16], t[16];
       for (int i = 0; i < 16; ++i) {
         const int64_t n = n0 + q * 16 + i;
@@ -964,6 +983,7 @@ void pack_panel(const QmmArgs& a, int64_t b, int64_t n0, int64_t k0, int64_t k1,
       }
     }
   }
+  w0 = nw16;
 #endif
   for (int64_t n = 0; n < kGP; ++n) {
     const uint32_t* wr = base + (n0 + n) * wc;
@@ -1074,8 +1094,8 @@ void qmm_int8_gemm(const QmmArgs& a) {
   const int64_t mchunks = (M + mc - 1) / mc, tasks = jobs * mchunks;
   std::atomic<int64_t> next{0};
   parallel_for(std::min<int64_t>(nt, tasks), 1, [&](int64_t, int64_t) {
-    std::vector<uint32_t> panel(kGKB / KW * PW * P);
-    std::vector<float> sp(G * P), bp(G * P), row(G), tot(mc * P);
+    std::vector<uint32_t> panel(K / KW * PW * P);
+    std::vector<float> sp(G * P), bp(G * P), row(G), tot(kGMC * P);
     for (int64_t t; (t = next.fetch_add(1, std::memory_order_relaxed)) < tasks;) {
       const int64_t b = t / (nblocks * mchunks), n0 = (t / mchunks) % nblocks * P, mb = (t % mchunks) * mc;
       const int64_t me = std::min(M, mb + mc);
@@ -1086,23 +1106,27 @@ void qmm_int8_gemm(const QmmArgs& a) {
         if (live) row_scales(a, a.biases, b * N + n0 + n, G, row.data());
         for (int64_t g = 0; g < G; ++g) bp[g * P + n] = live ? row[g] : 0.0f;
       }
-      std::fill(tot.begin(), tot.end(), 0.0f);
+      pack_panel<BITS>(a, b, n0, 0, K, panel.data());
       const int8_t* xb = xq.data() + b * M * K;
       const float* db = d.data() + b * M * nb;
       const float* sb = xs.data() + b * M * G;
-      for (int64_t k0 = 0; k0 < K; k0 += kGKB) {
-        const int64_t k1 = std::min(K, k0 + kGKB), g0 = k0 / gs, g1 = k1 / gs;
-        pack_panel<BITS>(a, b, n0, k0, k1, panel.data());
-        for (int64_t m0 = mb; m0 < me; m0 += MR) {
-          const int8_t* x0 = xb + m0 * K;
-          const float *d0 = db + m0 * nb, *s0 = sb + m0 * G;
-          float* t0 = tot.data() + (m0 - mb) * P;
-          gemm_rows<BITS, VNNI, MR>(std::min<int64_t>(MR, me - m0), panel.data(), k0, g0, g1, gs, sp.data(),
-                                    bp.data(), x0, K, d0, s0, G, t0);
+      // kGMC rows at a time, over slices of kGKB columns: the slice of the
+      // panel, those rows' x and their totals stay in L1 across the tiles
+      for (int64_t c0 = mb; c0 < me; c0 += kGMC) {
+        const int64_t c1 = std::min(me, c0 + kGMC);
+        std::fill(tot.begin(), tot.end(), 0.0f);
+        for (int64_t k0 = 0; k0 < K; k0 += kGKB) {
+          const int64_t k1 = std::min(K, k0 + kGKB), g0 = k0 / gs, g1 = k1 / gs;
+          const uint32_t* ps = panel.data() + k0 / KW * PW * P;
+          for (int64_t m0 = c0; m0 < c1; m0 += MR) {
+            gemm_rows<BITS, VNNI, MR>(std::min<int64_t>(MR, c1 - m0), ps, k0, g0, g1, gs, sp.data(), bp.data(),
+                                      xb + m0 * K, K, db + m0 * nb, sb + m0 * G, G, tot.data() + (m0 - c0) * P);
+          }
         }
+        for (int64_t m = c0; m < c1; ++m)
+          std::memcpy(a.out + (b * M + m) * N + n0, tot.data() + (m - c0) * P,
+                      std::min<int64_t>(P, N - n0) * sizeof(float));
       }
-      for (int64_t m = mb; m < me; ++m)
-        std::memcpy(a.out + (b * M + m) * N + n0, tot.data() + (m - mb) * P, std::min<int64_t>(P, N - n0) * sizeof(float));
     }
   });
 }
