@@ -22,6 +22,7 @@
 #pragma GCC target("prefer-vector-width=512")
 #endif
 #include "ember/backend/cpu/qmm.h"
+#include "ember/backend/cpu/loops.h"
 
 namespace ember::cpu::EMBER_ISA_NS {
 
@@ -32,6 +33,9 @@ float half_to_float(uint16_t h) {
   std::memcpy(&v, &h, 2);
   return static_cast<float>(v);
 }
+
+// Bytes of one scale (or bias) of scale_kind.
+inline int64_t scale_bytes(int kind) { return kind == 0 ? 4 : kind == 3 ? 1 : 2; }
 
 // Row r's scales (or biases) as float32 (n values).
 void row_scales(const QmmArgs& a, const void* base, int64_t r, int64_t n, float* dst) {
@@ -593,6 +597,15 @@ void qmv_int8_rows(const QmmArgs& a, int64_t b, int64_t n0, int64_t n1, int64_t 
       // the next row's first lines (the rest streams in behind them)
       for (int64_t o = 0; o < std::min<int64_t>(wb, 512); o += 64)
         _mm_prefetch(reinterpret_cast<const char*>(wr + wb + o), _MM_HINT_T0);
+      // and the scales and biases of the row after it (a tenth of the bytes
+      // of 4-bit weights, else a stall of their own at each row's start)
+      if (n + 2 < n1) {
+        const int64_t sb = G * scale_bytes(a.scale_kind);
+        for (int64_t o = 0; o < sb; o += 64) {
+          _mm_prefetch(static_cast<const char*>(a.scales) + (row + 2) * sb + o, _MM_HINT_T0);
+          _mm_prefetch(static_cast<const char*>(a.biases) + (row + 2) * sb + o, _MM_HINT_T0);
+        }
+      }
     }
     typename V::F total[MR][R];
     for (int m = 0; m < MR; ++m)
@@ -703,9 +716,13 @@ void qmv_int8(const QmmArgs& a) {
   std::vector<int8_t> xq(BM * K);
   std::vector<float> dl(BM * chunks * 16), xsum(BM * G, 0.0f);
   quantize_x_int8<BITS>(a.x, BM, K, a.group_size, xq.data(), dl.data(), xsum.data());
-  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(K, 1));
-  parallel_for(a.batch * N, grain, [&](int64_t t0, int64_t t1) {
-    while (t0 < t1) {
+  // chunks of rows handed out one at a time (a core lent elsewhere for a
+  // while takes fewer), about 16 a thread, each at least 32 KB of weights
+  const int64_t rows = a.batch * N, nt = num_threads();
+  const int64_t min_rows = std::max<int64_t>(1, 32768 * 8 / (K * BITS));
+  const int64_t chunk = std::max<int64_t>(min_rows, (rows + 16 * nt - 1) / (16 * nt));
+  dynamic_for((rows + chunk - 1) / chunk, no_state, [&](int64_t c, NoState&) {
+    for (int64_t t0 = c * chunk, t1 = std::min(rows, t0 + chunk); t0 < t1;) {
       const int64_t b = t0 / N, n0 = t0 % N, n1 = std::min(N, n0 + (t1 - t0));
       const int8_t* xb = xq.data() + b * M * K;
       const float* db = dl.data() + b * M * chunks * 16;
@@ -1092,41 +1109,49 @@ void qmm_int8_gemm(const QmmArgs& a) {
     mc = std::max<int64_t>(4 * MR, ((M + parts - 1) / parts + MR - 1) / MR * MR);
   }
   const int64_t mchunks = (M + mc - 1) / mc, tasks = jobs * mchunks;
-  std::atomic<int64_t> next{0};
-  parallel_for(std::min<int64_t>(nt, tasks), 1, [&](int64_t, int64_t) {
-    std::vector<uint32_t> panel(K / KW * PW * P);
-    std::vector<float> sp(G * P), bp(G * P), row(G), tot(kGMC * P);
-    for (int64_t t; (t = next.fetch_add(1, std::memory_order_relaxed)) < tasks;) {
-      const int64_t b = t / (nblocks * mchunks), n0 = (t / mchunks) % nblocks * P, mb = (t % mchunks) * mc;
-      const int64_t me = std::min(M, mb + mc);
-      for (int64_t n = 0; n < P; ++n) {
-        const bool live = n0 + n < N;
-        if (live) row_scales(a, a.scales, b * N + n0 + n, G, row.data());
-        for (int64_t g = 0; g < G; ++g) sp[g * P + n] = live ? row[g] : 0.0f;
-        if (live) row_scales(a, a.biases, b * N + n0 + n, G, row.data());
-        for (int64_t g = 0; g < G; ++g) bp[g * P + n] = live ? row[g] : 0.0f;
-      }
-      pack_panel<BITS>(a, b, n0, 0, K, panel.data());
-      const int8_t* xb = xq.data() + b * M * K;
-      const float* db = d.data() + b * M * nb;
-      const float* sb = xs.data() + b * M * G;
-      // kGMC rows at a time, over slices of kGKB columns: the slice of the
-      // panel, those rows' x and their totals stay in L1 across the tiles
-      for (int64_t c0 = mb; c0 < me; c0 += kGMC) {
-        const int64_t c1 = std::min(me, c0 + kGMC);
-        std::fill(tot.begin(), tot.end(), 0.0f);
-        for (int64_t k0 = 0; k0 < K; k0 += kGKB) {
-          const int64_t k1 = std::min(K, k0 + kGKB), g0 = k0 / gs, g1 = k1 / gs;
-          const uint32_t* ps = panel.data() + k0 / KW * PW * P;
-          for (int64_t m0 = c0; m0 < c1; m0 += MR) {
-            gemm_rows<BITS, VNNI, MR>(std::min<int64_t>(MR, c1 - m0), ps, k0, g0, g1, gs, sp.data(), bp.data(),
-                                      xb + m0 * K, K, db + m0 * nb, sb + m0 * G, G, tot.data() + (m0 - c0) * P);
-          }
+  struct Scratch {
+    std::vector<uint32_t> panel;
+    std::vector<float> sp, bp, row, tot;
+  };
+  auto make = [&] {
+    return Scratch{std::vector<uint32_t>(K / KW * PW * P), std::vector<float>(G * P), std::vector<float>(G * P),
+                   std::vector<float>(G), std::vector<float>(kGMC * P)};
+  };
+  dynamic_for(tasks, make, [&](int64_t t, Scratch& st) {
+    std::vector<uint32_t>& panel = st.panel;
+    std::vector<float>& sp = st.sp;
+    std::vector<float>& bp = st.bp;
+    std::vector<float>& row = st.row;
+    std::vector<float>& tot = st.tot;
+    const int64_t b = t / (nblocks * mchunks), n0 = (t / mchunks) % nblocks * P, mb = (t % mchunks) * mc;
+    const int64_t me = std::min(M, mb + mc);
+    for (int64_t n = 0; n < P; ++n) {
+      const bool live = n0 + n < N;
+      if (live) row_scales(a, a.scales, b * N + n0 + n, G, row.data());
+      for (int64_t g = 0; g < G; ++g) sp[g * P + n] = live ? row[g] : 0.0f;
+      if (live) row_scales(a, a.biases, b * N + n0 + n, G, row.data());
+      for (int64_t g = 0; g < G; ++g) bp[g * P + n] = live ? row[g] : 0.0f;
+    }
+    pack_panel<BITS>(a, b, n0, 0, K, panel.data());
+    const int8_t* xb = xq.data() + b * M * K;
+    const float* db = d.data() + b * M * nb;
+    const float* sb = xs.data() + b * M * G;
+    // kGMC rows at a time, over slices of kGKB columns: the slice of the
+    // panel, those rows' x and their totals stay in L1 across the tiles
+    for (int64_t c0 = mb; c0 < me; c0 += kGMC) {
+      const int64_t c1 = std::min(me, c0 + kGMC);
+      std::fill(tot.begin(), tot.end(), 0.0f);
+      for (int64_t k0 = 0; k0 < K; k0 += kGKB) {
+        const int64_t k1 = std::min(K, k0 + kGKB), g0 = k0 / gs, g1 = k1 / gs;
+        const uint32_t* ps = panel.data() + k0 / KW * PW * P;
+        for (int64_t m0 = c0; m0 < c1; m0 += MR) {
+          gemm_rows<BITS, VNNI, MR>(std::min<int64_t>(MR, c1 - m0), ps, k0, g0, g1, gs, sp.data(), bp.data(),
+                                    xb + m0 * K, K, db + m0 * nb, sb + m0 * G, G, tot.data() + (m0 - c0) * P);
         }
-        for (int64_t m = c0; m < c1; ++m)
-          std::memcpy(a.out + (b * M + m) * N + n0, tot.data() + (m - c0) * P,
-                      std::min<int64_t>(P, N - n0) * sizeof(float));
       }
+      for (int64_t m = c0; m < c1; ++m)
+        std::memcpy(a.out + (b * M + m) * N + n0, tot.data() + (m - c0) * P,
+                    std::min<int64_t>(P, N - n0) * sizeof(float));
     }
   });
 }
