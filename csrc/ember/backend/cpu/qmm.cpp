@@ -477,11 +477,28 @@ void quantize_x_int8(const float* x, int64_t M, int64_t K, int64_t gs, int8_t* x
 
 // sum over g of bi[g] * xs[g]: 8 partial sums (g mod 8), then a pairwise
 // tree (a fixed order, independent of the vector width)
+#if EMBER_ISA_HAS_AVX2
+// p[0..8) summed by the tree below (w = 4, 2, 1), in registers
+inline float tree8(__m256 v) {
+  __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+  return _mm_cvtss_f32(_mm_add_ss(h, _mm_shuffle_ps(h, h, 1)));
+}
+#endif
+
 inline float bias_dot(const float* bi, const float* xs, int64_t G) {
-  float p[8] = {};
   int64_t g = 0;
+#if EMBER_ISA_HAS_AVX2
+  __m256 v = _mm256_setzero_ps();
+  for (; g + 8 <= G; g += 8) v = _mm256_add_ps(v, _mm256_mul_ps(_mm256_loadu_ps(bi + g), _mm256_loadu_ps(xs + g)));
+  if (g == G) return tree8(v);
+  alignas(32) float p[8];
+  _mm256_store_ps(p, v);
+#else
+  float p[8] = {};
   for (; g + 8 <= G; g += 8)
     for (int j = 0; j < 8; ++j) p[j] = p[j] + bi[g + j] * xs[g + j];
+#endif
   for (int j = 0; g < G; ++g, ++j) p[j] = p[j] + bi[g] * xs[g];
   for (int w = 4; w >= 1; w /= 2)
     for (int j = 0; j < w; ++j) p[j] = p[j] + p[j + w];
@@ -657,11 +674,19 @@ void qmv_int8_rows(const QmmArgs& a, int64_t b, int64_t n0, int64_t n1, int64_t 
       }
     }
     for (int m = 0; m < MR; ++m) {
+      // the 16 lanes by the fixed tree (w = 8, 4, 2, 1)
+#if EMBER_ISA_HAS_AVX512
+      const float h0 = tree8(_mm256_add_ps(_mm512_castps512_ps256(total[m][0]), _mm512_extractf32x8_ps(total[m][0], 1)));
+#elif EMBER_ISA_HAS_AVX2
+      const float h0 = tree8(_mm256_add_ps(total[m][0], total[m][1]));
+#else
       alignas(64) float h[16];
       for (int r = 0; r < R; ++r) V::fstore(h + r * LPR, total[m][r]);
       for (int wdt = 8; wdt >= 1; wdt /= 2)
         for (int j = 0; j < wdt; ++j) h[j] = h[j] + h[j + wdt];
-      a.out[(b * M + m0 + m) * N + n] = h[0] + bias_dot(bi, xsum + (m0 + m) * G, G);
+      const float h0 = h[0];
+#endif
+      a.out[(b * M + m0 + m) * N + n] = h0 + bias_dot(bi, xsum + (m0 + m) * G, G);
     }
   }
 }
