@@ -520,6 +520,7 @@ struct I8V {
   static I load(const void* p) { return _mm512_loadu_si512(p); }
   static I set1_8(int v) { return _mm512_set1_epi8(static_cast<char>(v)); }
   static I set1_16(int v) { return _mm512_set1_epi16(static_cast<short>(v)); }
+  static I set1_32(int v) { return _mm512_set1_epi32(v); }
   static I band(I a, I b) { return _mm512_and_si512(a, b); }
   static I srl4(I a) { return _mm512_srli_epi16(a, 4); }
   static I dot_u8s8(I u, I s, I ones) { return _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), ones); }
@@ -541,6 +542,7 @@ struct I8V {
   static I load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
   static I set1_8(int v) { return _mm256_set1_epi8(static_cast<char>(v)); }
   static I set1_16(int v) { return _mm256_set1_epi16(static_cast<short>(v)); }
+  static I set1_32(int v) { return _mm256_set1_epi32(v); }
   static I band(I a, I b) { return _mm256_and_si256(a, b); }
   static I srl4(I a) { return _mm256_srli_epi16(a, 4); }
   static I dot_u8s8(I u, I s, I ones) { return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), ones); }
@@ -562,6 +564,7 @@ struct I8V {
   static I load(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
   static I set1_8(int v) { return _mm_set1_epi8(static_cast<char>(v)); }
   static I set1_16(int v) { return _mm_set1_epi16(static_cast<short>(v)); }
+  static I set1_32(int v) { return _mm_set1_epi32(v); }
   static I band(I a, I b) { return _mm_and_si128(a, b); }
   static I srl4(I a) { return _mm_srli_epi16(a, 4); }
   static I dot_u8s8(I u, I s, I ones) { return _mm_madd_epi16(_mm_maddubs_epi16(u, s), ones); }
@@ -790,108 +793,41 @@ void qmv_int8(const QmmArgs& a) {
 //
 // Per (m, n): total = 0; for each group g, for each block b of g: total +=
 // float(isum(b)) * (s[g] * d[b]); then total += bias[g] * xsum[g].
-#if EMBER_ISA_HAS_AVX512
+#if defined(__SSSE3__) || EMBER_ISA_HAS_AVX2
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
-struct GV {
-  using I = __m512i;
-  using F = __m512;
-  static constexpr int L = 16;
-  static I zero() { return _mm512_setzero_si512(); }
-  static I load(const uint32_t* p) { return _mm512_loadu_si512(p); }
+// I8V's register, its lanes the output columns
+struct GV : I8V {
+  static constexpr int L = B / 4;
   static I bcast(const int8_t* p) {
     int32_t v;
     std::memcpy(&v, p, 4);
-    return _mm512_set1_epi32(v);
+    return set1_32(v);
   }
-  static I dot4(I acc, I w, I x) {  // 4-bit codes: the pair sums fit int16
-    return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(w, x), _mm512_set1_epi16(1)));
-  }
+  static I dot4(I acc, I w, I x) { return add32(acc, dot_u8s8(w, x, set1_16(1))); }  // pair sums fit int16
   static I dot8(I acc, I w, I x) {  // 8-bit codes as 16 hi + lo
-    const I m = _mm512_set1_epi8(0x0F);
-    const I hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), m), lo = _mm512_and_si512(w, m);
-    acc = _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(hi, x), _mm512_set1_epi16(16)));
-    return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(lo, x), _mm512_set1_epi16(1)));
+    const I m = set1_8(0x0F);
+    acc = add32(acc, dot_u8s8(band(srl4(w), m), x, set1_16(16)));
+    return add32(acc, dot_u8s8(band(w, m), x, set1_16(1)));
   }
-  static I vnni(I acc, I w, I x) {
-    __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(w), "v"(x));
-    return acc;
-  }
+#if EMBER_ISA_HAS_AVX512
+  static I vnni(I acc, I w, I x) { return dpbusd(acc, w, x); }
   static bool has_vnni() { return __builtin_cpu_supports("avx512vnni"); }
-  static F cvt(I a) { return _mm512_cvtepi32_ps(a); }
-  static F fload(const float* p) { return _mm512_loadu_ps(p); }
-  static F fset1(float v) { return _mm512_set1_ps(v); }
-  static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
-  static F add(F a, F b) { return _mm512_add_ps(a, b); }
-  static void fstore(float* p, F a) { _mm512_storeu_ps(p, a); }
-};
-constexpr int kGNV = 4, kGMR = 4;  // 16 accumulators; 8 weight vectors a word
 #elif EMBER_ISA_HAS_AVX2
-struct GV {
-  using I = __m256i;
-  using F = __m256;
-  static constexpr int L = 8;
-  static I zero() { return _mm256_setzero_si256(); }
-  static I load(const uint32_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
-  static I bcast(const int8_t* p) {
-    int32_t v;
-    std::memcpy(&v, p, 4);
-    return _mm256_set1_epi32(v);
-  }
-  static I dot4(I acc, I w, I x) {
-    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), _mm256_set1_epi16(1)));
-  }
-  static I dot8(I acc, I w, I x) {
-    const I m = _mm256_set1_epi8(0x0F);
-    const I hi = _mm256_and_si256(_mm256_srli_epi16(w, 4), m), lo = _mm256_and_si256(w, m);
-    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(hi, x), _mm256_set1_epi16(16)));
-    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(lo, x), _mm256_set1_epi16(1)));
-  }
   static I vnni(I acc, I w, I x) {  // AVX-VNNI (VEX-encoded vpdpbusd)
     __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(w), "x"(x));
     return acc;
   }
   static bool has_vnni() { return __builtin_cpu_supports("avxvnni"); }
-  static F cvt(I a) { return _mm256_cvtepi32_ps(a); }
-  static F fload(const float* p) { return _mm256_loadu_ps(p); }
-  static F fset1(float v) { return _mm256_set1_ps(v); }
-  static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
-  static F add(F a, F b) { return _mm256_add_ps(a, b); }
-  static void fstore(float* p, F a) { _mm256_storeu_ps(p, a); }
-};
-constexpr int kGNV = 2, kGMR = 4;
-#elif defined(__SSSE3__)
-struct GV {
-  using I = __m128i;
-  using F = __m128;
-  static constexpr int L = 4;
-  static I zero() { return _mm_setzero_si128(); }
-  static I load(const uint32_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
-  static I bcast(const int8_t* p) {
-    int32_t v;
-    std::memcpy(&v, p, 4);
-    return _mm_set1_epi32(v);
-  }
-  static I dot4(I acc, I w, I x) {
-    return _mm_add_epi32(acc, _mm_madd_epi16(_mm_maddubs_epi16(w, x), _mm_set1_epi16(1)));
-  }
-  static I dot8(I acc, I w, I x) {
-    const I m = _mm_set1_epi8(0x0F);
-    const I hi = _mm_and_si128(_mm_srli_epi16(w, 4), m), lo = _mm_and_si128(w, m);
-    acc = _mm_add_epi32(acc, _mm_madd_epi16(_mm_maddubs_epi16(hi, x), _mm_set1_epi16(16)));
-    return _mm_add_epi32(acc, _mm_madd_epi16(_mm_maddubs_epi16(lo, x), _mm_set1_epi16(1)));
-  }
+#else
   static I vnni(I acc, I w, I x) { return dot8(acc, w, x); }  // not selected (no VNNI without AVX)
   static bool has_vnni() { return false; }
-  static F cvt(I a) { return _mm_cvtepi32_ps(a); }
-  static F fload(const float* p) { return _mm_loadu_ps(p); }
-  static F fset1(float v) { return _mm_set1_ps(v); }
-  static F mul(F a, F b) { return _mm_mul_ps(a, b); }
-  static F add(F a, F b) { return _mm_add_ps(a, b); }
-  static void fstore(float* p, F a) { _mm_storeu_ps(p, a); }
+#endif
 };
-constexpr int kGNV = 2, kGMR = 2;
+// accumulators: 16 of 32 registers with AVX-512 (8 weight vectors a word),
+// 8 of 16 below it
+constexpr int kGNV = EMBER_ISA_HAS_AVX512 ? 4 : 2, kGMR = EMBER_ISA_HAS_AVX2 ? 4 : 2;
 #else
 // another architecture: one lane in plain C++
 struct GV {
