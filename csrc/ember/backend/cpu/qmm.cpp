@@ -1,19 +1,26 @@
 // The quantized matrix product (QuantizedMatmul's kernel, arguments in
 // backend/cpu/qmm.h), compiled once per ISA level.
 //
-// Two paths:
-//  - matrix-vector (transpose, M <= 8, codes of 1, 2, 4 or 8 bits): each
-//    output row's codes are unpacked in registers, 16 words at a time: lane
-//    j of a chunk holds word j, whose `per` codes are the consecutive columns
-//    chunk + j*per + i, so x is read through a copy permuted the same way
-//    (xp[i*16 + j]); the chunk's lane sums are scaled by their group's scale
-//    and the biases enter once per group as bias * sum(x over the group).
-//    No dequantized weights are written anywhere.
+// Paths, first match:
+//  - int8 matrix-vector (the int8 setting on, affine 4/8 bits, transpose,
+//    M <= 8, K a multiple of 128, finite x): x quantized to int8 per block
+//    of 32, integer dot products over each weight row (below);
+//  - int8 matrix-matrix (the same but M > 8, any K that the groups of 32,
+//    64 or 128 divide): the same arithmetic as register-blocked tiles over a
+//    transposed weight panel (below);
+//  - float matrix-vector (transpose, M <= 8, codes of 1, 2, 4 or 8 bits):
+//    each output row's codes are unpacked in registers, 16 words at a time:
+//    lane j of a chunk holds word j, whose `per` codes are the consecutive
+//    columns chunk + j*per + i, so x is read through a copy permuted the same
+//    way (xp[i*16 + j]); the chunk's lane sums are scaled by their group's
+//    scale and the biases enter once per group as bias * sum(x over the
+//    group). No dequantized weights are written anywhere.
 //  - otherwise: tiles of the weights dequantized into a per-thread float32
 //    panel (about 128 KB) and multiplied by sgemm, accumulating over K tiles.
-// Work is split over output rows/column blocks (and the batch) with the
-// pool. The lane arithmetic is multiply then add, never fused, so every
-// level computes the same bits.
+// Work is split over output rows/column blocks (and the batch), handed out
+// to the pool's threads one task at a time (float paths: a fixed split).
+// The lane arithmetic is multiply then add, never fused, so every level
+// computes the same bits.
 #include "ember/backend/cpu/isa_unit.h"
 
 #if !defined(EMBER_ISA_SINGLE) && EMBER_ISA_LEVEL == 4
