@@ -78,7 +78,7 @@ struct Lib {
   Handle comm_world, errors_return, op_sum, op_max, op_min, op_lor, op_land, byte, int64;
   Handle native[kNumDtypes] = {};  // MPI's own type for the dtype (nullptr: none)
   Handle bytes[kNumDtypes] = {};   // itemsize contiguous bytes (made at init)
-  Handle custom[kNumDtypes][3] = {};  // user ops for the dtypes MPI cannot reduce
+  Handle custom[kNumDtypes][3] = {};  // user ops (reduction(): what MPI cannot reduce as we do)
 };
 
 Lib& lib() {
@@ -225,43 +225,6 @@ void check(int rc, const char* what) {
   if (rc != 0) throw std::runtime_error(std::string("[distributed] ") + what + " failed: " + mpi_error(lib(), rc));
 }
 
-// ---- user reductions: float16, bfloat16, complex max/min -------------------
-
-template <class T>
-bool less(const T& a, const T& b) {
-  if constexpr (std::is_same_v<T, complex64_t>)
-    return a.real() < b.real() || (a.real() == b.real() && a.imag() < b.imag());
-  else
-    return static_cast<float>(a) < static_cast<float>(b);
-}
-
-template <class T, int K>
-void reduce_fn(void* in, void* inout, int* len, Handle*) {
-  const T* a = static_cast<const T*>(in);
-  T* b = static_cast<T*>(inout);
-  int n = *len;
-  for (int i = 0; i < n; i++) {
-    if constexpr (K == 0) {
-      if constexpr (std::is_same_v<T, complex64_t>)
-        b[i] = a[i] + b[i];
-      else
-        b[i] = T(static_cast<float>(a[i]) + static_cast<float>(b[i]));
-    } else if constexpr (K == 1) {
-      if (less(b[i], a[i])) b[i] = a[i];
-    } else {
-      if (less(a[i], b[i])) b[i] = a[i];
-    }
-  }
-}
-
-template <class T>
-void make_ops(Lib& l, Dtype d) {
-  int i = static_cast<int>(d);
-  check(l.Op_create(&reduce_fn<T, 0>, 1, &l.custom[i][0]), "MPI_Op_create");
-  check(l.Op_create(&reduce_fn<T, 1>, 1, &l.custom[i][1]), "MPI_Op_create");
-  check(l.Op_create(&reduce_fn<T, 2>, 1, &l.custom[i][2]), "MPI_Op_create");
-}
-
 double timeout_seconds() {
   static double t = [] {
     const char* e = std::getenv("EMBER_DISTRIBUTED_TIMEOUT");
@@ -405,6 +368,34 @@ void combine(const T* a, T* b, int64_t n, int kind) {
   }
 }
 
+// MPI_Ops on `combine` for what MPI cannot reduce, or not as we do: float16,
+// bfloat16, complex max/min, and the sums of 8- and 16-bit integers, which
+// wrap (as NumPy's) where Open MPI's vectorised ones saturate.
+template <class T, int K>
+void reduce_fn(void* in, void* inout, int* len, Handle*) {
+  combine(static_cast<const T*>(in), static_cast<T*>(inout), *len, K);
+}
+
+template <class T>
+void make_ops(Lib& l, Dtype d) {
+  int i = static_cast<int>(d);
+  check(l.Op_create(&reduce_fn<T, 0>, 1, &l.custom[i][0]), "MPI_Op_create");
+  check(l.Op_create(&reduce_fn<T, 1>, 1, &l.custom[i][1]), "MPI_Op_create");
+  check(l.Op_create(&reduce_fn<T, 2>, 1, &l.custom[i][2]), "MPI_Op_create");
+}
+
+// The MPI type and op of a reduction of `dt`: MPI's own where they agree with
+// `combine`, else the dtype's contiguous bytes and a user op.
+std::pair<Handle, Handle> reduction(Dtype dt, ReduceKind k) {
+  Lib& l = lib();
+  int d = static_cast<int>(dt);
+  if (dt == Dtype::bool_) return {l.native[d], k == ReduceKind::min ? l.op_land : l.op_lor};
+  bool narrow_int = dt == Dtype::int8 || dt == Dtype::uint8 || dt == Dtype::int16 || dt == Dtype::uint16;
+  if (!l.native[d] || (dt == Dtype::complex64 && k != ReduceKind::sum) || (narrow_int && k == ReduceKind::sum))
+    return {l.bytes[d], l.custom[d][static_cast<int>(k)]};
+  return {l.native[d], k == ReduceKind::sum ? l.op_sum : k == ReduceKind::max ? l.op_max : l.op_min};
+}
+
 // b = a . b for the agreement message, `a` the part of the lower ranks: the
 // headers by maximum of [h, -h] (equal headers stay equal, any difference
 // shows as b[i] != -b[kHeader + i]); the data reduced only where both headers
@@ -519,6 +510,10 @@ Group init(bool strict) {
   make_ops<float16_t>(l, Dtype::float16);
   make_ops<bfloat16_t>(l, Dtype::bfloat16);
   make_ops<complex64_t>(l, Dtype::complex64);
+  make_ops<int8_t>(l, Dtype::int8);
+  make_ops<uint8_t>(l, Dtype::uint8);
+  make_ops<int16_t>(l, Dtype::int16);
+  make_ops<uint16_t>(l, Dtype::uint16);
   auto c = std::make_shared<Comm>();
   c->handle = l.comm_world;
   check(l.Comm_rank(c->handle, &c->rank), "MPI_Comm_rank");
@@ -673,16 +668,7 @@ bool check_agree(Comm& c, const Op& op, const void* data, void* result) {
 
 void all_reduce(Comm& c, const void* in, void* out, int64_t count, Dtype dt, ReduceKind k) {
   Lib& l = lib();
-  int d = static_cast<int>(dt);
-  Handle type = l.native[d], op;
-  if (dt == Dtype::bool_) {
-    op = k == ReduceKind::min ? l.op_land : l.op_lor;
-  } else if (type && !(dt == Dtype::complex64 && k != ReduceKind::sum)) {
-    op = k == ReduceKind::sum ? l.op_sum : k == ReduceKind::max ? l.op_max : l.op_min;
-  } else {
-    type = l.bytes[d];
-    op = l.custom[d][static_cast<int>(k)];
-  }
+  auto [type, op] = reduction(dt, k);
   const char* in_p = static_cast<const char*>(in);
   char* out_p = static_cast<char*>(out);
   int64_t item = size_of(dt);
@@ -715,16 +701,9 @@ void all_gather(Comm& c, const void* in, void* out, int64_t count, Dtype dt) {
 
 void reduce_scatter(Comm& c, const void* in, void* out, int64_t count, Dtype dt) {
   Lib& l = lib();
-  int d = static_cast<int>(dt);
   as_int(count * c.size, "sum_scatter");
   int n = static_cast<int>(count);
-  Handle type = l.native[d], op = l.op_sum;
-  if (dt == Dtype::bool_) {
-    op = l.op_lor;
-  } else if (!type) {
-    type = l.bytes[d];
-    op = l.custom[d][0];
-  }
+  auto [type, op] = reduction(dt, ReduceKind::sum);
   if (bounded()) {
     Handle req = nullptr;
     check(l.Ireduce_scatter_block(in, out, n, type, op, c.handle, &req), "MPI_Ireduce_scatter_block");
