@@ -347,25 +347,35 @@ bool lt(const T& a, const T& b) {
     return a < b;
 }
 
-// b = a (+, max, min) b elementwise, as MPI's reductions of the dtype do.
-template <class T>
-void combine(const T* a, T* b, int64_t n, int kind) {
+// b = a (+, max, min) b elementwise, as MPI's reductions of the dtype do
+// (the kind a template argument, so that each loop is one vectorisable body).
+template <class T, int K>
+void combine_k(const T* a, T* b, int64_t n) {
   for (int64_t i = 0; i < n; i++) {
     if constexpr (std::is_same_v<T, bool>) {
-      b[i] = kind == 2 ? (a[i] && b[i]) : (a[i] || b[i]);
-    } else if (kind == 0) {
+      b[i] = K == 2 ? (a[i] && b[i]) : (a[i] || b[i]);
+    } else if constexpr (K == 0) {
       if constexpr (std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>)
         b[i] = T(static_cast<float>(a[i]) + static_cast<float>(b[i]));
       else if constexpr (std::is_integral_v<T>)
         b[i] = static_cast<T>(static_cast<std::make_unsigned_t<T>>(a[i]) + static_cast<std::make_unsigned_t<T>>(b[i]));
       else
         b[i] = a[i] + b[i];
-    } else if (kind == 1) {
-      if (lt(b[i], a[i])) b[i] = a[i];
+    } else if constexpr (K == 1) {
+      b[i] = lt(b[i], a[i]) ? a[i] : b[i];
     } else {
-      if (lt(a[i], b[i])) b[i] = a[i];
+      b[i] = lt(a[i], b[i]) ? a[i] : b[i];
     }
   }
+}
+template <class T>
+void combine(const T* a, T* b, int64_t n, int kind) {
+  if (kind == 0)
+    combine_k<T, 0>(a, b, n);
+  else if (kind == 1)
+    combine_k<T, 1>(a, b, n);
+  else
+    combine_k<T, 2>(a, b, n);
 }
 
 // MPI_Ops on `combine` for what MPI cannot reduce, or not as we do: float16,
