@@ -115,6 +115,7 @@ FusedProgram::Kernel load_kernel(const std::string& source, int level);
 bool compiler_available();
 struct JitStats {
   int64_t memory_hits = 0, disk_hits = 0, compiles = 0, failures = 0;
+  int64_t pch_builds = 0;  // precompiled preludes started in the background
   double compile_seconds = 0;  // wall time spent in the compiler
 };
 JitStats jit_stats();
