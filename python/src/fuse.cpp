@@ -24,6 +24,8 @@ void init_fuse(py::module_& m) {
       },
       "Counters of the fused-kernel caches: memory and disk hits, compiles, failures, time in the compiler, "
       "precompiled preludes started.");
+  m.def("_fuse_wait_pch", &compile::wait_pch,
+        "Waits for this process's background builds of the kernels' precompiled prelude and puts them in place.");
   m.def("_fuse_clear_memory_cache", &compile::clear_memory_cache,
         "Forgets the fused kernels loaded in this process (the disk cache stays).");
   m.def(

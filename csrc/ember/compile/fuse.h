@@ -120,6 +120,9 @@ struct JitStats {
 };
 JitStats jit_stats();
 void clear_memory_cache();  // for tests: forget loaded kernels (disk stays)
+// Waits for this process's background builds of the precompiled prelude and
+// puts them in place (for tests and benchmarks; compiles do it as they go).
+void wait_pch();
 std::string cache_dir();
 
 }  // namespace ember::compile

@@ -257,11 +257,12 @@ bool pch_enabled() {
   return !(e && (std::string(e) == "0" || std::string(e) == "off")) && is_gcc();
 }
 
-// A finished build's result put in place (the caller holds the state's lock).
-void poll_pch(Pch& p) {
+// A build's result put in place once it has finished (waiting for it
+// unless `poll`; the caller holds the state's lock).
+void finish_pch(Pch& p, bool poll) {
   if (p.pid <= 0 || state().owner != ::getpid()) return;
   bool running = false;
-  const bool ok = exited_ok(p.pid, true, &running);
+  const bool ok = exited_ok(p.pid, poll, &running);
   if (running) return;
   p.pid = -1;
   if (!ok || ::rename(p.tmp.c_str(), p.gch.c_str()) != 0) {
@@ -358,7 +359,7 @@ FusedProgram::Kernel load_kernel(const std::string& source, int level) {
       if (!pch.header) ::unlink((tmp + ".h").c_str());
     }
   }
-  poll_pch(pch);
+  finish_pch(pch, true);
   std::string full = "// Ember " EMBER_VERSION " fused kernel\n";
   if (pch.header) {
     full += "#include \"" + prelude + "\"\n";
@@ -415,6 +416,12 @@ JitStats jit_stats() {
   r.compile_seconds = S.compile_seconds;
   r.pch_builds = S.pch_builds;
   return r;
+}
+
+void wait_pch() {
+  State& S = state();
+  std::lock_guard<std::mutex> lock(S.mu);
+  for (Pch& p : S.pch) finish_pch(p, false);
 }
 
 void clear_memory_cache() {
