@@ -538,6 +538,33 @@ def test_row_programs_one_kernel_exact(dtype, rng):
             assert_same(f, y)
 
 
+@pytest.mark.parametrize("dtype", [mx.float32, mx.float64])
+def test_row_reduction_forms_exact(dtype, rng):
+    """The generator's reduction forms, each against the unfused graph bit for
+    bit: a sum accumulated as its simple chain (compares, select, casts) is
+    computed, a max/min of an input read in place (dense) or gathered
+    (strided), a sum through a math function (buffered); NaNs and long rows
+    split pairwise, tails of every length mod the lanes."""
+    forms = {
+        "accumulated": lambda x, t: x - mx.sum(mx.where(x > t, x * t, -x) / 3
+                                               + (x < 0).astype(x.dtype), axis=-1, keepdims=True),
+        "input max": lambda x, t: x * t - mx.max(x, axis=-1, keepdims=True),
+        "input min": lambda x, t: (x - mx.min(x, axis=-1, keepdims=True)) * t,
+        "buffered": lambda x, t: x / mx.sum(mx.exp(x - t), axis=-1, keepdims=True),
+    }
+    for shape in [(5, 9000), (3, 4096 * 2 + 31), (9, 47), (6, 1)]:
+        vals = rng.standard_normal(shape)
+        vals[1, shape[-1] // 2] = np.nan
+        x = mx.array(vals, dtype=dtype)
+        t = mx.array(rng.standard_normal(shape[-1:]), dtype=dtype)
+        for name, fn in forms.items():
+            for xv in (x, mx.array(np.ascontiguousarray(vals.T), dtype=dtype).T):  # dense, strided rows
+                y = fn(xv, t)
+                (f,) = mx._fuse([y], [xv, t])
+                assert n_reductions(fused_name(f)) == 1, (name, shape)
+                assert_same(f, y)
+
+
 def test_row_programs_layouts_and_outputs(rng):
     base = mx.array(rng.standard_normal((90, 70)).astype(np.float32))
     w = mx.array(rng.standard_normal((70,)).astype(np.float32))

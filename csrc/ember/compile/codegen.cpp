@@ -19,6 +19,7 @@
 // its exact scalar path, as unary.cpp's loop does.
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <typeindex>
 #include <unordered_map>
 
@@ -103,25 +104,42 @@ EMBER_GEN(NaNEqual, kAll, false)
 #undef EMBER_GEN_FD
 #undef EMBER_GEN
 
+// Ops computed by a few vector instructions (no call of a math function):
+// a row reduction over them accumulates as it computes (see row_kernel),
+// which GCC vectorizes across the lanes.
+template <class Op>
+struct Simple : std::false_type {};
+#define EMBER_SIMPLE(OP) \
+  template <>            \
+  struct Simple<op::OP> : std::true_type {};
+EMBER_SIMPLE(Abs) EMBER_SIMPLE(Negative) EMBER_SIMPLE(Sqrt) EMBER_SIMPLE(Rsqrt) EMBER_SIMPLE(Square)
+EMBER_SIMPLE(Add) EMBER_SIMPLE(Subtract) EMBER_SIMPLE(Multiply) EMBER_SIMPLE(Divide) EMBER_SIMPLE(Maximum)
+EMBER_SIMPLE(Minimum) EMBER_SIMPLE(Equal) EMBER_SIMPLE(NotEqual) EMBER_SIMPLE(Less) EMBER_SIMPLE(LessEqual)
+EMBER_SIMPLE(Greater) EMBER_SIMPLE(GreaterEqual)
+#undef EMBER_SIMPLE
+
 enum class Kind { Unary, Binary, Select, AsType };
 struct OpGen {
   const char* name;
   Kind kind;
   int in_mask;
   bool far;
+  bool simple;  // Simple<Op> (Select and AsType too)
 };
 
 const OpGen* op_gen(const Primitive& p) {
   static const std::unordered_map<std::type_index, OpGen> table = [] {
     std::unordered_map<std::type_index, OpGen> t;
-#define EMBER_U(N, OUT) t.emplace(typeid(Unary<op::N>), OpGen{#N, Kind::Unary, Gen<op::N>::in, Gen<op::N>::far});
-#define EMBER_BI(N, OUT) t.emplace(typeid(Binary<op::N>), OpGen{#N, Kind::Binary, Gen<op::N>::in, false});
+#define EMBER_U(N, OUT) t.emplace(typeid(Unary<op::N>), OpGen{#N, Kind::Unary, Gen<op::N>::in, Gen<op::N>::far, \
+                                                                 Simple<op::N>::value});
+#define EMBER_BI(N, OUT) t.emplace(typeid(Binary<op::N>), OpGen{#N, Kind::Binary, Gen<op::N>::in, false, \
+                                                                   Simple<op::N>::value});
     EMBER_UNARY_OPS(EMBER_U)
     EMBER_BINARY_OPS(EMBER_BI)
 #undef EMBER_U
 #undef EMBER_BI
-    t.emplace(typeid(Select), OpGen{"Select", Kind::Select, kAll, false});
-    t.emplace(typeid(AsType), OpGen{"AsType", Kind::AsType, kAll, false});
+    t.emplace(typeid(Select), OpGen{"Select", Kind::Select, kAll, false, true});
+    t.emplace(typeid(AsType), OpGen{"AsType", Kind::AsType, kAll, false, true});
     return t;
   }();
   auto it = table.find(typeid(p));
@@ -591,7 +609,8 @@ std::string row_kernel(const FusedProgram& prog) {
   // along the row (need_in).
   struct Needs {
     std::vector<bool> step, in;
-    bool far = false;  // a float32 sin/cos/tan among them
+    bool far = false;     // a float32 sin/cos/tan among them
+    bool simple = true;   // only simple ops (OpGen::simple), no float16/bfloat16
   };
   auto needs = [&](const std::vector<int>& targets) {
     Needs r{std::vector<bool>(nsteps, false), std::vector<bool>(nin, false)};
@@ -606,6 +625,7 @@ std::string row_kernel(const FusedProgram& prog) {
       if (prog.row_scalar[a] || r.step[a]) continue;
       r.step[a] = true;
       r.far = r.far || far(a);
+      r.simple = r.simple && gens[a]->simple && !is_half(prog.steps[a].dtype);
       for (int b : prog.steps[a].args) stack.push_back(b);
     }
     return r;
@@ -656,7 +676,12 @@ std::string row_kernel(const FusedProgram& prog) {
   };
   // A reduction's piece [off, off + len) accumulated as it is computed:
   // element i of the piece into lane (i - off) mod L, the lanes kept in
-  // registers (blocks start at multiples of L from off), then the tree.
+  // registers (blocks start at multiples of L from off), then the tree. For
+  // sums over simple ops only: GCC vectorizes this form across the lanes
+  // (straight-line code), which it does not do for the math functions'
+  // branches nor for max/min's NaN test; those passes compute the piece into
+  // a buffer with the vectorized element loop and reduce the buffer
+  // (r_lanes), and a dense input is reduced in place.
   auto accumulate = [&](int a, int L, const char* t, const char* op, const std::string& id,
                         std::ostringstream& out) {
     const Needs nd = needs({a});
@@ -695,7 +720,14 @@ std::string row_kernel(const FusedProgram& prog) {
                              : prog.step_reduce[k] == 1 ? std::string("-std::numeric_limits<") + t + ">::infinity()"
                                                         : std::string("std::numeric_limits<") + t + ">::infinity()";
       src << "  " << t << " r" << k << ";\n  {\n    auto leaf = [&](int64_t off, int64_t len) -> " << t << " {\n";
-      if (!is_row(a) && !needs({a}).far) {
+      const Needs nd = needs({a});
+      if (a < 0 && !is_row(a)) {  // an input: reduced in place when dense
+        const std::string i = std::to_string(-a - 1);
+        src << "    if (si" << i << " == 1) return r_lanes<" << t << ", " << L << ">(i" << i << " + off, len, " << id
+            << ", " << op << ");\n    alignas(64) " << t << " rb[4096];\n    gather(i" << i << " + off * si" << i
+            << ", si" << i << ", rb, len);\n    return r_lanes<" << t << ", " << L << ">(rb, len, " << id << ", " << op
+            << ");\n";
+      } else if (!is_row(a) && !nd.far && nd.simple && prog.step_reduce[k] == 0) {
         accumulate(a, L, t, op, id, src);
       } else {
         src << "    alignas(64) " << t << " rb[4096];\n";
