@@ -1,8 +1,10 @@
 // Compile's kernel builder: the system C++ compiler, the disk cache and the
 // in-memory cache of fused kernels.
 //
-// A kernel's full source is simd_math.h's text (embedded at build time),
-// the generators' prelude (codegen.cpp) and the kernel. It is compiled for
+// A kernel's full source is the prelude, simd_math.h's text (embedded at
+// build time) and the generators' functions (codegen.cpp), then the kernel;
+// the prelude is a header of its own in the cache folder, which GCC
+// precompiles once (see Pch below). A kernel is compiled for
 // the ISA level in use (-march=x86-64-v2/v3/v4, -ffp-contract=off as the
 // library's kernels) into a shared object in the cache folder
 // ($EMBER_CACHE_DIR, else ~/.cache/ember/kernels) named by a hash of the
@@ -16,6 +18,7 @@
 // graph (one warning per process on stderr).
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
@@ -126,8 +129,9 @@ const std::vector<std::string>& common_flags() {
 
 // The precompiled prelude of one ISA level: the header every kernel source
 // includes (prelude-KEY.h in the cache folder) and its GCC precompiled form
-// (prelude-KEY.h.gch beside it), built in the background after the first
-// compile of a process that does not find it; a compile uses it once it is
+// (prelude-KEY.h.gch beside it), built in the background (at the idle
+// priority; stopped at exit) after the first compile of a process that does
+// not find it; a compile uses it once it is
 // there (GCC reads the .gch instead of parsing the header when the flags
 // match, and parses the header otherwise, so a kernel never depends on it).
 struct Pch {
@@ -182,7 +186,9 @@ FusedProgram::Kernel open_kernel(const std::string& so) {
 
 // Starts the compiler on `args` (after the flags); its output goes to `log`.
 // -1 when it cannot start.
-pid_t spawn_compiler(const std::vector<std::string>& tail, int level, const std::string& log) {
+// `idle`: at the idle scheduling priority (Linux's SCHED_IDLE), so that a
+// build in the background takes no time from the process's own work.
+pid_t spawn_compiler(const std::vector<std::string>& tail, int level, const std::string& log, bool idle = false) {
   std::vector<std::string> args = {compiler().path};
   if (const char* cxx = std::getenv("CXX"); cxx && *cxx) {  // extra words of $CXX
     std::string s(cxx);
@@ -206,7 +212,20 @@ pid_t spawn_compiler(const std::vector<std::string>& tail, int level, const std:
   posix_spawn_file_actions_adddup2(&fa, 1, 2);
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   pid_t pid;
-  int rc = posix_spawn(&pid, args[0].c_str(), &fa, nullptr, argv.data(), environ);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+#ifdef SCHED_IDLE
+  if (idle) {
+    struct sched_param sp {};
+    posix_spawnattr_setschedpolicy(&attr, SCHED_IDLE);
+    posix_spawnattr_setschedparam(&attr, &sp);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSCHEDULER);
+  }
+#else
+  (void)idle;
+#endif
+  int rc = posix_spawn(&pid, args[0].c_str(), &fa, &attr, argv.data(), environ);
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&fa);
   return rc == 0 ? pid : -1;
 }
@@ -383,7 +402,8 @@ FusedProgram::Kernel load_kernel(const std::string& source, int level) {
       std::call_once(at_exit, [] { std::atexit(stop_pch_builds); });
       S.owner = ::getpid();
       pch.tmp = tmp + ".gch";
-      pch.pid = spawn_compiler({"-x", "c++-header", dir + "/" + prelude, "-o", pch.tmp}, level, pch.tmp + ".log");
+      pch.pid = spawn_compiler({"-x", "c++-header", dir + "/" + prelude, "-o", pch.tmp}, level, pch.tmp + ".log",
+                                true);
       if (pch.pid > 0) S.pch_builds++;
       else pch.gave_up = true;
     }
