@@ -419,6 +419,27 @@ def test_precompiled_prelude(pch, tmp_path):
     assert not [f for f in files if ".tmp" in f]
 
 
+def test_emptied_cache_folder(tmp_path, rng):
+    """A cache folder emptied (or a new one set) while the process runs: the
+    next compile writes the prelude header again and succeeds."""
+    x = mx.array(rng.standard_normal((20,)).astype(np.float32))
+    before = os.environ["EMBER_CACHE_DIR"]
+    try:
+        os.environ["EMBER_CACHE_DIR"] = str(tmp_path)
+        for k, fn in enumerate((lambda v: mx.cosh(v * 0.5) - mx.sin(v), lambda v: mx.erf(v * 0.5) + mx.exp(v))):
+            s0 = mx._fuse_stats()
+            (f,) = mx._fuse([fn(x)], [x])
+            assert fused_name(f).startswith("Compiled[")
+            assert mx._fuse_stats()["compiles"] == s0["compiles"] + 1
+            assert_same(f, fn(x))
+            mx._fuse_wait_pch()
+            assert [n for n in os.listdir(tmp_path) if n.endswith(".h")]
+            for n in os.listdir(tmp_path):
+                os.unlink(tmp_path / n)
+    finally:
+        os.environ["EMBER_CACHE_DIR"] = before
+
+
 def test_exit_stops_the_prelude_build(tmp_path):
     """A process that exits while the precompiled prelude is being built
     stops the build: no temporary file (nor compiler) outlives it."""

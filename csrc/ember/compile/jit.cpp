@@ -131,11 +131,11 @@ const std::vector<std::string>& common_flags() {
 // includes (prelude-KEY.h in the cache folder) and its GCC precompiled form
 // (prelude-KEY.h.gch beside it), built in the background (at the idle
 // priority; stopped at exit) after the first compile of a process that does
-// not find it; a compile uses it once it is
-// there (GCC reads the .gch instead of parsing the header when the flags
-// match, and parses the header otherwise, so a kernel never depends on it).
+// not find it; a compile uses it once it is there (GCC reads the .gch
+// instead of parsing the header when the flags match, and parses the header
+// otherwise, so a kernel never depends on it).
 struct Pch {
-  bool header = false;  // the header file is in place
+  bool header = false;  // the header file is in place (as of the last compile)
   bool gave_up = false; // a build failed or the compiler is not GCC: not retried
   pid_t pid = -1;       // the build in flight
   std::string tmp, gch;
@@ -366,7 +366,7 @@ FusedProgram::Kernel load_kernel(const std::string& source, int level) {
   Pch& pch = S.pch[level];
   const std::string prelude = "prelude-" + hex(fnv1a(meta, prelude_hash)) + ".h";
   auto t0 = std::chrono::steady_clock::now();
-  if (!pch.header) {
+  {  // looked for at each compile (one stat): the folder may have been emptied
     struct stat hs;
     if (::stat((dir + "/" + prelude).c_str(), &hs) == 0) {
       pch.header = true;
