@@ -51,6 +51,21 @@ assert delta(b) == (0, 1), delta(b)
 b = stats()
 mx.eval(D.all_sum(mx.array(xs[r]) * 2) + 1)  # upstream and downstream compute only
 assert delta(b) == (0, 1), delta(b)
+b = stats()
+up = mx.array(xs[r]) * 2
+tail = mx.exp(D.all_sum(up)) - D.all_sum(mx.array(xs[r]))[0]  # two collectives: the scheduler decides
+ref = np.exp(2 * (xs[0] + xs[1])) - (xs[0] + xs[1])[0]
+np.testing.assert_allclose(np.array(tail), ref, rtol=1e-5)
+assert sum(delta(b)) == 2, delta(b)
+
+# ---- beside compute that depends on the collective's input but not on it: overlapped
+b = stats()
+up = mx.array(xs[r]) * 2
+s, side = D.all_sum(up), matmul_chain(mx.array(a_np) + up[0])
+mx.eval(s, side)
+assert delta(b) == (1, 0), delta(b)
+np.testing.assert_allclose(np.array(s), 2 * (xs[0] + xs[1]), rtol=1e-6)
+np.testing.assert_allclose(np.array(side), np_chain(a_np + 2 * xs[r][0]), rtol=2e-4, atol=1e-5)
 
 # ---- independent compute: the collective goes to the communication thread --
 b = stats()
