@@ -1,13 +1,15 @@
 """Quantized matmul on the shapes of a Llama-3.2-1B-sized model (hidden 2048,
-FFN 8192): decode (one row of x) in GB/s of quantized weights read, and
-prefill (128 rows) in GFLOP/s, beside NumPy (dequantize then matmul), torch
-(dequantize then matmul: its int4/int8 CPU kernels need a packing of their
-own, see the note) and MLX's quantized_matmul. Weights are 4- or 8-bit affine,
-group 64, bfloat16 scales and biases as mlx-lm stores them; x is float32
-(MLX 0.32's CPU kernel accumulates a bfloat16 x in bfloat16, and fails the
-check). The inputs hold weights that
-are already on the quantization grid, so every framework multiplies by the
-same matrix and the float64 reference is exact. Run:
+FFN 8192, vocabulary 128256): decode (one row of x) in GB/s of quantized
+weights read (compare with mem_bw.py's DRAM read bandwidth), and prefill (128
+rows) in GFLOP/s, beside NumPy (dequantize then matmul), torch (dequantize
+then matmul: its int4/int8 CPU kernels need a packing of their own, see the
+note) and MLX's quantized_matmul. Ember's default for 4- and 8-bit affine
+weights multiplies x quantized to int8 per block of 32 (backend/cpu/qmm.cpp),
+(checked at rtol = atol = 2e-2). Weights are 4- or 8-bit affine, group 64,
+bfloat16 scales and biases as mlx-lm stores them; x is float32 (MLX 0.32's
+CPU kernel accumulates a bfloat16 x in bfloat16, and fails the check). The
+inputs hold weights that are already on the quantization grid, so every
+framework multiplies by the same matrix and the float64 reference is exact. Run:
 
     python3 benchmarks/bench_quant.py [--quick] [--only PATTERN] [--rounds 3]
 """
@@ -76,6 +78,9 @@ def weight_bytes(n, k, bits):
 
 
 SHAPES = [("attn 2048x2048", 2048, 2048), ("ffn up 2048->8192", 8192, 2048), ("ffn down 8192->2048", 2048, 8192)]
+# decode only: 4096x2048, and the tied 128256-row embedding as the output
+# layer (NumPy and torch would dequantize 1 GB a call: MLX and Ember only)
+DECODE_ONLY = [("4096x2048", 4096, 2048, None), ("lm head 2048->128256", 128256, 2048, ("mlx",))]
 
 CASES = []
 for bits in (4, 8):
@@ -83,6 +88,11 @@ for bits in (4, 8):
         CASES.append(Case(name=f"decode q{bits} {name}", metric="GB/s", amount=weight_bytes(n, k, bits),
                           make_inputs=make(1, n, k, bits), reference=ref, rtol=2e-2, atol=2e-2,
                           out_dtype="float32", impls=impls(bits)))
+for name, n, k, only in DECODE_ONLY:
+    im = impls(4)
+    CASES.append(Case(name=f"decode q4 {name}", metric="GB/s", amount=weight_bytes(n, k, 4),
+                      make_inputs=make(1, n, k, 4), reference=ref, rtol=2e-2, atol=2e-2, out_dtype="float32",
+                      impls={f: v for f, v in im.items() if only is None or f in only}))
 for bits in (4, 8):
     for name, n, k in SHAPES[1:]:
         CASES.append(Case(name=f"prefill 128 q{bits} {name}", metric="GFLOP/s", amount=2.0 * 128 * n * k,

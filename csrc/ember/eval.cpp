@@ -63,6 +63,17 @@ void run_node(Node* n) {
   // `keep` is released last: the node and, if unshared, its inputs go now.
 }
 
+// run_node, returning its error instead of throwing it (for the scheduler,
+// which raises the first error of either thread once both are done).
+std::exception_ptr run_caught(Node* n) {
+  try {
+    run_node(n);
+  } catch (...) {
+    return std::current_exception();
+  }
+  return nullptr;
+}
+
 // The node that still has to run for `a`, or null (computed, or a constant).
 // A computed array whose graph was kept for tracing drops it here once no
 // transform is tracing it any more.
@@ -127,12 +138,7 @@ void serve(const std::shared_ptr<Schedule>& sp) {
     if (s.comm_failed) continue;
     s.comm_busy = true;
     l.unlock();
-    std::exception_ptr err;
-    try {
-      run_node(s.order[static_cast<size_t>(i)]);
-    } catch (...) {
-      err = std::current_exception();
-    }
+    std::exception_ptr err = run_caught(s.order[static_cast<size_t>(i)]);
     l.lock();
     s.comm_busy = false;
     if (err) {
@@ -183,6 +189,40 @@ CommThread& comm_thread() {
   return *t;
 }
 
+// Whether some node of `order` (an evaluation's post-order, every node
+// marked `epoch`) neither feeds order[c] nor follows it, i.e. could run
+// while it communicates. Marks the nodes that feed it and those that follow
+// it with fresh epochs of their own.
+bool overlappable(const std::vector<Node*>& order, size_t c, uint64_t epoch) {
+  uint64_t feeds = ++g_epoch, follows = ++g_epoch;
+  size_t related = 1;
+  std::vector<Node*> stack{order[c]};
+  while (!stack.empty()) {  // what it depends on (all before it)
+    Node* m = stack.back();
+    stack.pop_back();
+    for (const array& in : m->inputs) {
+      Node* p = in.desc()->node.get();
+      if (p && p->mark == epoch) {
+        p->mark = feeds;
+        related++;
+        stack.push_back(p);
+      }
+    }
+  }
+  order[c]->mark = follows;
+  for (size_t i = c + 1; i < order.size(); i++) {  // what depends on it (all after it)
+    for (const array& in : order[i]->inputs) {
+      Node* p = in.desc()->node.get();
+      if (p && p->mark == follows) {
+        order[i]->mark = follows;
+        related++;
+        break;
+      }
+    }
+  }
+  return related < order.size();
+}
+
 void run_scheduled(std::vector<Node*> order, bool (*is_comm)(const Primitive&)) {
   auto sp = std::make_shared<Schedule>();
   Schedule& s = *sp;
@@ -211,12 +251,7 @@ void run_scheduled(std::vector<Node*> order, bool (*is_comm)(const Primitive&)) 
   bool started = false;
   auto run_here = [&](std::unique_lock<std::mutex>& l, int i) {
     l.unlock();
-    std::exception_ptr err;
-    try {
-      run_node(s.order[static_cast<size_t>(i)]);
-    } catch (...) {
-      err = std::current_exception();
-    }
+    std::exception_ptr err = run_caught(s.order[static_cast<size_t>(i)]);
     l.lock();
     if (err)
       s.fail(err);
@@ -303,10 +338,14 @@ void eval(const std::vector<array>& outputs) {
     }
   }
   if (auto is_comm = g_is_comm.load(std::memory_order_relaxed)) {
-    size_t ncomm = 0;
-    for (Node* n : order) ncomm += is_comm(*n->prim) ? 1 : 0;
-    if (ncomm == order.size()) {
-      g_inline.fetch_add(ncomm, std::memory_order_relaxed);  // only collectives: nothing to overlap
+    size_t ncomm = 0, first = 0;
+    for (size_t i = 0; i < order.size(); i++) {
+      if (is_comm(*order[i]->prim) && ncomm++ == 0) first = i;
+    }
+    // only collectives, or one that every other node feeds or follows:
+    // nothing to overlap, so no scheduler and no hand-off
+    if (ncomm == order.size() || (ncomm == 1 && !overlappable(order, first, epoch))) {
+      g_inline.fetch_add(ncomm, std::memory_order_relaxed);
     } else if (ncomm) {
       run_scheduled(std::move(order), is_comm);
       return;

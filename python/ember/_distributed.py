@@ -33,6 +33,7 @@ import types
 _BACKENDS = ("any", "mpi", "nccl", "jaccl", "ring")
 _TOKEN = object()
 _core = None
+_ARRAY = None  # core.array
 
 
 class Group:
@@ -45,6 +46,7 @@ class Group:
         if not args or args[0] is not _TOKEN:
             raise TypeError("ember.core.distributed.Group: no constructor defined! Use distributed.init().")
         self._g = args[1] if len(args) > 1 else None  # core._DistGroup, or None: this process alone
+        self._size = 1 if self._g is None else self._g.size()  # read by every collective
 
     def rank(self):
         """The rank of this process in the group.
@@ -60,7 +62,7 @@ class Group:
         Returns:
             int: the group's size.
         """
-        return 1 if self._g is None else self._g.size()
+        return self._size
 
     def split(self, color, key=-1):
         """Split the group into subgroups by ``color``, ordered by ``key``.
@@ -219,18 +221,26 @@ def _array(fn, x):
     return x
 
 
-_KINDS = {"all_sum": 0, "all_max": 1, "all_min": 2}
-
-
 def _collective(name, doc, returns):
+    # the call is on the path of every small all_sum: one Python frame, the
+    # checks inline, the engine's function looked up once
+    engine = None
+
     def f(x, *, group=None, stream=None):
-        g = _group(name, group)
-        x = _array(name, x)
-        if g.size() == 1:
+        nonlocal engine
+        if group is None:
+            g = _WORLD if _WORLD is not None else init()
+        elif type(group) is Group:
+            g = group
+        else:
+            g = _group(name, group)
+        if type(x) is not _ARRAY:
+            x = _array(name, x)
+        if g._size == 1:
             return x
-        if name in _KINDS:
-            return _core._dist_all_reduce(x, _KINDS[name], g._g, stream)
-        return getattr(_core, "_dist_" + name)(x, g._g, stream)
+        if engine is None:
+            engine = getattr(_core, "_dist_" + name)
+        return engine(x, g._g, stream)
 
     f.__name__ = f.__qualname__ = name
     f.__doc__ = doc + """
@@ -346,8 +356,9 @@ def recv_like(x, src, *, group=None, stream=None):
 
 def install(core) -> None:
     """Adds the ``distributed`` submodule to the ember.core module."""
-    global _core
+    global _core, _ARRAY
     _core = core
+    _ARRAY = core.array
     mod = types.ModuleType("ember.core.distributed", __doc__)
     for name in ("Group", "init", "is_available", "all_sum", "all_max", "all_min", "all_gather",
                  "sum_scatter", "send", "recv", "recv_like"):

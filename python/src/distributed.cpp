@@ -33,9 +33,9 @@ void init_distributed(py::module_& m) {
     EvalStats s = eval_stats();
     return py::make_tuple(s.comm_offloaded, s.comm_inline);
   });
-  m.def("_dist_all_reduce", [](const array& x, int kind, const D::Group& g, StreamOrDevice s) {
-    return D::all_reduce(x, static_cast<D::ReduceKind>(kind), g, s);
-  });
+  m.def("_dist_all_sum", [](const array& x, const D::Group& g, StreamOrDevice s) { return D::all_sum(x, g, s); });
+  m.def("_dist_all_max", [](const array& x, const D::Group& g, StreamOrDevice s) { return D::all_max(x, g, s); });
+  m.def("_dist_all_min", [](const array& x, const D::Group& g, StreamOrDevice s) { return D::all_min(x, g, s); });
   m.def("_dist_all_gather", [](const array& x, const D::Group& g, StreamOrDevice s) {
     return D::all_gather(x, g, s);
   });

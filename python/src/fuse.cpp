@@ -19,10 +19,13 @@ void init_fuse(py::module_& m) {
       [] {
         auto s = compile::jit_stats();
         return py::dict("memory_hits"_a = s.memory_hits, "disk_hits"_a = s.disk_hits, "compiles"_a = s.compiles,
-                        "failures"_a = s.failures, "compile_seconds"_a = s.compile_seconds,
+                        "failures"_a = s.failures, "compile_seconds"_a = s.compile_seconds, "pch_builds"_a = s.pch_builds,
                         "cache_dir"_a = compile::cache_dir(), "compiler"_a = compile::compiler_available());
       },
-      "Counters of the fused-kernel caches: memory and disk hits, compiles, failures, time in the compiler.");
+      "Counters of the fused-kernel caches: memory and disk hits, compiles, failures, time in the compiler, "
+      "precompiled preludes started.");
+  m.def("_fuse_wait_pch", &compile::wait_pch,
+        "Waits for this process's background builds of the kernels' precompiled prelude and puts them in place.");
   m.def("_fuse_clear_memory_cache", &compile::clear_memory_cache,
         "Forgets the fused kernels loaded in this process (the disk cache stays).");
   m.def(

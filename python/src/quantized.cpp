@@ -9,9 +9,10 @@ namespace ember::py_bind {
 
 void init_quantized(py::module_& m) {
   m.def("_set_qmm_int8", [](int level) { return cpu::set_qmm_int8(level); }, "level"_a,
-        "Set how the quantized matrix-vector product computes (0 float lanes, 1 int8 activations with "
-        "pmaddubsw, 2 int8 with AVX-512 VNNI where the CPU has it, the default); returns the previous "
-        "setting. For tests and benchmarks: call it while nothing is evaluating.");
+        "Set how the quantized matrix product computes for affine 4- and 8-bit weights (0 float "
+        "arithmetic, 1 int8 activations with pmaddubsw, 2 int8 with VNNI where the CPU has it, the "
+        "default); returns the previous setting. For tests and benchmarks: call it while nothing is "
+        "evaluating.");
   m.def("quantize", [](const ArrayLike& w, std::optional<int> group_size, std::optional<int> bits,
                        const std::string& mode, const std::optional<ArrayLike>& global_scale, StreamOrDevice s) {
         auto r = quantize(w, group_size, bits, mode, opt(global_scale), s);

@@ -31,7 +31,8 @@ struct Node {
 };
 
 bool is_namedtuple(py::handle t) {
-  return py::isinstance<py::tuple>(t) && py::hasattr(py::type::handle_of(t), "_fields");
+  // a plain tuple is not one (and looking up _fields on it raises and clears an AttributeError)
+  return py::isinstance<py::tuple>(t) && !PyTuple_CheckExact(t.ptr()) && py::hasattr(py::type::handle_of(t), "_fields");
 }
 
 Kind kind_of(py::handle t) {
@@ -308,6 +309,20 @@ void collect_arrays(py::handle tree, std::vector<array>& out) {
   }
 }
 
+namespace {
+// eval's arguments: collect_arrays of the tuple, with array arguments (the
+// common call, mx.eval(y)) taken straight away
+void collect_args(const py::args& args, std::vector<array>& out) {
+  out.reserve(args.size());
+  for (py::handle a : args) {
+    if (is_array(a))
+      out.push_back(a.cast<array>());
+    else
+      collect_arrays(a, out);
+  }
+}
+}  // namespace
+
 void init_trees(py::module_& m) {
   m.attr("_pytree_registry") = registry();
   m.def(
@@ -353,14 +368,14 @@ void init_trees(py::module_& m) {
       "eval",
       [](py::args args) {
         std::vector<array> arrays;
-        collect_arrays(args, arrays);
+        collect_args(args, arrays);
         eval_nogil(arrays);
       });
   m.def(
       "async_eval",
       [](py::args args) {
         std::vector<array> arrays;
-        collect_arrays(args, arrays);
+        collect_args(args, arrays);
         py::gil_scoped_release release;
         async_eval(arrays);
       });

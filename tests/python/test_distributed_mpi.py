@@ -69,6 +69,15 @@ def test_two_ranks(script):
 
 
 @needs_mpi
+@pytest.mark.parametrize("n", [3, 4])
+def test_agreement_message_on_more_ranks(n):
+    # recursive doubling: 4 ranks in two exchanges, 3 with the last rank folded in
+    p = launch(os.path.join(HERE, "distributed", "agreement.py"), n=n, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert all(f"OK {k}" in p.stdout for k in range(n)), p.stdout + p.stderr
+
+
+@needs_mpi
 def test_a_rank_that_never_joins_makes_the_other_raise(tmp_path):
     p = run_script(tmp_path, """
         import os, sys, time

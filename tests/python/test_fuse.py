@@ -382,6 +382,81 @@ def test_concurrent_processes_share_the_cache(tmp_path):
     assert not [f for f in files if ".tmp" in f]
 
 
+PCH_SCRIPT = textwrap.dedent("""
+    import os, numpy as np
+    import ember.core as mx
+    x = mx.array(np.linspace(-3, 3, 300, dtype=np.float32))
+    fns = [lambda v: mx.tanh(v * 1.5 + 0.25) - v, lambda v: mx.exp(mx.sin(v) * 0.5) * v,
+           lambda v: mx.sqrt(mx.abs(v)) + mx.erf(v) * mx.sum(v * v, axis=-1, keepdims=True)]
+    ok = True
+    for i, fn in enumerate(fns):
+        (f,) = mx._fuse([fn(x)], [x])
+        ok = ok and mx._fuse_node_name(f).startswith("Compiled[") and np.array_equal(np.array(f), np.array(fn(x)))
+        if i == 0:  # the first compile starts the precompiled prelude; the others use it
+            mx._fuse_wait_pch()
+            gch = [n for n in os.listdir(os.environ["EMBER_CACHE_DIR"]) if n.endswith(".gch")]
+    s = mx._fuse_stats()
+    print(ok, len(gch), s["compiles"], s["pch_builds"], s["failures"])
+""")
+
+
+@pytest.mark.parametrize("pch", ["1", "0"])
+def test_precompiled_prelude(pch, tmp_path):
+    """The prelude header, precompiled in the background after the first
+    compile (GCC) unless EMBER_KERNEL_PCH=0: later kernels compile against it
+    and compute the same bits; nothing temporary is left in the folder."""
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(ember.__file__))),
+               EMBER_CACHE_DIR=str(tmp_path), EMBER_KERNEL_PCH=pch)
+    env.pop("CXX", None)
+    p = subprocess.run([sys.executable, "-c", PCH_SCRIPT], env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    ok, gch, compiles, builds, failures = p.stdout.split()
+    assert ok == "True" and compiles == "3" and failures == "0"
+    # one build (none when the compiler is not GCC, or switched off), in place once waited for
+    assert gch == builds and builds in (("0",) if pch == "0" else ("0", "1"))
+    files = os.listdir(tmp_path)
+    assert len([f for f in files if f.endswith(".h")]) == 1  # the prelude, one ISA level
+    assert not [f for f in files if ".tmp" in f]
+
+
+def test_emptied_cache_folder(tmp_path, rng):
+    """A cache folder emptied (or a new one set) while the process runs: the
+    next compile writes the prelude header again and succeeds."""
+    x = mx.array(rng.standard_normal((20,)).astype(np.float32))
+    before = os.environ["EMBER_CACHE_DIR"]
+    try:
+        os.environ["EMBER_CACHE_DIR"] = str(tmp_path)
+        for k, fn in enumerate((lambda v: mx.cosh(v * 0.5) - mx.sin(v), lambda v: mx.erf(v * 0.5) + mx.exp(v))):
+            s0 = mx._fuse_stats()
+            (f,) = mx._fuse([fn(x)], [x])
+            assert fused_name(f).startswith("Compiled[")
+            assert mx._fuse_stats()["compiles"] == s0["compiles"] + 1
+            assert_same(f, fn(x))
+            mx._fuse_wait_pch()
+            assert [n for n in os.listdir(tmp_path) if n.endswith(".h")]
+            for n in os.listdir(tmp_path):
+                os.unlink(tmp_path / n)
+    finally:
+        os.environ["EMBER_CACHE_DIR"] = before
+
+
+def test_exit_stops_the_prelude_build(tmp_path):
+    """A process that exits while the precompiled prelude is being built
+    stops the build: no temporary file (nor compiler) outlives it."""
+    script = ("import numpy as np, ember.core as mx\n"
+              "x = mx.array(np.ones(8, dtype=np.float32))\n"
+              "mx.eval(mx._fuse([mx.cosh(x * 3) - x], [x])[0])\n"
+              "print(mx._fuse_stats()['pch_builds'])\n")
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(ember.__file__))),
+               EMBER_CACHE_DIR=str(tmp_path))
+    env.pop("CXX", None)
+    p = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    files = os.listdir(tmp_path)
+    assert len([f for f in files if f.endswith(".so")]) == 1
+    assert not [f for f in files if ".tmp" in f], files
+
+
 # ---- a closing reduction over the last axis ------------------------------------
 
 @pytest.mark.parametrize("dtype", [mx.float32, mx.float64])
@@ -482,6 +557,33 @@ def test_row_programs_one_kernel_exact(dtype, rng):
             name = fused_name(f)
             assert name.startswith("Compiled[") and n_reductions(name) == reds, (fn.__name__, shape, name)
             assert_same(f, y)
+
+
+@pytest.mark.parametrize("dtype", [mx.float32, mx.float64])
+def test_row_reduction_forms_exact(dtype, rng):
+    """The generator's reduction forms, each against the unfused graph bit for
+    bit: a sum accumulated as its simple chain (compares, select, casts) is
+    computed, a max/min of an input read in place (dense) or gathered
+    (strided), a sum through a math function (buffered); NaNs and long rows
+    split pairwise, tails of every length mod the lanes."""
+    forms = {
+        "accumulated": lambda x, t: x - mx.sum(mx.where(x > t, x * t, -x) / 3
+                                               + (x < 0).astype(x.dtype), axis=-1, keepdims=True),
+        "input max": lambda x, t: x * t - mx.max(x, axis=-1, keepdims=True),
+        "input min": lambda x, t: (x - mx.min(x, axis=-1, keepdims=True)) * t,
+        "buffered": lambda x, t: x / mx.sum(mx.exp(x - t), axis=-1, keepdims=True),
+    }
+    for shape in [(5, 9000), (3, 4096 * 2 + 31), (9, 47), (6, 1)]:
+        vals = rng.standard_normal(shape)
+        vals[1, shape[-1] // 2] = np.nan
+        x = mx.array(vals, dtype=dtype)
+        t = mx.array(rng.standard_normal(shape[-1:]), dtype=dtype)
+        for name, fn in forms.items():
+            for xv in (x, mx.array(np.ascontiguousarray(vals.T), dtype=dtype).T):  # dense, strided rows
+                y = fn(xv, t)
+                (f,) = mx._fuse([y], [xv, t])
+                assert n_reductions(fused_name(f)) == 1, (name, shape)
+                assert_same(f, y)
 
 
 def test_row_programs_layouts_and_outputs(rng):

@@ -1,8 +1,11 @@
-"""The quantized matrix-vector kernels (backend/cpu/qmm.cpp) path by path,
-at every ISA level: the int8 path (x quantized to int8 per block of 32
+"""The quantized matrix product's kernels (backend/cpu/qmm.cpp) path by path,
+at every ISA level: the int8 paths (x quantized to int8 per block of 32
 columns, integer dot products: VNNI or pmaddubsw, as llama.cpp's Q8
-activations) and the float-lane path (MLX's CPU arithmetic), each against a
-float64 reference with a tolerance that reflects its arithmetic:
+activations) for matrix-vector (M <= 8) and matrix-matrix (M > 8, a
+register-blocked tile over a transposed weight panel) products, and the
+float paths (MLX's CPU arithmetic: float lanes for M <= 8, dequantized tiles
+and sgemm above), each against a float64 reference with a tolerance that
+reflects its arithmetic:
 
 - float lanes: float32 accumulation only (2e-5 of the largest output);
 - int8: the result is the quantized x (per block of 32: d = max|x| / 127,
@@ -12,7 +15,8 @@ float64 reference with a tolerance that reflects its arithmetic:
   over the block (a bound computed per output), plus the float32 term.
 
 The int8 settings 1 (pmaddubsw) and 2 (VNNI where the CPU has it) and every
-level give the same bits (the lane sums are exact integers)."""
+level give the same bits (the lane sums are exact integers); so do a
+matrix-matrix product's rows and columns computed alone."""
 
 import numpy as np
 import pytest
@@ -68,10 +72,10 @@ def x_int8(x):
     return (q.astype(np.float64) * d).reshape(x.shape)
 
 
-def run(x, wq, s, b, gs, bits, setting):
+def run(x, wq, s, b, gs, bits, setting, transpose=True):
     before = mx._set_qmm_int8(setting)
     try:
-        return np.array(mx.quantized_matmul(mx.array(x), wq, s, b, True, gs, bits)).astype(np.float64)
+        return np.array(mx.quantized_matmul(mx.array(x), wq, s, b, transpose, gs, bits)).astype(np.float64)
     finally:
         mx._set_qmm_int8(before)
 
@@ -121,8 +125,8 @@ def test_int8_error_size(rng, int8_setting):
 
 def test_levels_agree_bitwise(rng, int8_setting):
     before = mx.__config__()["isa"]
-    for bits in [4, 8]:
-        x, wq, s, b, _ = case(rng, 40, 512, 32, bits, 6, batch=(2,))
+    for bits, M in [(4, 6), (8, 6), (4, 20), (8, 11)]:
+        x, wq, s, b, _ = case(rng, 40, 512, 32, bits, M, batch=(2,))
         outs = []
         for lv in mx.__config__()["isa_levels"]:
             mx._set_cpu_isa(lv)
@@ -148,20 +152,27 @@ def test_batched_and_float16_scales(rng, level, int8_setting):
 
 
 def test_paths_that_stay_float(rng, int8_setting):
-    """Non-finite x, K not a multiple of 128, other bit widths and more than
-    8 rows take the float kernels: the int8 setting changes no bit there."""
+    """Non-finite x, K not a multiple of 128 (M <= 8), other bit widths and
+    transpose=False take the float kernels: the int8 setting changes no bit
+    there."""
     w = rng.standard_normal((8, 256)).astype(np.float32)
     wq, s, b = mx.quantize(mx.array(w), 64, 4)
-    x = rng.standard_normal((2, 256)).astype(np.float32)
-    x[0, 5] = np.inf
-    x[1, 7] = np.nan
-    np.testing.assert_array_equal(run(x, wq, s, b, 64, 4, 2), run(x, wq, s, b, 64, 4, 0))
-    assert np.isnan(run(x, wq, s, b, 64, 4, 2)[1]).all()
-    for K, bits, M in [(192, 4, 1), (256, 2, 1), (256, 4, 9)]:
+    for M in [2, 12]:
+        x = rng.standard_normal((M, 256)).astype(np.float32)
+        x[0, 5] = np.inf
+        x[1, 7] = np.nan
+        np.testing.assert_array_equal(run(x, wq, s, b, 64, 4, 2), run(x, wq, s, b, 64, 4, 0))
+        assert np.isnan(run(x, wq, s, b, 64, 4, 2)[1]).all()
+    for K, bits, M in [(192, 4, 1), (256, 2, 1), (256, 2, 12), (256, 3, 20)]:
         w = rng.standard_normal((8, K)).astype(np.float32)
         wq, s, b = mx.quantize(mx.array(w), 64, bits)
         x = rng.standard_normal((M, K)).astype(np.float32)
         np.testing.assert_array_equal(run(x, wq, s, b, 64, bits, 2), run(x, wq, s, b, 64, bits, 0))
+    for bits in [4, 8]:  # W (K, N): the scales vary along the sum, no integer form
+        w = rng.standard_normal((256, 64)).astype(np.float32)
+        wq, s, b = mx.quantize(mx.array(w), 32, bits)
+        x = rng.standard_normal((12, 256)).astype(np.float32)
+        np.testing.assert_array_equal(run(x, wq, s, b, 32, bits, 2, False), run(x, wq, s, b, 32, bits, 0, False))
 
 
 def test_tiny_and_zero_x(int8_setting):
@@ -182,3 +193,67 @@ def test_setting_errors(int8_setting):
         mx._set_qmm_int8(3)
     with pytest.raises(ValueError, match=r"set_qmm_int8.*got -1"):
         mx._set_qmm_int8(-1)
+
+
+# --------------------------------------------------------------------------
+# the int8 matrix-matrix path (M > 8)
+# --------------------------------------------------------------------------
+
+def check_int8(x, wq, s, b, W, gs, bits, what):
+    """The int8 path's three checks: its bound against float64, the quantized
+    x times the weights to float32 accuracy, and pmaddubsw == VNNI bits."""
+    ref = x.astype(np.float64) @ np.swapaxes(W, -1, -2)
+    scale = np.abs(ref).max()
+    i1, i2 = run(x, wq, s, b, gs, bits, 1), run(x, wq, s, b, gs, bits, 2)
+    np.testing.assert_array_equal(i1, i2)
+    err = np.abs(i2 - ref)
+    bound = int8_bound(x.astype(np.float64), W) + 2e-5 * scale
+    assert (err <= bound).all(), (what, (err - bound).max())
+    assert err.max() > 1e-6 * scale, what  # the int8 path ran
+    emu = x_int8(x) @ np.swapaxes(W, -1, -2)
+    assert np.abs(i2 - emu).max() <= 2e-5 * scale, what
+    return i2
+
+
+@pytest.mark.parametrize("bits", [4, 8])
+def test_int8_gemm_against_float64(rng, level, int8_setting, bits):
+    # odd M and N (short row tiles, padded weight panels), K over one to
+    # three column slices of 256, N over several panels; few weight blocks
+    # split x's rows between tasks
+    for gs in [32, 64, 128]:
+        for M, N, K in [(9, 33, 384), (13, 70, 256), (37, 129, 128), (20, 7, 640), (40, 300, 512)]:
+            x, wq, s, b, W = case(rng, N, K, gs, bits, M)
+            check_int8(x, wq, s, b, W, gs, bits, (gs, M, N, K))
+            flo = run(x, wq, s, b, gs, bits, 0)  # the float path (tiles + sgemm) stays exact
+            ref = x.astype(np.float64) @ W.T
+            assert np.abs(flo - ref).max() <= 2e-5 * np.abs(ref).max()
+
+
+def test_int8_gemm_batched_and_scale_dtypes(rng, level, int8_setting):
+    # batched weights with batched x; 2-d weights with a batched x (its rows
+    # all one product of 12 rows)
+    x, wq, s, b, W = case(rng, 24, 256, 64, 4, 10, batch=(3,))
+    check_int8(x, wq, s, b, W, 64, 4, "batched")
+    x, wq, s, b, W = case(rng, 40, 256, 32, 8, 12)
+    x = x.reshape(2, 6, 256)
+    out = check_int8(x, wq, s, b, W, 32, 8, "2-d weights")
+    assert out.shape == (2, 6, 40)
+    # float16 and float32 scales and biases
+    for dt in [np.float16, np.float32]:
+        w = rng.standard_normal((48, 384)).astype(dt)
+        wq, s, b = mx.quantize(mx.array(w), 128, 4)
+        assert s.dtype == mx.array(w).dtype
+        x = rng.standard_normal((16, 384)).astype(np.float32)
+        check_int8(x, wq, s, b, dequant(wq, s, b, 128, 4), 128, 4, dt)
+
+
+def test_int8_gemm_rows_and_columns_alone(rng, int8_setting):
+    """A row or column of the product has the same bits whatever else is
+    computed with it (short tiles, padded panels, split row ranges)."""
+    for bits in [4, 8]:
+        x, wq, s, b, _ = case(rng, 150, 512, 64, bits, 45)
+        full = run(x, wq, s, b, 64, bits, 2)
+        np.testing.assert_array_equal(run(x[3:12], wq, s, b, 64, bits, 2), full[3:12])
+        np.testing.assert_array_equal(run(x[:41], wq, s, b, 64, bits, 2), full[:41])
+        np.testing.assert_array_equal(run(x, wq[:65], s[:65], b[:65], 64, bits, 2), full[:, :65])
+        np.testing.assert_array_equal(run(x, wq[17:18], s[17:18], b[17:18], 64, bits, 2), full[:, 17:18])

@@ -21,9 +21,9 @@ FP_MODES = ["mxfp4", "mxfp8", "nvfp4"]
 @pytest.fixture(autouse=True)
 def float_qmv(request):
     """These tests compare with float arithmetic at float32 tolerances: the
-    matrix-vector kernel's float lanes (the int8-activation path, Ember's
-    default for affine 4/8-bit decoding, is tested in test_qmm_kernels.py
-    against a bound of its own; greedy tokens of a tiny random model, whose
+    float kernels (the int8-activation paths, Ember's default for affine
+    4/8-bit weights, are tested in test_qmm_kernels.py against a bound of
+    their own; greedy tokens of a tiny random model, whose
     top logits lie close together, may differ under it)."""
     before = mx._set_qmm_int8(0)
     yield

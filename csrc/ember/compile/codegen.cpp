@@ -19,6 +19,7 @@
 // its exact scalar path, as unary.cpp's loop does.
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <typeindex>
 #include <unordered_map>
 
@@ -103,25 +104,42 @@ EMBER_GEN(NaNEqual, kAll, false)
 #undef EMBER_GEN_FD
 #undef EMBER_GEN
 
+// Ops computed by a few vector instructions (no call of a math function):
+// a row reduction over them accumulates as it computes (see row_kernel),
+// which GCC vectorizes across the lanes.
+template <class Op>
+struct Simple : std::false_type {};
+#define EMBER_SIMPLE(OP) \
+  template <>            \
+  struct Simple<op::OP> : std::true_type {};
+EMBER_SIMPLE(Abs) EMBER_SIMPLE(Negative) EMBER_SIMPLE(Sqrt) EMBER_SIMPLE(Rsqrt) EMBER_SIMPLE(Square)
+EMBER_SIMPLE(Add) EMBER_SIMPLE(Subtract) EMBER_SIMPLE(Multiply) EMBER_SIMPLE(Divide) EMBER_SIMPLE(Maximum)
+EMBER_SIMPLE(Minimum) EMBER_SIMPLE(Equal) EMBER_SIMPLE(NotEqual) EMBER_SIMPLE(Less) EMBER_SIMPLE(LessEqual)
+EMBER_SIMPLE(Greater) EMBER_SIMPLE(GreaterEqual)
+#undef EMBER_SIMPLE
+
 enum class Kind { Unary, Binary, Select, AsType };
 struct OpGen {
   const char* name;
   Kind kind;
   int in_mask;
   bool far;
+  bool simple;  // Simple<Op> (Select and AsType too)
 };
 
 const OpGen* op_gen(const Primitive& p) {
   static const std::unordered_map<std::type_index, OpGen> table = [] {
     std::unordered_map<std::type_index, OpGen> t;
-#define EMBER_U(N, OUT) t.emplace(typeid(Unary<op::N>), OpGen{#N, Kind::Unary, Gen<op::N>::in, Gen<op::N>::far});
-#define EMBER_BI(N, OUT) t.emplace(typeid(Binary<op::N>), OpGen{#N, Kind::Binary, Gen<op::N>::in, false});
+#define EMBER_U(N, OUT) t.emplace(typeid(Unary<op::N>), OpGen{#N, Kind::Unary, Gen<op::N>::in, Gen<op::N>::far, \
+                                                                 Simple<op::N>::value});
+#define EMBER_BI(N, OUT) t.emplace(typeid(Binary<op::N>), OpGen{#N, Kind::Binary, Gen<op::N>::in, false, \
+                                                                   Simple<op::N>::value});
     EMBER_UNARY_OPS(EMBER_U)
     EMBER_BINARY_OPS(EMBER_BI)
 #undef EMBER_U
 #undef EMBER_BI
-    t.emplace(typeid(Select), OpGen{"Select", Kind::Select, kAll, false});
-    t.emplace(typeid(AsType), OpGen{"AsType", Kind::AsType, kAll, false});
+    t.emplace(typeid(Select), OpGen{"Select", Kind::Select, kAll, false, true});
+    t.emplace(typeid(AsType), OpGen{"AsType", Kind::AsType, kAll, false, true});
     return t;
   }();
   auto it = table.find(typeid(p));
@@ -150,8 +168,8 @@ bool fusable(const Primitive& p, const std::vector<Dtype>& in, Dtype out) {
 
 // The functions every kernel calls, one per op, computing as functors.h does
 // for the compute types bool, float and double (after simd_math.h).
-const std::string& kernel_prelude() {
-  static const std::string text = R"EMBERSRC(
+namespace {
+const char* kLoopPrelude = R"EMBERSRC(
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -300,6 +318,46 @@ NOINL void scatter(const T* __restrict t, T* __restrict o, int64_t s, int64_t m)
 }
 }  // namespace
 )EMBERSRC";
+
+// The row programs' reduction helpers (row_kernel below).
+const char* kRowPrelude = R"EMBERSRC(
+namespace {
+template <class T, int L, class Ap, class Leaf>
+T r_pairwise(int64_t off, int64_t n, Ap ap, Leaf& leaf) {
+  if (n <= 4096) return leaf(off, n);
+  const int64_t h = (n / 2 + L - 1) / L * L;
+  const T a = r_pairwise<T, L>(off, h, ap, leaf);
+  return ap(a, r_pairwise<T, L>(off + h, n - h, ap, leaf));
+}
+template <class T, int L, class Ap>
+T r_tree(T* acc, Ap ap) {  // lane j with lane j + w, w = L/2, ..., 1
+  for (int w = L / 2; w >= 1; w /= 2) {
+    for (int j = 0; j < w; ++j) acc[j] = ap(acc[j], acc[j + w]);
+  }
+  return acc[0];
+}
+template <class T, int L, class Ap>
+T r_lanes(const T* __restrict buf, int64_t len, T id, Ap ap) {
+  T acc[L];
+  for (int l = 0; l < L; ++l) acc[l] = id;
+  int64_t i = 0;
+  for (; i + L <= len; i += L) {
+    for (int l = 0; l < L; ++l) acc[l] = ap(acc[l], buf[i + l]);
+  }
+  for (int l = 0; i + l < len; ++l) acc[l] = ap(acc[l], buf[i + l]);
+  return r_tree<T, L>(acc, ap);
+}
+template <class T>
+T r_canon(T v) { return v != v ? std::numeric_limits<T>::quiet_NaN() : v; }
+struct r_sum { template <class T> T operator()(T a, T b) const { return a + b; } };
+struct r_max { template <class T> T operator()(T a, T b) const { return ((a > b) | (a != a)) ? a : b; } };
+struct r_min { template <class T> T operator()(T a, T b) const { return ((a < b) | (a != a)) ? a : b; } };
+}  // namespace
+)EMBERSRC";
+}  // namespace
+
+const std::string& kernel_prelude() {
+  static const std::string text = std::string(kLoopPrelude) + kRowPrelude;
   return text;
 }
 
@@ -503,37 +561,6 @@ static std::string elementwise_kernel(const FusedProgram& prog) {
 // computes and stores the full outputs.
 namespace {
 
-const char* kRowPrelude = R"EMBERSRC(
-namespace {
-template <class T, int L, class Ap, class Leaf>
-T r_pairwise(int64_t off, int64_t n, Ap ap, Leaf& leaf) {
-  if (n <= 4096) return leaf(off, n);
-  const int64_t h = (n / 2 + L - 1) / L * L;
-  const T a = r_pairwise<T, L>(off, h, ap, leaf);
-  return ap(a, r_pairwise<T, L>(off + h, n - h, ap, leaf));
-}
-template <class T, int L, class Ap>
-T r_lanes(const T* __restrict buf, int64_t len, T id, Ap ap) {
-  T acc[L];
-  for (int l = 0; l < L; ++l) acc[l] = id;
-  int64_t i = 0;
-  for (; i + L <= len; i += L) {
-    for (int l = 0; l < L; ++l) acc[l] = ap(acc[l], buf[i + l]);
-  }
-  for (int l = 0; i + l < len; ++l) acc[l] = ap(acc[l], buf[i + l]);
-  for (int w = L / 2; w >= 1; w /= 2) {
-    for (int j = 0; j < w; ++j) acc[j] = ap(acc[j], acc[j + w]);
-  }
-  return acc[0];
-}
-template <class T>
-T r_canon(T v) { return v != v ? std::numeric_limits<T>::quiet_NaN() : v; }
-struct r_sum { template <class T> T operator()(T a, T b) const { return a + b; } };
-struct r_max { template <class T> T operator()(T a, T b) const { return ((a > b) | (a != a)) ? a : b; } };
-struct r_min { template <class T> T operator()(T a, T b) const { return ((a < b) | (a != a)) ? a : b; } };
-}  // namespace
-)EMBERSRC";
-
 std::string row_kernel(const FusedProgram& prog) {
   const int nin = static_cast<int>(prog.in_dtypes.size());
   const int nout = static_cast<int>(prog.outputs.size());
@@ -578,57 +605,98 @@ std::string row_kernel(const FusedProgram& prog) {
     return std::string();
   };
   auto value = [&](int k, bool exact) { return round_to(prog.steps[k].dtype, expr(k, exact)); };
-  // The loop of one pass over [lo, lo + len): the full steps that `targets`
-  // need, per element; `store` writes the targets' values at element j.
-  auto pass = [&](const std::vector<int>& targets, const std::string& lo, const std::string& len,
-                  const std::string& store, const std::string& after, std::ostringstream& out) {
-    std::vector<bool> need(nsteps, false);
-    std::vector<bool> need_in(nin, false);
-    std::vector<int> stack;
-    for (int t : targets) stack.push_back(t);
+  // The full steps that `targets` need (need) and the inputs they read
+  // along the row (need_in).
+  struct Needs {
+    std::vector<bool> step, in;
+    bool far = false;     // a float32 sin/cos/tan among them
+    bool simple = true;   // only simple ops (OpGen::simple), no float16/bfloat16
+  };
+  auto needs = [&](const std::vector<int>& targets) {
+    Needs r{std::vector<bool>(nsteps, false), std::vector<bool>(nin, false)};
+    std::vector<int> stack(targets.begin(), targets.end());
     while (!stack.empty()) {
       int a = stack.back();
       stack.pop_back();
       if (a < 0) {
-        if (!prog.in_row_bcast[-a - 1]) need_in[-a - 1] = true;
+        if (!prog.in_row_bcast[-a - 1]) r.in[-a - 1] = true;
         continue;
       }
-      if (prog.row_scalar[a] || need[a]) continue;
-      need[a] = true;
+      if (prog.row_scalar[a] || r.step[a]) continue;
+      r.step[a] = true;
+      r.far = r.far || far(a);
+      r.simple = r.simple && gens[a]->simple && !is_half(prog.steps[a].dtype);
       for (int b : prog.steps[a].args) stack.push_back(b);
     }
+    return r;
+  };
+  // The head of a block loop over [lo, lo + len): m, its length, and the
+  // pointers of the inputs read (in place when dense, else gathered).
+  auto block_head = [&](const Needs& nd, const std::string& lo, const std::string& len, std::ostringstream& out) {
     out << "    for (int64_t b = " << lo << "; b < " << lo << " + " << len << "; b += B) {\n"
         << "      const int64_t m = " << lo << " + " << len << " - b < B ? " << lo << " + " << len << " - b : B;\n";
     for (int i = 0; i < nin; ++i) {
-      if (!need_in[i]) continue;
+      if (!nd.in[i]) continue;
       const char* t = mtype(prog.in_dtypes[i]);
       out << "      const " << t << "* a" << i << " = x" << i << ";\n      if (si" << i << " == 1) a" << i << " = i"
           << i << " + b; else gather(i" << i << " + b * si" << i << ", si" << i << ", x" << i << ", m);\n";
     }
-    bool any_far = false;
-    for (int k = 0; k < nsteps; ++k) any_far = any_far || (need[k] && far(k));
+  };
+  // The values of element j (the needed full steps, in registers).
+  auto element = [&](const Needs& nd, bool exact, const std::string& indent, std::ostringstream& out) {
+    for (int k = 0; k < nsteps; ++k) {
+      if (!nd.step[k]) continue;
+      out << indent << "const " << ctype(prog.steps[k].dtype) << " v" << k << " = " << value(k, exact) << ";\n";
+      if (!exact && far(k)) {
+        out << indent << "{ const uint32_t u = e_mag(" << ref(prog.steps[k].args[0]) << "); top = u > top ? u : top; }\n";
+      }
+    }
+  };
+  // One pass over [lo, lo + len) computing the full steps that `targets`
+  // need, per element; `store` writes the targets' values at element j,
+  // `after` ends each block. With a float32 sin/cos/tan, a block holding an
+  // argument beyond the accurate bound is computed again exactly.
+  auto pass = [&](const std::vector<int>& targets, const std::string& lo, const std::string& len,
+                  const std::string& store, const std::string& after, std::ostringstream& out) {
+    const Needs nd = needs(targets);
+    block_head(nd, lo, len, out);
     auto loop = [&](bool exact) {
       out << "#pragma GCC ivdep\n      for (int64_t j = 0; j < m; ++j) {\n";
-      for (int k = 0; k < nsteps; ++k) {
-        if (!need[k]) continue;
-        out << "        const " << ctype(prog.steps[k].dtype) << " v" << k << " = " << value(k, exact) << ";\n";
-        if (!exact && far(k)) {
-          out << "        { const uint32_t u = e_mag(" << ref(prog.steps[k].args[0]) << "); top = u > top ? u : top; }\n";
-        }
-      }
+      element(nd, exact, "        ", out);
       out << store << "      }\n";
     };
-    if (any_far) out << "      uint32_t top = 0;\n";
+    if (nd.far) out << "      uint32_t top = 0;\n";
     loop(false);
-    if (any_far) {
+    if (nd.far) {
       out << "      if (top > e_mag(ember::simd::kSinCosAccurateBound)) {\n";
       loop(true);
       out << "      }\n";
     }
     out << after << "    }\n";
   };
+  // A reduction's piece [off, off + len) accumulated as it is computed:
+  // element i of the piece into lane (i - off) mod L, the lanes kept in
+  // registers (blocks start at multiples of L from off), then the tree. For
+  // sums over simple ops only: GCC vectorizes this form across the lanes
+  // (straight-line code), which it does not do for the math functions'
+  // branches nor for max/min's NaN test; those passes compute the piece into
+  // a buffer with the vectorized element loop and reduce the buffer
+  // (r_lanes), and a dense input is reduced in place.
+  auto accumulate = [&](int a, int L, const char* t, const char* op, const std::string& id,
+                        std::ostringstream& out) {
+    const Needs nd = needs({a});
+    out << "    " << t << " acc[" << L << "];\n    for (int l = 0; l < " << L << "; ++l) acc[l] = " << id << ";\n";
+    block_head(nd, "off", "len", out);
+    out << "      int64_t j0 = 0;\n      for (; j0 + " << L << " <= m; j0 += " << L << ") {\n#pragma GCC unroll "
+        << L << "\n        for (int l = 0; l < " << L << "; ++l) {\n          const int64_t j = j0 + l;\n";
+    element(nd, true, "          ", out);
+    out << "          acc[l] = " << op << "(acc[l], " << ref(a) << ");\n        }\n      }\n"
+        << "      for (int l = 0; j0 + l < m; ++l) {\n        const int64_t j = j0 + l;\n";
+    element(nd, true, "        ", out);
+    out << "        acc[l] = " << op << "(acc[l], " << ref(a) << ");\n      }\n    }\n"
+        << "    return r_tree<" << t << ", " << L << ">(acc, " << op << ");\n";
+  };
   std::ostringstream src;
-  src << kRowPrelude;
   src << "extern \"C\" __attribute__((visibility(\"default\"))) void ember_fused(char* const* p, const int64_t* s, "
          "int64_t n) {\n  constexpr int64_t B = 512;\n";
   for (int i = 0; i < nin; ++i) {
@@ -651,15 +719,26 @@ std::string row_kernel(const FusedProgram& prog) {
       const std::string id = prog.step_reduce[k] == 0   ? std::string(t) + "(0)"
                              : prog.step_reduce[k] == 1 ? std::string("-std::numeric_limits<") + t + ">::infinity()"
                                                         : std::string("std::numeric_limits<") + t + ">::infinity()";
-      src << "  " << t << " r" << k << ";\n  {\n    auto leaf = [&](int64_t off, int64_t len) -> " << t
-          << " {\n    alignas(64) " << t << " rb[4096];\n";
-      if (is_row(a)) {
-        src << "    for (int64_t j = 0; j < len; ++j) rb[j] = " << ref(a) << ";\n";
+      src << "  " << t << " r" << k << ";\n  {\n    auto leaf = [&](int64_t off, int64_t len) -> " << t << " {\n";
+      const Needs nd = needs({a});
+      if (a < 0 && !is_row(a)) {  // an input: reduced in place when dense
+        const std::string i = std::to_string(-a - 1);
+        src << "    if (si" << i << " == 1) return r_lanes<" << t << ", " << L << ">(i" << i << " + off, len, " << id
+            << ", " << op << ");\n    alignas(64) " << t << " rb[4096];\n    gather(i" << i << " + off * si" << i
+            << ", si" << i << ", rb, len);\n    return r_lanes<" << t << ", " << L << ">(rb, len, " << id << ", " << op
+            << ");\n";
+      } else if (!is_row(a) && !nd.far && nd.simple && prog.step_reduce[k] == 0) {
+        accumulate(a, L, t, op, id, src);
       } else {
-        pass({a}, "off", "len", "        rb[b - off + j] = " + ref(a) + ";\n", "", src);
+        src << "    alignas(64) " << t << " rb[4096];\n";
+        if (is_row(a)) {
+          src << "    for (int64_t j = 0; j < len; ++j) rb[j] = " << ref(a) << ";\n";
+        } else {
+          pass({a}, "off", "len", "        rb[b - off + j] = " + ref(a) + ";\n", "", src);
+        }
+        src << "    return r_lanes<" << t << ", " << L << ">(rb, len, " << id << ", " << op << ");\n";
       }
-      src << "    return r_lanes<" << t << ", " << L << ">(rb, len, " << id << ", " << op << ");\n    };\n"
-          << "    r" << k << " = r_canon(r_pairwise<" << t << ", " << L << ">(0, n, " << op << ", leaf));\n  }\n";
+      src << "    };\n    r" << k << " = r_canon(r_pairwise<" << t << ", " << L << ">(0, n, " << op << ", leaf));\n  }\n";
     } else if (prog.row_scalar[k]) {
       src << "  const " << t << " r" << k << " = " << value(k, true) << ";\n";
     }

@@ -28,6 +28,25 @@
 #include "ember/array.h"
 #include "ember/primitive.h"
 
+namespace ember {
+
+// Compile's node builder that reuses an existing primitive: the one way to
+// build nodes is make_nodes<P>, which makes a fresh P; this explicit
+// specialization for the tag ReusePrimitive hands array's node constructor
+// the given primitive instead (array befriends every specialization of
+// make_nodes), so that a replay shares the recorded primitive between the
+// traced node and every replayed one and export's unfusing rebuilds a step
+// with its own primitive. Defined in trace.cpp.
+namespace compiler {
+struct ReusePrimitive;
+}
+template <>
+std::vector<array> make_nodes<compiler::ReusePrimitive, const std::shared_ptr<Primitive>&>(
+    std::vector<Shape> shapes, std::vector<Dtype> dtypes, std::vector<array> inputs,
+    const std::shared_ptr<Primitive>& prim);
+
+}  // namespace ember
+
 namespace ember::compiler {
 
 // A traced input: an array of this shape and dtype without a value (marked

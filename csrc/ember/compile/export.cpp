@@ -40,16 +40,6 @@
 
 namespace ember {
 
-// trace.cpp's node builder that reuses an existing primitive (declared here
-// so that unfusing a compiled step rebuilds the node with its own primitive).
-namespace compiler {
-struct ReusePrimitive;
-}
-template <>
-std::vector<array> make_nodes<compiler::ReusePrimitive, const std::shared_ptr<Primitive>&>(
-    std::vector<Shape> shapes, std::vector<Dtype> dtypes, std::vector<array> inputs,
-    const std::shared_ptr<Primitive>& prim);
-
 namespace compiler {
 
 namespace {

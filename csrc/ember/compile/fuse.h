@@ -115,10 +115,14 @@ FusedProgram::Kernel load_kernel(const std::string& source, int level);
 bool compiler_available();
 struct JitStats {
   int64_t memory_hits = 0, disk_hits = 0, compiles = 0, failures = 0;
+  int64_t pch_builds = 0;  // precompiled preludes started in the background
   double compile_seconds = 0;  // wall time spent in the compiler
 };
 JitStats jit_stats();
 void clear_memory_cache();  // for tests: forget loaded kernels (disk stays)
+// Waits for this process's background builds of the precompiled prelude and
+// puts them in place (for tests and benchmarks; compiles do it as they go).
+void wait_pch();
 std::string cache_dir();
 
 }  // namespace ember::compile

@@ -1,8 +1,10 @@
 // Compile's kernel builder: the system C++ compiler, the disk cache and the
 // in-memory cache of fused kernels.
 //
-// A kernel's full source is simd_math.h's text (embedded at build time),
-// the generators' prelude (codegen.cpp) and the kernel. It is compiled for
+// A kernel's full source is the prelude, simd_math.h's text (embedded at
+// build time) and the generators' functions (codegen.cpp), then the kernel;
+// the prelude is a header of its own in the cache folder, which GCC
+// precompiles once (see Pch below). A kernel is compiled for
 // the ISA level in use (-march=x86-64-v2/v3/v4, -ffp-contract=off as the
 // library's kernels) into a shared object in the cache folder
 // ($EMBER_CACHE_DIR, else ~/.cache/ember/kernels) named by a hash of the
@@ -16,6 +18,8 @@
 // graph (one warning per process on stderr).
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -114,19 +118,37 @@ const Compiler& compiler() {
 }
 
 const char* kLevelFlag[] = {"-march=x86-64-v2", "-march=x86-64-v3", "-march=x86-64-v4"};
+// the flags of a kernel's and of the prelude's precompiled header's compile
+// (they must be the same for the compiler to use the header)
 const std::vector<std::string>& common_flags() {
   static const std::vector<std::string> f = {"-std=c++17", "-O3", "-fno-math-errno", "-ffp-contract=off",
-                                             "-mtune=generic", "-fPIC", "-shared", "-fvisibility=hidden",
-                                             "-fno-exceptions", "-w"};
+                                             "-mtune=generic", "-fPIC", "-fvisibility=hidden", "-fno-exceptions",
+                                             "-w"};
   return f;
 }
+
+// The precompiled prelude of one ISA level: the header every kernel source
+// includes (prelude-KEY.h in the cache folder) and its GCC precompiled form
+// (prelude-KEY.h.gch beside it), built in the background (at the idle
+// priority; stopped at exit) after the first compile of a process that does
+// not find it; a compile uses it once it is there (GCC reads the .gch
+// instead of parsing the header when the flags match, and parses the header
+// otherwise, so a kernel never depends on it).
+struct Pch {
+  bool header = false;  // the header file is in place (as of the last compile)
+  bool gave_up = false; // a build failed or the compiler is not GCC: not retried
+  pid_t pid = -1;       // the build in flight
+  std::string tmp, gch;
+};
 
 struct State {
   std::mutex mu;  // the memory cache and one compile at a time per process
   std::unordered_map<std::string, FusedProgram::Kernel> kernels;
-  std::atomic<int64_t> memory_hits{0}, disk_hits{0}, compiles{0}, failures{0};
+  std::atomic<int64_t> memory_hits{0}, disk_hits{0}, compiles{0}, failures{0}, pch_builds{0};
   double compile_seconds = 0;
   uint64_t counter = 0;
+  Pch pch[3];
+  pid_t owner = 0;  // the process whose builds pch[] holds (a fork's child has none)
 };
 State& state() {
   static State* s = new State();  // never destroyed: kernels may run at exit
@@ -162,8 +184,11 @@ FusedProgram::Kernel open_kernel(const std::string& so) {
   return fn;  // the handle stays open for the process's life
 }
 
-// Runs the compiler; true on success. Its output goes to `log`.
-bool run_compiler(const std::string& src, const std::string& so, int level, const std::string& log) {
+// Starts the compiler on `args` (after the flags); its output goes to `log`.
+// -1 when it cannot start.
+// `idle`: at the idle scheduling priority (Linux's SCHED_IDLE), so that a
+// build in the background takes no time from the process's own work.
+pid_t spawn_compiler(const std::vector<std::string>& tail, int level, const std::string& log, bool idle = false) {
   std::vector<std::string> args = {compiler().path};
   if (const char* cxx = std::getenv("CXX"); cxx && *cxx) {  // extra words of $CXX
     std::string s(cxx);
@@ -177,7 +202,7 @@ bool run_compiler(const std::string& src, const std::string& so, int level, cons
   }
   for (const auto& f : common_flags()) args.push_back(f);
   args.push_back(kLevelFlag[level]);
-  args.insert(args.end(), {"-o", so, src});
+  args.insert(args.end(), tail.begin(), tail.end());
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -187,14 +212,43 @@ bool run_compiler(const std::string& src, const std::string& so, int level, cons
   posix_spawn_file_actions_adddup2(&fa, 1, 2);
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   pid_t pid;
-  int rc = posix_spawn(&pid, args[0].c_str(), &fa, nullptr, argv.data(), environ);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+#ifdef SCHED_IDLE
+  if (idle) {
+    struct sched_param sp {};
+    posix_spawnattr_setschedpolicy(&attr, SCHED_IDLE);
+    posix_spawnattr_setschedparam(&attr, &sp);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSCHEDULER);
+  }
+#else
+  (void)idle;
+#endif
+  int rc = posix_spawn(&pid, args[0].c_str(), &fa, &attr, argv.data(), environ);
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return false;
+  return rc == 0 ? pid : -1;
+}
+
+// Whether the child `pid` exited with status 0 (waiting for it unless `poll`;
+// polling a child still running gives false and sets *running).
+bool exited_ok(pid_t pid, bool poll = false, bool* running = nullptr) {
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
+  pid_t r;
+  while ((r = ::waitpid(pid, &status, poll ? WNOHANG : 0)) < 0) {
     if (errno != EINTR) return false;
   }
+  if (r == 0) {
+    if (running) *running = true;
+    return false;
+  }
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+// Runs the compiler on a kernel's source; true on success.
+bool run_compiler(const std::string& src, const std::string& so, int level, const std::string& log) {
+  pid_t pid = spawn_compiler({"-shared", "-o", so, src}, level, log);
+  return pid > 0 && exited_ok(pid);
 }
 
 bool write_file(const std::string& path, const std::string& text) {
@@ -202,6 +256,54 @@ bool write_file(const std::string& path, const std::string& text) {
   if (!f) return false;
   bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
   return std::fclose(f) == 0 && ok;
+}
+
+bool is_gcc() {
+  static const bool gcc = [] {
+    char buf[4096];
+    const char* real = ::realpath(compiler().path.c_str(), buf);
+    std::string name = real ? real : compiler().path;
+    name = name.substr(name.rfind('/') + 1);
+    return name.find("clang") == std::string::npos &&
+           (name.find("g++") != std::string::npos || name.find("c++") != std::string::npos ||
+            name.find("gcc") != std::string::npos);
+  }();
+  return gcc;
+}
+
+bool pch_enabled() {
+  const char* e = std::getenv("EMBER_KERNEL_PCH");
+  return !(e && (std::string(e) == "0" || std::string(e) == "off")) && is_gcc();
+}
+
+// A build's result put in place once it has finished (waiting for it
+// unless `poll`; the caller holds the state's lock).
+void finish_pch(Pch& p, bool poll) {
+  if (p.pid <= 0 || state().owner != ::getpid()) return;
+  bool running = false;
+  const bool ok = exited_ok(p.pid, poll, &running);
+  if (running) return;
+  p.pid = -1;
+  if (!ok || ::rename(p.tmp.c_str(), p.gch.c_str()) != 0) {
+    ::unlink(p.tmp.c_str());
+    p.gave_up = true;
+  }
+  ::unlink((p.tmp + ".log").c_str());
+}
+
+// At exit: a build still running is stopped (nothing outlives the process,
+// which may be about to remove its cache folder).
+void stop_pch_builds() {
+  State& S = state();
+  if (S.owner != ::getpid()) return;
+  for (Pch& p : S.pch) {
+    if (p.pid <= 0) continue;
+    ::kill(p.pid, SIGKILL);
+    exited_ok(p.pid);
+    ::unlink(p.tmp.c_str());
+    ::unlink((p.tmp + ".log").c_str());
+    p.pid = -1;
+  }
 }
 
 }  // namespace
@@ -228,6 +330,7 @@ FusedProgram::Kernel load_kernel(const std::string& source, int level) {
   std::string flags;
   for (const auto& f : common_flags()) flags += f + " ";
   flags += kLevelFlag[level];
+  flags += " -shared";
   const std::string meta = cc.identity + "|" + flags + "|" + EMBER_VERSION + "|";
   // two independent 64-bit hashes: a 128-bit name
   uint64_t h1 = fnv1a(source, fnv1a(meta, prelude_hash));
@@ -257,13 +360,54 @@ FusedProgram::Kernel load_kernel(const std::string& source, int level) {
   // other PID namespaces may share the folder)
   const std::string tmp = dir + "/" + key + ".tmp" + std::to_string(::getpid()) + "." + std::to_string(S.counter++) +
                           "." + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count() & 0xffffff);
-  std::string full = "// Ember " EMBER_VERSION " fused kernel\n#define EMBER_ISA_NS ember_jit\n";
-  full += kSimdMathText;
-  full += kernel_prelude();
-  full += source;
+  // the prelude (simd_math.h's text and the generators' functions) as a
+  // header of its own, named by the prelude, the compiler, the flags and
+  // the version, which the kernel includes
+  Pch& pch = S.pch[level];
+  const std::string prelude = "prelude-" + hex(fnv1a(meta, prelude_hash)) + ".h";
   auto t0 = std::chrono::steady_clock::now();
+  {  // looked for at each compile (one stat): the folder may have been emptied
+    struct stat hs;
+    if (::stat((dir + "/" + prelude).c_str(), &hs) == 0) {
+      pch.header = true;
+    } else {
+      std::string text = "// Ember " EMBER_VERSION " fused-kernel prelude\n#define EMBER_ISA_NS ember_jit\n";
+      text += kSimdMathText;
+      text += kernel_prelude();
+      pch.header = write_file(tmp + ".h", text) && ::rename((tmp + ".h").c_str(), (dir + "/" + prelude).c_str()) == 0;
+      if (!pch.header) ::unlink((tmp + ".h").c_str());
+    }
+  }
+  finish_pch(pch, true);
+  std::string full = "// Ember " EMBER_VERSION " fused kernel\n";
+  if (pch.header) {
+    full += "#include \"" + prelude + "\"\n";
+  } else {  // the prelude inline
+    full += "#define EMBER_ISA_NS ember_jit\n";
+    full += kSimdMathText;
+    full += kernel_prelude();
+  }
+  full += source;
   bool ok = write_file(tmp + ".cpp", full) && run_compiler(tmp + ".cpp", tmp + ".so", level, tmp + ".log");
   S.compile_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // after the first compile without it: the precompiled prelude, built in
+  // the background for the compiles that follow
+  struct stat gs;
+  pch.gch = dir + "/" + prelude + ".gch";
+  if (ok && pch.header && pch.pid <= 0 && !pch.gave_up && ::stat(pch.gch.c_str(), &gs) != 0) {
+    if (!pch_enabled()) {
+      pch.gave_up = true;
+    } else {
+      static std::once_flag at_exit;
+      std::call_once(at_exit, [] { std::atexit(stop_pch_builds); });
+      S.owner = ::getpid();
+      pch.tmp = tmp + ".gch";
+      pch.pid = spawn_compiler({"-x", "c++-header", dir + "/" + prelude, "-o", pch.tmp}, level, pch.tmp + ".log",
+                                true);
+      if (pch.pid > 0) S.pch_builds++;
+      else pch.gave_up = true;
+    }
+  }
   FusedProgram::Kernel fn = nullptr;
   if (ok && ::rename((tmp + ".so").c_str(), so.c_str()) == 0) fn = open_kernel(so);
   if (!fn) {
@@ -290,7 +434,14 @@ JitStats jit_stats() {
   r.compiles = S.compiles;
   r.failures = S.failures;
   r.compile_seconds = S.compile_seconds;
+  r.pch_builds = S.pch_builds;
   return r;
+}
+
+void wait_pch() {
+  State& S = state();
+  std::lock_guard<std::mutex> lock(S.mu);
+  for (Pch& p : S.pch) finish_pch(p, false);
 }
 
 void clear_memory_cache() {

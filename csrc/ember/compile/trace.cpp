@@ -16,14 +16,8 @@
 
 namespace ember {
 
-// Replay shares the recorded primitive between the traced node and every
-// replayed one. The one way to build nodes is make_nodes<P>, which makes a
-// fresh P; this explicit specialization for the tag below hands array's node
-// constructor an existing primitive instead (array befriends every
-// specialization of make_nodes), so neither array.h nor primitive.h changes.
-namespace compiler {
-struct ReusePrimitive;
-}
+// make_nodes<ReusePrimitive> (declared in compile.h): a node of an existing
+// primitive, so neither array.h nor primitive.h changes.
 template <>
 std::vector<array> make_nodes<compiler::ReusePrimitive, const std::shared_ptr<Primitive>&>(
     std::vector<Shape> shapes, std::vector<Dtype> dtypes, std::vector<array> inputs,

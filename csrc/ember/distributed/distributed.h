@@ -8,10 +8,12 @@
 // points it calls, for Open MPI's ABI (handles are addresses of named
 // globals) and MPICH's (handles are ints). Every collective is a graph node (primitives below) whose
 // eval_cpu first checks that all ranks agree on the operation, dtype and
-// shape (ValueError naming both ranks' shapes otherwise; EMBER_DISTRIBUTED_CHECKS=0
-// skips the check, a round trip, for latency) and then waits for
-// MPI with a deadline (EMBER_DISTRIBUTED_TIMEOUT seconds, default 300;
-// RuntimeError when it passes, e.g. when a peer died).
+// shape (ValueError naming both ranks' shapes otherwise) with one message
+// exchanged point to point, which carries a reduction of at most 1 KB
+// itself (EMBER_DISTRIBUTED_CHECKS=0 skips it where it carries no data, a
+// round trip, for latency) and then waits for MPI with a deadline
+// (EMBER_DISTRIBUTED_TIMEOUT seconds, default 300; RuntimeError when it
+// passes, e.g. when a peer died).
 #pragma once
 
 #include <memory>

@@ -78,8 +78,7 @@ struct Lib {
   Handle comm_world, errors_return, op_sum, op_max, op_min, op_lor, op_land, byte, int64;
   Handle native[kNumDtypes] = {};  // MPI's own type for the dtype (nullptr: none)
   Handle bytes[kNumDtypes] = {};   // itemsize contiguous bytes (made at init)
-  Handle custom[kNumDtypes][3] = {};  // user ops for the dtypes MPI cannot reduce
-  Handle check_type = nullptr, check_op = nullptr;  // the agreement check's message (mpi::check_agree)
+  Handle custom[kNumDtypes][3] = {};  // user ops (reduction(): what MPI cannot reduce as we do)
 };
 
 Lib& lib() {
@@ -226,43 +225,6 @@ void check(int rc, const char* what) {
   if (rc != 0) throw std::runtime_error(std::string("[distributed] ") + what + " failed: " + mpi_error(lib(), rc));
 }
 
-// ---- user reductions: float16, bfloat16, complex max/min -------------------
-
-template <class T>
-bool less(const T& a, const T& b) {
-  if constexpr (std::is_same_v<T, complex64_t>)
-    return a.real() < b.real() || (a.real() == b.real() && a.imag() < b.imag());
-  else
-    return static_cast<float>(a) < static_cast<float>(b);
-}
-
-template <class T, int K>
-void reduce_fn(void* in, void* inout, int* len, Handle*) {
-  const T* a = static_cast<const T*>(in);
-  T* b = static_cast<T*>(inout);
-  int n = *len;
-  for (int i = 0; i < n; i++) {
-    if constexpr (K == 0) {
-      if constexpr (std::is_same_v<T, complex64_t>)
-        b[i] = a[i] + b[i];
-      else
-        b[i] = T(static_cast<float>(a[i]) + static_cast<float>(b[i]));
-    } else if constexpr (K == 1) {
-      if (less(b[i], a[i])) b[i] = a[i];
-    } else {
-      if (less(a[i], b[i])) b[i] = a[i];
-    }
-  }
-}
-
-template <class T>
-void make_ops(Lib& l, Dtype d) {
-  int i = static_cast<int>(d);
-  check(l.Op_create(&reduce_fn<T, 0>, 1, &l.custom[i][0]), "MPI_Op_create");
-  check(l.Op_create(&reduce_fn<T, 1>, 1, &l.custom[i][1]), "MPI_Op_create");
-  check(l.Op_create(&reduce_fn<T, 2>, 1, &l.custom[i][2]), "MPI_Op_create");
-}
-
 double timeout_seconds() {
   static double t = [] {
     const char* e = std::getenv("EMBER_DISTRIBUTED_TIMEOUT");
@@ -295,19 +257,31 @@ std::string peers_state(const Comm& c) {
   return "another rank died, hangs or never took part in it";
 }
 
-// Waits for a request, raising when the deadline passes (a peer that died or
-// never joins) instead of blocking forever. After that the request is still
-// MPI's: the group is marked unusable and the caller keeps the buffers.
-void wait(Comm& c, Handle* req, const char* what) {
+// Waits for `n` requests, raising when the deadline passes (a peer that died
+// or never joins) instead of blocking forever; with no timeout
+// (EMBER_DISTRIBUTED_TIMEOUT=0) it polls for ever. After a timeout the
+// requests are still MPI's: the group is marked unusable and the caller
+// keeps the buffers.
+void wait(Comm& c, Handle* reqs, int n, const char* what) {
   Lib& l = lib();
   using clock = std::chrono::steady_clock;
-  auto deadline = clock::now() + std::chrono::duration<double>(timeout_seconds());
+  bool limited = timeout_seconds() > 0;
+  auto deadline = limited ? clock::now() + std::chrono::duration<double>(timeout_seconds()) : clock::time_point::max();
+  bool done[2] = {false, false};
+  int left = n;
   for (long spins = 0;; spins++) {
-    int flag = 0;
-    check(l.Test(req, &flag, l.status_ignore), what);
-    if (flag) return;
+    for (int i = 0; i < n; i++) {
+      if (done[i]) continue;
+      int flag = 0;
+      check(l.Test(&reqs[i], &flag, l.status_ignore), what);
+      if (flag) {
+        done[i] = true;
+        left--;
+      }
+    }
+    if (left == 0) return;
     if ((spins & 255) == 255) {
-      if (clock::now() > deadline) {
+      if (limited && clock::now() > deadline) {
         std::ostringstream m;
         m << "[distributed] " << what << " did not complete within " << timeout_seconds()
           << " s (EMBER_DISTRIBUTED_TIMEOUT) on rank " << c.rank << " of a group of " << c.size << ": "
@@ -320,6 +294,7 @@ void wait(Comm& c, Handle* req, const char* what) {
     }
   }
 }
+void wait(Comm& c, Handle* req, const char* what) { wait(c, req, 1, what); }
 
 // Raises at once on a group where a collective timed out.
 void usable(Comm& c, const char* what) {
@@ -338,12 +313,15 @@ int as_int(int64_t n, const char* what) {
 }
 
 constexpr int kHeader = 13;  // code, dtype, ndim, size, 8 dims, inline reduction (or -1)
-// The agreement check is one allreduce of this many bytes on every rank and
-// for every collective, whatever it moves: the header and its negation, then
-// up to kInline bytes of a reduction's data, reduced in the same message when
-// it fits (one round trip instead of two for small arrays).
+// Every collective starts with the agreement message: the header and its
+// negation, then, for a reduction of at most kInline bytes, its data, which
+// is reduced in the same message (one exchange instead of two for small
+// arrays). The message travels on point-to-point messages of its own tag
+// (recursive doubling, mpi::check_agree), at most kCheckBytes long.
 constexpr int64_t kInline = 1024;
 constexpr int64_t kCheckBytes = 2 * kHeader * 8 + kInline;
+constexpr int kTag = 0x3e5;       // send / recv
+constexpr int kCheckTag = 0x3e6;  // the agreement message
 
 void header(const mpi::Op& op, int64_t* h) {
   const Shape& s = *op.shape;
@@ -369,48 +347,86 @@ bool lt(const T& a, const T& b) {
     return a < b;
 }
 
-// b = a (+, max, min) b elementwise, as MPI's reductions of the dtype do.
-template <class T>
-void combine(const T* a, T* b, int64_t n, int kind) {
+// b = a (+, max, min) b elementwise, as MPI's reductions of the dtype do
+// (the kind a template argument, so that each loop is one vectorisable body).
+template <class T, int K>
+void combine_k(const T* a, T* b, int64_t n) {
   for (int64_t i = 0; i < n; i++) {
     if constexpr (std::is_same_v<T, bool>) {
-      b[i] = kind == 2 ? (a[i] && b[i]) : (a[i] || b[i]);
-    } else if (kind == 0) {
+      b[i] = K == 2 ? (a[i] && b[i]) : (a[i] || b[i]);
+    } else if constexpr (K == 0) {
       if constexpr (std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>)
         b[i] = T(static_cast<float>(a[i]) + static_cast<float>(b[i]));
       else if constexpr (std::is_integral_v<T>)
         b[i] = static_cast<T>(static_cast<std::make_unsigned_t<T>>(a[i]) + static_cast<std::make_unsigned_t<T>>(b[i]));
       else
         b[i] = a[i] + b[i];
-    } else if (kind == 1) {
-      if (lt(b[i], a[i])) b[i] = a[i];
+    } else if constexpr (K == 1) {
+      b[i] = lt(b[i], a[i]) ? a[i] : b[i];
     } else {
-      if (lt(a[i], b[i])) b[i] = a[i];
+      b[i] = lt(a[i], b[i]) ? a[i] : b[i];
     }
   }
 }
+template <class T>
+void combine(const T* a, T* b, int64_t n, int kind) {
+  if (kind == 0)
+    combine_k<T, 0>(a, b, n);
+  else if (kind == 1)
+    combine_k<T, 1>(a, b, n);
+  else
+    combine_k<T, 2>(a, b, n);
+}
 
-// The check message's MPI_Op: the header part by maximum of [h, -h] (equal
-// headers stay equal, any difference shows as r[i] != -r[kHeader + i]); the
-// data part reduced only where both headers agree and carry data.
-void check_fn(void* in, void* inout, int* len, Handle*) {
-  for (int e = 0; e < *len; e++) {
-    auto* a = reinterpret_cast<int64_t*>(static_cast<char*>(in) + e * kCheckBytes);
-    auto* b = reinterpret_cast<int64_t*>(static_cast<char*>(inout) + e * kCheckBytes);
-    bool same = std::memcmp(a, b, 2 * kHeader * sizeof(int64_t)) == 0;
-    for (int i = 0; i < 2 * kHeader; i++) b[i] = std::max(a[i], b[i]);
-    if (!same || a[12] < 0 || a[12] > 2) continue;
-    int64_t n = a[3];
-    auto dt = static_cast<Dtype>(a[1]);
-    if (n <= 0 || n * size_of(dt) > kInline) continue;
-    int kind = static_cast<int>(a[12]);
-    const void* pa = a + 2 * kHeader;
-    void* pb = b + 2 * kHeader;
-    dispatch_all(dt, [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      combine(static_cast<const T*>(pa), static_cast<T*>(pb), n, kind);
-    });
+// MPI_Ops on `combine` for what MPI cannot reduce, or not as we do: float16,
+// bfloat16, complex max/min, and the sums of 8- and 16-bit integers, which
+// wrap (as NumPy's) where Open MPI's vectorised ones saturate.
+template <class T, int K>
+void reduce_fn(void* in, void* inout, int* len, Handle*) {
+  combine(static_cast<const T*>(in), static_cast<T*>(inout), *len, K);
+}
+
+template <class T>
+void make_ops(Lib& l, Dtype d) {
+  int i = static_cast<int>(d);
+  check(l.Op_create(&reduce_fn<T, 0>, 1, &l.custom[i][0]), "MPI_Op_create");
+  check(l.Op_create(&reduce_fn<T, 1>, 1, &l.custom[i][1]), "MPI_Op_create");
+  check(l.Op_create(&reduce_fn<T, 2>, 1, &l.custom[i][2]), "MPI_Op_create");
+}
+
+// The MPI type and op of a reduction of `dt`: MPI's own where they agree with
+// `combine`, else the dtype's contiguous bytes and a user op.
+std::pair<Handle, Handle> reduction(Dtype dt, ReduceKind k) {
+  Lib& l = lib();
+  int d = static_cast<int>(dt);
+  if (dt == Dtype::bool_) return {l.native[d], k == ReduceKind::min ? l.op_land : l.op_lor};
+  bool narrow_int = dt == Dtype::int8 || dt == Dtype::uint8 || dt == Dtype::int16 || dt == Dtype::uint16;
+  if (!l.native[d] || (dt == Dtype::complex64 && k != ReduceKind::sum) || (narrow_int && k == ReduceKind::sum))
+    return {l.bytes[d], l.custom[d][static_cast<int>(k)]};
+  return {l.native[d], k == ReduceKind::sum ? l.op_sum : k == ReduceKind::max ? l.op_max : l.op_min};
+}
+
+// b = a . b for the agreement message, `a` the part of the lower ranks: the
+// headers by maximum of [h, -h] (equal headers stay equal, any difference
+// shows as b[i] != -b[kHeader + i]); the data reduced only where both headers
+// agree and carry data.
+void check_combine(const int64_t* a, int64_t* b) {
+  bool same = std::memcmp(a, b, 2 * kHeader * sizeof(int64_t)) == 0;
+  for (int i = 0; i < 2 * kHeader; i++) {
+    same = same && a[i] == -a[i < kHeader ? i + kHeader : i - kHeader];  // not already a merge of differing ones
+    b[i] = std::max(a[i], b[i]);
   }
+  if (!same || a[12] < 0 || a[12] > 2) return;
+  int64_t n = a[3];
+  auto dt = static_cast<Dtype>(a[1]);
+  if (n <= 0 || n * size_of(dt) > kInline) return;
+  int kind = static_cast<int>(a[12]);
+  const void* pa = a + 2 * kHeader;
+  void* pb = b + 2 * kHeader;
+  dispatch_all(dt, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    combine(static_cast<const T*>(pa), static_cast<T*>(pb), n, kind);
+  });
 }
 
 std::string describe(const int64_t* h) {
@@ -504,9 +520,10 @@ Group init(bool strict) {
   make_ops<float16_t>(l, Dtype::float16);
   make_ops<bfloat16_t>(l, Dtype::bfloat16);
   make_ops<complex64_t>(l, Dtype::complex64);
-  check(l.Type_contiguous(static_cast<int>(kCheckBytes), l.byte, &l.check_type), "MPI_Type_contiguous");
-  check(l.Type_commit(&l.check_type), "MPI_Type_commit");
-  check(l.Op_create(&check_fn, 1, &l.check_op), "MPI_Op_create");
+  make_ops<int8_t>(l, Dtype::int8);
+  make_ops<uint8_t>(l, Dtype::uint8);
+  make_ops<int16_t>(l, Dtype::int16);
+  make_ops<uint16_t>(l, Dtype::uint16);
   auto c = std::make_shared<Comm>();
   c->handle = l.comm_world;
   check(l.Comm_rank(c->handle, &c->rank), "MPI_Comm_rank");
@@ -550,6 +567,60 @@ Group Group::split(int color, int key) const {
   return Group(c);
 }
 
+// The agreement message (`cur`, `bytes` long) reduced over the group by
+// recursive doubling on point-to-point messages: log2(size) exchanges, and
+// one before and one after for the ranks beyond the largest power of two,
+// which fold into their neighbour. Each pair combines its parts in rank
+// order, so that every rank ends with the same bits. (MPI_Iallreduce builds
+// a schedule on every call, and a user-defined op on a derived type costs
+// more still: twice this for a small message.) `in` receives the partner's
+// part; the result is in one of the two.
+const int64_t* reduce_check(Comm& c, int64_t* cur, int64_t* in, int bytes, const char* what) {
+  Lib& l = lib();
+  int p = c.size, r = c.rank;
+  int pof2 = 1;
+  while (pof2 * 2 <= p) pof2 *= 2;
+  int rem = p - pof2;
+  auto trade = [&](int peer, bool give, bool take) {
+    Handle reqs[2];
+    int n = 0;
+    if (take) check(l.Irecv(in, static_cast<int>(kCheckBytes), l.byte, peer, kCheckTag, c.handle, &reqs[n++]), "MPI_Irecv");
+    if (give) check(l.Isend(cur, bytes, l.byte, peer, kCheckTag, c.handle, &reqs[n++]), "MPI_Isend");
+    wait(c, reqs, n, what);
+  };
+  int vr = r - rem;  // the rank among the power of two; -1: folded into the next rank
+  if (r < 2 * rem) {
+    vr = r % 2 ? r / 2 : -1;
+    if (vr < 0) {
+      trade(r + 1, true, false);
+    } else {
+      trade(r - 1, false, true);
+      check_combine(in, cur);
+    }
+  }
+  if (vr >= 0) {
+    for (int mask = 1; mask < pof2; mask <<= 1) {
+      int vpeer = vr ^ mask;
+      trade(vpeer < rem ? 2 * vpeer + 1 : vpeer + rem, true, true);
+      if (vpeer < vr) {
+        check_combine(in, cur);
+      } else {
+        check_combine(cur, in);
+        std::swap(cur, in);
+      }
+    }
+  }
+  if (r < 2 * rem) {
+    if (vr >= 0) {
+      trade(r - 1, true, false);
+    } else {
+      trade(r + 1, false, true);
+      std::swap(cur, in);
+    }
+  }
+  return cur;
+}
+
 namespace mpi {
 
 bool checks_enabled() {
@@ -562,37 +633,37 @@ bool checks_enabled() {
 
 bool check_agree(Comm& c, const Op& op, const void* data, void* result) {
   usable(c, op.name);
-  if (!checks_enabled()) return false;
-  Lib& l = lib();
-  // heap buffers: after a timeout MPI still owns them (kept, never freed)
-  auto h = std::make_unique<int64_t[]>(kCheckBytes / 8);
-  auto r = std::make_unique<int64_t[]>(kCheckBytes / 8);
-  header(op, h.get());
-  for (int i = 0; i < kHeader; i++) h[kHeader + i] = -h[i];
-  int64_t nbytes = h[3] * size_of(op.dtype);
+  int64_t nbytes = size_of(op.dtype);
+  for (auto d : *op.shape) nbytes *= d;
   bool carried = op.inline_kind >= 0 && data && nbytes <= kInline;
-  if (carried && nbytes > 0) std::memcpy(h.get() + 2 * kHeader, data, static_cast<size_t>(nbytes));
-  if (bounded()) {
-    Handle req = nullptr;
-    check(l.Iallreduce(h.get(), r.get(), 1, l.check_type, l.check_op, c.handle, &req), op.name);
-    try {
-      wait(c, &req, op.name);
-    } catch (const Timeout&) {
-      h.release();
-      r.release();
-      throw;
-    }
-  } else {
-    check(l.Allreduce(h.get(), r.get(), 1, l.check_type, l.check_op, c.handle), op.name);
+  // without the check only a reduction that rides in the message sends it
+  if (!checks_enabled() && !carried) return false;
+  Lib& l = lib();
+  // one heap block for the message and the partner's: after a timeout MPI
+  // still owns them (kept, never freed)
+  constexpr int64_t words = kCheckBytes / 8;
+  std::unique_ptr<int64_t[]> block(new int64_t[2 * words]);
+  int64_t* h = block.get();
+  header(op, h);
+  for (int i = 0; i < kHeader; i++) h[kHeader + i] = -h[i];
+  int64_t mine[kHeader];
+  std::memcpy(mine, h, sizeof(mine));
+  if (carried && nbytes > 0) std::memcpy(h + 2 * kHeader, data, static_cast<size_t>(nbytes));
+  const int64_t* r;
+  try {
+    r = reduce_check(c, h, h + words, static_cast<int>(2 * kHeader * 8 + (carried ? nbytes : 0)), op.name);
+  } catch (const Timeout&) {
+    block.release();
+    throw;
   }
   bool same = true;
   for (int i = 0; i < kHeader; i++) same = same && r[i] == -r[kHeader + i];
   if (same) {
-    if (carried && nbytes > 0) std::memcpy(result, r.get() + 2 * kHeader, static_cast<size_t>(nbytes));
+    if (carried && nbytes > 0) std::memcpy(result, r + 2 * kHeader, static_cast<size_t>(nbytes));
     return carried;
   }
   std::vector<int64_t> all(static_cast<size_t>(kHeader) * c.size);
-  check(l.Allgather(h.get(), kHeader, l.int64, all.data(), kHeader, l.int64, c.handle), op.name);
+  check(l.Allgather(mine, kHeader, l.int64, all.data(), kHeader, l.int64, c.handle), op.name);
   int other = 1;
   while (other < c.size && std::memcmp(&all[0], &all[static_cast<size_t>(other) * kHeader],
                                        kHeader * sizeof(int64_t)) == 0)
@@ -607,16 +678,7 @@ bool check_agree(Comm& c, const Op& op, const void* data, void* result) {
 
 void all_reduce(Comm& c, const void* in, void* out, int64_t count, Dtype dt, ReduceKind k) {
   Lib& l = lib();
-  int d = static_cast<int>(dt);
-  Handle type = l.native[d], op;
-  if (dt == Dtype::bool_) {
-    op = k == ReduceKind::min ? l.op_land : l.op_lor;
-  } else if (type && !(dt == Dtype::complex64 && k != ReduceKind::sum)) {
-    op = k == ReduceKind::sum ? l.op_sum : k == ReduceKind::max ? l.op_max : l.op_min;
-  } else {
-    type = l.bytes[d];
-    op = l.custom[d][static_cast<int>(k)];
-  }
+  auto [type, op] = reduction(dt, k);
   const char* in_p = static_cast<const char*>(in);
   char* out_p = static_cast<char*>(out);
   int64_t item = size_of(dt);
@@ -649,16 +711,9 @@ void all_gather(Comm& c, const void* in, void* out, int64_t count, Dtype dt) {
 
 void reduce_scatter(Comm& c, const void* in, void* out, int64_t count, Dtype dt) {
   Lib& l = lib();
-  int d = static_cast<int>(dt);
   as_int(count * c.size, "sum_scatter");
   int n = static_cast<int>(count);
-  Handle type = l.native[d], op = l.op_sum;
-  if (dt == Dtype::bool_) {
-    op = l.op_lor;
-  } else if (!type) {
-    type = l.bytes[d];
-    op = l.custom[d][0];
-  }
+  auto [type, op] = reduction(dt, ReduceKind::sum);
   if (bounded()) {
     Handle req = nullptr;
     check(l.Ireduce_scatter_block(in, out, n, type, op, c.handle, &req), "MPI_Ireduce_scatter_block");
@@ -667,18 +722,6 @@ void reduce_scatter(Comm& c, const void* in, void* out, int64_t count, Dtype dt)
     check(l.Reduce_scatter_block(in, out, n, type, op, c.handle), "MPI_Reduce_scatter_block");
   }
 }
-
-namespace {
-constexpr int kTag = 0x3e5;
-
-void p2p_wait(Comm& c, Handle* req, bool bounded_wait, const char* what) {
-  if (bounded_wait) wait(c, req, what);
-  else {
-    int flag = 0;
-    while (!flag) check(lib().Test(req, &flag, lib().status_ignore), what);
-  }
-}
-}  // namespace
 
 void send(Comm& c, const Op& op, const void* buf, int64_t count, int dst) {
   usable(c, op.name);
@@ -691,9 +734,9 @@ void send(Comm& c, const Op& op, const void* buf, int64_t count, int dst) {
   Handle r1 = nullptr, r2 = nullptr;
   check(l.Isend(h, kHeader, l.int64, dst, kTag, c.handle, &r1), "MPI_Isend");
   check(l.Isend(buf, n, type, dst, kTag, c.handle, &r2), "MPI_Isend");
+  Handle reqs[2] = {r1, r2};
   try {
-    p2p_wait(c, &r1, bounded(), op.name);
-    p2p_wait(c, &r2, bounded(), op.name);
+    wait(c, reqs, 2, op.name);
   } catch (const Timeout&) {
     h_buf.release();
     throw;
@@ -710,7 +753,7 @@ void recv(Comm& c, const Op& op, void* buf, int64_t count, int src) {
   Handle req = nullptr;
   check(l.Irecv(theirs, kHeader, l.int64, src, kTag, c.handle, &req), "MPI_Irecv");
   try {
-    p2p_wait(c, &req, bounded(), op.name);
+    wait(c, &req, op.name);
   } catch (const Timeout&) {
     theirs_buf.release();
     throw;
@@ -726,7 +769,7 @@ void recv(Comm& c, const Op& op, void* buf, int64_t count, int src) {
                   c.handle, &r),
           "MPI_Irecv");
     try {
-      p2p_wait(c, &r, bounded(), op.name);
+      wait(c, &r, op.name);
     } catch (const Timeout&) {
       sink.release();
       throw;
@@ -738,7 +781,7 @@ void recv(Comm& c, const Op& op, void* buf, int64_t count, int src) {
   }
   check(l.Irecv(buf, as_int(count, op.name), l.bytes[static_cast<int>(op.dtype)], src, kTag, c.handle, &req),
         "MPI_Irecv");
-  p2p_wait(c, &req, bounded(), op.name);
+  wait(c, &req, op.name);
 }
 
 }  // namespace mpi

@@ -81,6 +81,17 @@ for dt in DTYPES:
         ref = to_np(mx.array(ref.astype(np.float32)).astype(getattr(mx, dt)))
     np.testing.assert_array_equal(to_np(y), ref, err_msg=f"sum_scatter {dt}")
 
+# ---- sums that overflow wrap as NumPy's, small (in the agreement message) and
+# large (MPI's reduction; Open MPI's own for 8- and 16-bit integers saturates)
+for dt in ("int8", "uint8", "int16", "uint16", "int32", "uint64"):
+    for size in (10, 3000):
+        info = np.iinfo(dt)
+        xs = [np.random.default_rng(50 + k).integers(info.max // 2, info.max, size, dtype=dt) for k in range(n)]
+        got = np.array(D.all_sum(mx.array(xs[r])))
+        np.testing.assert_array_equal(got, np.sum(np.stack(xs), axis=0, dtype=dt), err_msg=f"all_sum {dt} {size}")
+        got = np.array(D.sum_scatter(mx.array(np.concatenate([xs[r]] * n))))
+        np.testing.assert_array_equal(got, np.sum(np.stack(xs), axis=0, dtype=dt), err_msg=f"sum_scatter {dt} {size}")
+
 # ---- layouts: 0-d, empty, transposed, broadcast, negative strides -------------
 x0 = mx.array(float(r + 1))
 assert D.all_sum(x0).item() == n * (n + 1) / 2

@@ -1,12 +1,14 @@
-// Matmul: float32/float64/complex64 through OpenBLAS. Operands whose
-// matrices are row- or column-major (any leading dimension, any batch
-// strides, broadcast included) are passed as they are with the matching
-// transpose flag; others are copied once. Work is split across cores by
-// Ember's pool (whole products of a batch, or row/column blocks of one
-// product) with OpenBLAS single-threaded inside. Integer and bool matmul use
-// a plain loop; half types are converted to float32 tile by tile. Compiled
-// once per ISA level (backend/cpu/isa.h): the conversions and the integer
-// loop vectorize for the level.
+// Matmul: float32 on the FMA levels through Ember's own packed kernel
+// (below); float64, complex64 and float32 at the baseline through OpenBLAS.
+// Operands whose matrices are row- or column-major (any leading dimension,
+// any batch strides, broadcast included) are passed as they are with the
+// matching transpose flag; others are copied once. Work is split across
+// cores by Ember's pool (whole products of a batch; the tiles of one float32
+// product; row/column blocks of one OpenBLAS product, OpenBLAS
+// single-threaded inside). Integer and bool matmul use a plain loop; half
+// types are converted to float32 tile by tile. Compiled once per ISA level
+// (backend/cpu/isa.h): the kernel, the conversions and the integer loop are
+// the level's.
 
 #include "ember/backend/cpu/isa_unit.h"
 
@@ -86,6 +88,301 @@ void naive_gemm(const T* a, bool ta, int64_t lda, const T* b, bool tb, int64_t l
   }
 }
 
+#if EMBER_ISA_HAS_AVX2
+// ---------------------------------------------------------------------------
+// float32 products on the FMA levels: Ember's own packed kernel, sized for
+// the level Ember runs at (OpenBLAS runs the kernel set it detects or
+// OPENBLAS_CORETYPE names, e.g. its AVX2 Haswell set at half the AVX-512
+// rate, and blocks a thread's share of a mid-sized product poorly).
+//
+// Both operands are packed, in K-blocks of at most kKC, into zero-padded
+// panels: A as [K-block][MR-row panel][k][MR], B as [K-block][NR-column
+// panel][k][NR] — one layout whatever each operand's transpose flag (the
+// transposing packs go through 8x8 register transposes). A register tile of
+// MR rows x NV vectors (NR = NV * W columns) of C accumulates one K-block;
+// the next K-block starts from the stored tile, so every element of C is one
+// fused multiply-add chain over k = 0..K-1 in order: the bits depend neither
+// on the level (AVX2 or AVX-512), the tile shapes, the blocking nor the
+// thread split. Packing is one parallel phase, the tiles of C a second,
+// each handed out to whichever thread asks next.
+#if EMBER_ISA_HAS_AVX512
+constexpr int kMR = 8, kNV = 3;   // 24 accumulators of 32 registers
+#else
+constexpr int kMR = 6, kNV = 2;   // 12 accumulators of 16 registers
+#endif
+using FV = typename Vec<float>::V;
+constexpr int kW = Vec<float>::W;
+constexpr int kNR = kNV * kW;
+constexpr int64_t kKC = 256;               // k per block: a B micro-panel near L1's size
+constexpr int64_t kMCPanels = 256 / kMR;   // rows of A per task: a (rows x kKC) block in L2
+constexpr int64_t kPackLimit = int64_t(16) << 20;  // floats of packed operands per pass, at most
+constexpr int64_t kPackMin = int64_t(1) << 18;     // and at least (if the product needs them)
+constexpr int64_t kMinTaskFmas = int64_t(1) << 20;  // the least work of a task when splitting finer
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// C tile (MR x NV vectors at c, row stride ldc) = [C tile if accumulate] +
+// ap * bp over kc steps (ap: kc x MR; bp: kc rows of NR, the first NV
+// vectors read: a narrower kernel for the last columns of C)
+template <int NV>
+void micro_tile(int64_t kc, const float* __restrict ap, const float* __restrict bp, float* c, int64_t ldc,
+                bool accumulate) {
+  FV acc[kMR][NV];
+#pragma GCC unroll 8
+  for (int r = 0; r < kMR; ++r)
+#pragma GCC unroll 3
+    for (int j = 0; j < NV; ++j) acc[r][j] = accumulate ? vload<FV>(c + r * ldc + j * kW) : FV{};
+  for (int64_t k = 0; k < kc; ++k) {
+    FV bv[NV];
+#pragma GCC unroll 3
+    for (int j = 0; j < NV; ++j) bv[j] = vload<FV>(bp + k * kNR + j * kW);
+#pragma GCC unroll 8
+    for (int r = 0; r < kMR; ++r) {
+      const FV av = splat<FV>(ap[k * kMR + r]);
+#pragma GCC unroll 3
+      for (int j = 0; j < NV; ++j) acc[r][j] = vfma(av, bv[j], acc[r][j]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < kMR; ++r)
+#pragma GCC unroll 3
+    for (int j = 0; j < NV; ++j) vstore(c + r * ldc + j * kW, acc[r][j]);
+}
+
+// the kernel of a tile whose columns fill nv vectors (1..kNV)
+using MicroTile = void (*)(int64_t, const float*, const float*, float*, int64_t, bool);
+inline MicroTile micro_for(int64_t nv) {
+  if constexpr (kNV == 3) return nv >= 3 ? micro_tile<3> : nv == 2 ? micro_tile<2> : micro_tile<1>;
+  else return nv >= 2 ? micro_tile<2> : micro_tile<1>;
+}
+
+// dst[i * ldd + r] = src[r * lds + i] for an 8 x 8 block
+inline void transpose8(const float* src, int64_t lds, float* dst, int64_t ldd) {
+  __m256 r[8], t[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * lds);
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int h = 0; h < 8; h += 4) {
+    r[h] = _mm256_shuffle_ps(t[h], t[h + 2], 0x44);
+    r[h + 1] = _mm256_shuffle_ps(t[h], t[h + 2], 0xEE);
+    r[h + 2] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0x44);
+    r[h + 3] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0xEE);
+  }
+  for (int i = 0; i < 4; ++i) {
+    _mm256_storeu_ps(dst + i * ldd, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
+    _mm256_storeu_ps(dst + (i + 4) * ldd, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
+  }
+}
+
+// One panel: dst[k * P + q] = X(q, k) for q < n (zero for n <= q < P),
+// k < kc, where X(q, k) = src[q * ld + k] (`along_k`: each q's values lie
+// along k, the transposing case) or src[k * ld + q].
+template <int P>
+void pack_panel(const float* src, bool along_k, int64_t ld, int64_t n, int64_t kc, float* dst) {
+  if (!along_k) {
+    if (n == P) {  // whole rows of P values: vector copies
+      for (int64_t k = 0; k < kc; ++k) std::memcpy(dst + k * P, src + k * ld, P * sizeof(float));
+      return;
+    }
+    for (int64_t k = 0; k < kc; ++k) {
+      const float* s = src + k * ld;
+      float* d = dst + k * P;
+      int64_t q = 0;
+      for (; q < n; ++q) d[q] = s[q];
+      for (; q < P; ++q) d[q] = 0.0f;
+    }
+    return;
+  }
+  int64_t q0 = 0;
+  for (; q0 + 8 <= n; q0 += 8) {  // 8 values of q at a time through register transposes
+    int64_t k = 0;
+    for (; k + 8 <= kc; k += 8) transpose8(src + q0 * ld + k, ld, dst + k * P + q0, P);
+    for (; k < kc; ++k)
+      for (int q = 0; q < 8; ++q) dst[k * P + q0 + q] = src[(q0 + q) * ld + k];
+  }
+  for (int64_t q = q0; q < n; ++q)
+    for (int64_t k = 0; k < kc; ++k) dst[k * P + q] = src[q * ld + k];
+  for (int64_t q = std::max(q0, n); q < P; ++q)
+    for (int64_t k = 0; k < kc; ++k) dst[k * P + q] = 0.0f;
+}
+
+// C (M x N, element (i, j) at c[i * rs + j * cs]) = op(A) op(B) (+ C if add), where
+// op(A)(i, k) = ta ? a[k * lda + i] : a[i * lda + k], op(B)(k, j) = tb ?
+// b[j * ldb + k] : b[k * ldb + j].
+struct Sgemm {
+  const float* a;
+  bool ta;
+  int64_t lda;
+  const float* b;
+  bool tb;
+  int64_t ldb;
+  float* c;
+  int64_t rs, cs;
+  int64_t M, N, K;
+  bool add;  // C += op(A) op(B)
+
+  void run(bool threaded) const {
+    const int64_t mp = ceil_div(M, kMR), np = ceil_div(N, kNR);
+    // passes over bands of k, rows and columns, so that the packed operands
+    // of one pass stay within about twice the operands' size, at least
+    // kPackMin and at most kPackLimit floats
+    const int64_t limit = std::clamp(2 * (M + N) * K, kPackMin, kPackLimit);
+    const int64_t kband = std::min(K, std::max(kKC, limit / (std::min(mp, kMCPanels) * kMR + kNR)));
+    const int64_t per = std::max<int64_t>(limit / (2 * kband), 1);
+    const int64_t mband = std::min(mp, std::max(per / kMR, kMCPanels));
+    const int64_t nband = std::min(np, std::max<int64_t>(per / kNR, 1));
+    Scratch pack((mband * kMR + nband * kNR) * kband);
+    for (int64_t k0 = 0; k0 < K; k0 += kband)
+      for (int64_t m0 = 0; m0 < mp; m0 += mband)
+        for (int64_t n0 = 0; n0 < np; n0 += nband)
+          pass(Band{m0, std::min(mband, mp - m0), n0, std::min(nband, np - n0), k0, std::min(kband, K - k0)},
+               pack.data, pack.data + mband * kMR * kband, n0 == 0, m0 == 0 || nband < np, threaded);
+  }
+
+ private:
+  struct Scratch {
+    std::shared_ptr<Buffer> buf;
+    float* data;
+    explicit Scratch(int64_t n)
+        : buf(allocator::malloc(static_cast<size_t>(n) * sizeof(float))), data(static_cast<float*>(buf->ptr())) {}
+  };
+  // row panels [m0, m0 + mn), column panels [n0, n0 + nn), k in [k0, k0 + kn)
+  struct Band {
+    int64_t m0, mn, n0, nn, k0, kn;
+  };
+
+  // tasks [0, n) to whichever thread asks next (all on this one when not threaded)
+  template <class F>
+  static void tasks(int64_t n, bool threaded, F&& f) {
+    std::atomic<int64_t> next{0};
+    const int64_t workers = threaded ? std::min<int64_t>(num_threads(), n) : 1;
+    parallel_for(workers, 1, [&](int64_t, int64_t) {
+      for (int64_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < n;) f(i);
+    });
+  }
+
+  // The split of a band's tiles into tasks (row groups x column groups) with
+  // the least estimated time on nt threads: whole rounds of the largest
+  // task, each its FMAs plus its operand traffic; row groups of at most
+  // kMCPanels panels (A's block stays in L2). Where the work allows, at
+  // least 4 tasks a thread of kMinTaskFmas or more: a thread the OS takes
+  // away for a while (a shared machine) then holds up one small task, not
+  // half the product.
+  static std::pair<int64_t, int64_t> split(int64_t mn, int64_t nn, int64_t kn, int64_t nt) {
+    const int64_t mt_min = ceil_div(mn, kMCPanels);
+    const int64_t fmas = mn * nn * kMR * kNR * kn;
+    const int64_t want = nt > 1 ? std::min(4 * nt, std::max<int64_t>(fmas / kMinTaskFmas, 1)) : 1;
+    std::pair<int64_t, int64_t> best{mn, nn};
+    double best_cost = -1;
+    bool best_enough = false;
+    for (int64_t mt = mt_min; mt <= std::min(mn, std::max(mt_min * 2 * nt, want)); ++mt) {
+      for (int64_t ntn = 1; ntn <= std::min(nn, std::max(2 * nt, want)); ++ntn) {
+        const int64_t rows = ceil_div(mn, mt), cols = ceil_div(nn, ntn);
+        const int64_t ntasks = ceil_div(mn, rows) * ceil_div(nn, cols);
+        const double cost =
+            double(ceil_div(ntasks, nt)) * (double(rows * cols) * kMR * kNR + 4.0 * (rows * kMR + cols * kNR));
+        const bool enough = ntasks >= want;
+        if (best_cost < 0 || (enough && !best_enough) || (enough == best_enough && cost < best_cost))
+          best_cost = cost, best = {rows, cols}, best_enough = enough;
+      }
+    }
+    return best;  // panels per task: rows, columns
+  }
+
+  // pa: [k-block][mn][kcb][MR], pb: [k-block][nn][kcb][NR]; packed here
+  // unless the previous pass left them there (pack_a, pack_b false)
+  void pass(const Band& bd, float* pa, float* pb, bool pack_a, bool pack_b, bool threaded) const {
+    const int64_t nkb = ceil_div(bd.kn, kKC), kc = ceil_div(bd.kn, nkb);
+    auto kblock = [&](int64_t kb) { return std::min(kc, bd.kn - kb * kc); };
+    // packing: units of one B panel or of kNR / kMR A panels, per k-block
+    const int64_t agroup = std::max(kNR / kMR, 1);
+    const int64_t au = pack_a ? ceil_div(bd.mn, agroup) : 0, bu = pack_b ? bd.nn : 0;
+    tasks(nkb * (au + bu), threaded, [&](int64_t u) {
+      const int64_t kb = u / (au + bu), w = u % (au + bu), p0 = kb * kc, kcb = kblock(kb), k = bd.k0 + p0;
+      if (w < au) {
+        for (int64_t p = w * agroup; p < std::min(bd.mn, (w + 1) * agroup); ++p) {
+          const int64_t i0 = (bd.m0 + p) * kMR;
+          const float* src = ta ? a + k * lda + i0 : a + i0 * lda + k;
+          pack_panel<kMR>(src, !ta, lda, std::min<int64_t>(kMR, M - i0), kcb,
+                          pa + p0 * bd.mn * kMR + p * kcb * kMR);
+        }
+      } else {
+        const int64_t p = w - au, j0 = (bd.n0 + p) * kNR;
+        const float* src = tb ? b + j0 * ldb + k : b + k * ldb + j0;
+        pack_panel<kNR>(src, tb, ldb, std::min<int64_t>(kNR, N - j0), kcb, pb + p0 * bd.nn * kNR + p * kcb * kNR);
+      }
+    });
+    const auto [trows, tcols] = split(bd.mn, bd.nn, bd.kn, threaded ? num_threads() : 1);
+    const int64_t tn = ceil_div(bd.nn, tcols);
+    tasks(ceil_div(bd.mn, trows) * tn, threaded, [&](int64_t t) {
+      const int64_t pm0 = (t / tn) * trows, pm1 = std::min(bd.mn, pm0 + trows);
+      const int64_t pn0 = (t % tn) * tcols, pn1 = std::min(bd.nn, pn0 + tcols);
+      alignas(64) float tile[kMR * kNR] = {};
+      for (int64_t kb = 0; kb < nkb; ++kb) {
+        const int64_t p0 = kb * kc, kcb = kblock(kb);
+        const bool acc = add || bd.k0 + p0 > 0;
+        for (int64_t pn = pn0; pn < pn1; ++pn) {
+          const float* bpan = pb + p0 * bd.nn * kNR + pn * kcb * kNR;
+          const int64_t j0 = (bd.n0 + pn) * kNR, cols = std::min<int64_t>(kNR, N - j0);
+          const MicroTile micro = micro_for(ceil_div(cols, kW));
+          for (int64_t pm = pm0; pm < pm1; ++pm) {
+            const float* apan = pa + p0 * bd.mn * kMR + pm * kcb * kMR;
+            const int64_t i0 = (bd.m0 + pm) * kMR, rows = std::min<int64_t>(kMR, M - i0);
+            float* ct = c + i0 * rs + j0 * cs;
+            if (cs == 1 && rows == kMR && cols == kNR) {
+              micro_tile<kNV>(kcb, apan, bpan, ct, rs, acc);
+            } else {  // an edge tile, or C stored transposed: through a local tile
+              if (acc) tile_copy<true>(ct, tile, rows, cols);
+              micro(kcb, apan, bpan, tile, kNR, acc);
+              tile_copy<false>(ct, tile, rows, cols);
+            }
+          }
+        }
+      }
+    });
+  }
+
+  // the valid part of a tile of C into `tile` (Load) or back
+  template <bool Load>
+  void tile_copy(float* ct, float* tile, int64_t rows, int64_t cols) const {
+    int64_t j0 = 0;
+    if (rs == 1 && kMR == 8 && rows == 8) {  // C stored transposed: whole 8 x 8 blocks by register transposes
+      for (; j0 + 8 <= cols; j0 += 8) {
+        if constexpr (Load) transpose8(ct + j0 * cs, cs, tile + j0, kNR);
+        else transpose8(tile + j0, kNR, ct + j0 * cs, cs);
+      }
+    }
+    for (int64_t j = j0; j < cols; ++j) {
+      for (int64_t r = 0; r < rows; ++r) {
+        float& x = ct[r * rs + j * cs];
+        float& t = tile[r * kNR + j];
+        if constexpr (Load) t = x;
+        else x = t;
+      }
+    }
+  }
+};
+
+// The padded work of a product with M rows and N columns of C (the last
+// columns in whole vectors)
+inline int64_t padded_work(int64_t M, int64_t N) { return ceil_div(M, kMR) * kMR * ceil_div(N, kW) * kW; }
+
+// One float32 product (see Sgemm); C row-major with leading dimension ldc,
+// added to (add) or overwritten. A product with few columns is computed as
+// C^T = op(B)^T op(A)^T (its rows fill the wide side of the tile), stored
+// transposed.
+void sgemm(const float* a, bool ta, int64_t lda, const float* b, bool tb, int64_t ldb, float* c, int64_t ldc,
+           int64_t M, int64_t N, int64_t K, bool threaded, bool add = false) {
+  if (padded_work(N, M) * 5 < padded_work(M, N) * 4) {
+    Sgemm{b, !tb, ldb, a, !ta, lda, c, 1, ldc, N, M, K, add}.run(threaded);
+  } else {
+    Sgemm{a, ta, lda, b, tb, ldb, c, ldc, 1, M, N, K, add}.run(threaded);
+  }
+}
+#endif  // EMBER_ISA_HAS_AVX2
+
 // Half-precision operands: tiles of kTileK columns of A and rows of B are
 // converted to float32 and accumulated by sgemm into a float32 product,
 // rounded to the output type once. Memory stays O(M * kTileK + kTileK * N +
@@ -137,12 +434,17 @@ void half_gemm(const T* a, bool ta, int64_t lda, const T* b, bool tb, int64_t ld
       for (int64_t k = 0; k < kb; ++k)
         for (int64_t j = 0; j < N; ++j) tb_buf[k * N + j] = static_cast<float>(b[(k0 + k) * ldb + j]);
     }
+#if EMBER_ISA_HAS_AVX2
+    sgemm(ta_buf.data(), ta, ta ? M : kb, tb_buf.data(), tb, tb ? kb : N, acc.data(), N, M, N, kb, false, true);
+#else
     scipy_cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, kb, 1.0f,
                       ta_buf.data(), ta ? M : kb, tb_buf.data(), tb ? kb : N, 1.0f, acc.data(), N);
+#endif
   }
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) c[i * ldc + j] = T(acc[i * N + j]);
 }
+
 
 // One product C (M x N, leading dim ldc) = op(A) op(B) on the calling thread.
 template <class T>
@@ -150,7 +452,11 @@ void gemm(const T* a, bool ta, int64_t lda, const T* b, bool tb, int64_t ldb, T*
           int64_t N, int64_t K) {
   auto fa = ta ? CblasTrans : CblasNoTrans, fb = tb ? CblasTrans : CblasNoTrans;
   if constexpr (std::is_same_v<T, float>) {
+#if EMBER_ISA_HAS_AVX2
+    sgemm(a, ta, lda, b, tb, ldb, c, ldc, M, N, K, false);
+#else
     scipy_cblas_sgemm(CblasRowMajor, fa, fb, M, N, K, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+#endif
   } else if constexpr (std::is_same_v<T, double>) {
     scipy_cblas_dgemm(CblasRowMajor, fa, fb, M, N, K, 1.0, a, lda, b, ldb, 0.0, c, ldc);
   } else if constexpr (is_complex_v<T>) {
@@ -163,7 +469,8 @@ void gemm(const T* a, bool ta, int64_t lda, const T* b, bool tb, int64_t ldb, T*
   }
 }
 
-constexpr int64_t kParallelFlops = int64_t(1) << 21;  // below: one thread
+constexpr int64_t kParallelFlops = int64_t(1) << 21;      // below: one thread
+constexpr int64_t kThreadedItemFlops = int64_t(1) << 25;  // batch items this large: each split over the pool
 
 }  // namespace
 
@@ -178,13 +485,26 @@ void matmul_eval(const std::vector<array>& inputs, std::vector<array>& outputs) 
     return;
   }
   MatView A = prepare(inputs[0], batch), B = prepare(inputs[1], batch);
-  cpu::SingleThreadedBlas single;
+  // OpenBLAS single-threaded inside Ember's split (blas.h); the own kernel needs no switch
+  const Dtype t = out.dtype();
+  const bool own_kernel = EMBER_ISA_HAS_AVX2 && (t == Dtype::float32 || t == Dtype::float16 || t == Dtype::bfloat16);
+  std::unique_ptr<cpu::SingleThreadedBlas> single;
+  if (is_inexact(t) && !own_kernel) single = std::make_unique<cpu::SingleThreadedBlas>();
   const double flops = 2.0 * M * N * K;
   dispatch_all(out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* pa = A.arr.data<T>();
     const T* pb = B.arr.data<T>();
     T* pc = out.data<T>();
+#if EMBER_ISA_HAS_AVX2
+    if constexpr (std::is_same_v<T, float>) {
+      if (batch > 1 && flops >= kThreadedItemFlops) {  // large products one after another, each split
+        for (int64_t i = 0; i < batch; ++i)
+          sgemm(pa + A.offsets[i], A.trans, A.ld, pb + B.offsets[i], B.trans, B.ld, pc + i * M * N, N, M, N, K, true);
+        return;
+      }
+    }
+#endif
     if (batch > 1) {  // whole products per chunk
       int64_t grain = std::max<int64_t>(1, static_cast<int64_t>(kParallelFlops / flops));
       cpu::parallel_for(batch, grain, [&](int64_t b0, int64_t b1) {
@@ -193,9 +513,15 @@ void matmul_eval(const std::vector<array>& inputs, std::vector<array>& outputs) 
       });
       return;
     }
-    // one product: split the rows of C (or its columns when there are few rows)
     const T* a = pa + A.offsets[0];
     const T* b = pb + B.offsets[0];
+#if EMBER_ISA_HAS_AVX2
+    if constexpr (std::is_same_v<T, float>) {  // one product: sgemm splits its tiles itself
+      sgemm(a, A.trans, A.ld, b, B.trans, B.ld, pc, N, M, N, K, flops >= kParallelFlops);
+      return;
+    }
+#endif
+    // one product: split the rows of C (or its columns when there are few rows)
     const bool by_rows = M >= N || M >= 256;
     const int64_t extent = by_rows ? M : N;
     const int64_t grain = flops < kParallelFlops ? extent : std::max<int64_t>(32, extent / 8);

@@ -1,19 +1,26 @@
 // The quantized matrix product (QuantizedMatmul's kernel, arguments in
 // backend/cpu/qmm.h), compiled once per ISA level.
 //
-// Two paths:
-//  - matrix-vector (transpose, M <= 8, codes of 1, 2, 4 or 8 bits): each
-//    output row's codes are unpacked in registers, 16 words at a time: lane
-//    j of a chunk holds word j, whose `per` codes are the consecutive columns
-//    chunk + j*per + i, so x is read through a copy permuted the same way
-//    (xp[i*16 + j]); the chunk's lane sums are scaled by their group's scale
-//    and the biases enter once per group as bias * sum(x over the group).
-//    No dequantized weights are written anywhere.
+// Paths, first match:
+//  - int8 matrix-vector (the int8 setting on, affine 4/8 bits, transpose,
+//    M <= 8, K a multiple of 128, finite x): x quantized to int8 per block
+//    of 32, integer dot products over each weight row (below);
+//  - int8 matrix-matrix (the same but M > 8, any K that the groups of 32,
+//    64 or 128 divide): the same arithmetic as register-blocked tiles over a
+//    transposed weight panel (below);
+//  - float matrix-vector (transpose, M <= 8, codes of 1, 2, 4 or 8 bits):
+//    each output row's codes are unpacked in registers, 16 words at a time:
+//    lane j of a chunk holds word j, whose `per` codes are the consecutive
+//    columns chunk + j*per + i, so x is read through a copy permuted the same
+//    way (xp[i*16 + j]); the chunk's lane sums are scaled by their group's
+//    scale and the biases enter once per group as bias * sum(x over the
+//    group). No dequantized weights are written anywhere.
 //  - otherwise: tiles of the weights dequantized into a per-thread float32
 //    panel (about 128 KB) and multiplied by sgemm, accumulating over K tiles.
-// Work is split over output rows/column blocks (and the batch) with the
-// pool. The lane arithmetic is multiply then add, never fused, so every
-// level computes the same bits.
+// Work is split over output rows/column blocks (and the batch), handed out
+// to the pool's threads one task at a time (float paths: a fixed split).
+// The lane arithmetic is multiply then add, never fused, so every level
+// computes the same bits.
 #include "ember/backend/cpu/isa_unit.h"
 
 #if !defined(EMBER_ISA_SINGLE) && EMBER_ISA_LEVEL == 4
@@ -22,6 +29,7 @@
 #pragma GCC target("prefer-vector-width=512")
 #endif
 #include "ember/backend/cpu/qmm.h"
+#include "ember/backend/cpu/loops.h"
 
 namespace ember::cpu::EMBER_ISA_NS {
 
@@ -33,16 +41,36 @@ float half_to_float(uint16_t h) {
   return static_cast<float>(v);
 }
 
+// Bytes of one scale (or bias) of scale_kind.
+inline int64_t scale_bytes(int kind) { return kind == 0 ? 4 : kind == 3 ? 1 : 2; }
+
 // Row r's scales (or biases) as float32 (n values).
 void row_scales(const QmmArgs& a, const void* base, int64_t r, int64_t n, float* dst) {
   if (a.scale_kind == 0) {
     std::memcpy(dst, static_cast<const float*>(base) + r * n, n * sizeof(float));
   } else if (a.scale_kind == 1) {
     const uint16_t* p = static_cast<const uint16_t*>(base) + r * n;
-    for (int64_t i = 0; i < n; ++i) dst[i] = half_to_float(p[i]);
+    int64_t i = 0;
+#if EMBER_ISA_HAS_AVX2  // F16C (exact conversions: the same values as below)
+    for (; i + 8 <= n; i += 8)
+      _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i))));
+#endif
+    for (; i < n; ++i) dst[i] = half_to_float(p[i]);
   } else if (a.scale_kind == 2) {
     const uint16_t* p = static_cast<const uint16_t*>(base) + r * n;
-    for (int64_t i = 0; i < n; ++i) {
+    int64_t i = 0;
+#if EMBER_ISA_HAS_AVX2
+    for (; i + 8 <= n; i += 8) {
+      const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i)));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), _mm256_slli_epi32(h, 16));
+    }
+#elif defined(__SSE4_1__)
+    for (; i + 4 <= n; i += 4) {
+      const __m128i h = _mm_cvtepu16_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + i)));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), _mm_slli_epi32(h, 16));
+    }
+#endif
+    for (; i < n; ++i) {
       uint32_t u = static_cast<uint32_t>(p[i]) << 16;
       std::memcpy(dst + i, &u, 4);
     }
@@ -456,11 +484,28 @@ void quantize_x_int8(const float* x, int64_t M, int64_t K, int64_t gs, int8_t* x
 
 // sum over g of bi[g] * xs[g]: 8 partial sums (g mod 8), then a pairwise
 // tree (a fixed order, independent of the vector width)
+#if EMBER_ISA_HAS_AVX2
+// p[0..8) summed by the tree below (w = 4, 2, 1), in registers
+inline float tree8(__m256 v) {
+  __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+  return _mm_cvtss_f32(_mm_add_ss(h, _mm_shuffle_ps(h, h, 1)));
+}
+#endif
+
 inline float bias_dot(const float* bi, const float* xs, int64_t G) {
-  float p[8] = {};
   int64_t g = 0;
+#if EMBER_ISA_HAS_AVX2
+  __m256 v = _mm256_setzero_ps();
+  for (; g + 8 <= G; g += 8) v = _mm256_add_ps(v, _mm256_mul_ps(_mm256_loadu_ps(bi + g), _mm256_loadu_ps(xs + g)));
+  if (g == G) return tree8(v);
+  alignas(32) float p[8];
+  _mm256_store_ps(p, v);
+#else
+  float p[8] = {};
   for (; g + 8 <= G; g += 8)
     for (int j = 0; j < 8; ++j) p[j] = p[j] + bi[g + j] * xs[g + j];
+#endif
   for (int j = 0; g < G; ++g, ++j) p[j] = p[j] + bi[g] * xs[g];
   for (int w = 4; w >= 1; w /= 2)
     for (int j = 0; j < w; ++j) p[j] = p[j] + p[j + w];
@@ -482,6 +527,7 @@ struct I8V {
   static I load(const void* p) { return _mm512_loadu_si512(p); }
   static I set1_8(int v) { return _mm512_set1_epi8(static_cast<char>(v)); }
   static I set1_16(int v) { return _mm512_set1_epi16(static_cast<short>(v)); }
+  static I set1_32(int v) { return _mm512_set1_epi32(v); }
   static I band(I a, I b) { return _mm512_and_si512(a, b); }
   static I srl4(I a) { return _mm512_srli_epi16(a, 4); }
   static I dot_u8s8(I u, I s, I ones) { return _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), ones); }
@@ -503,6 +549,7 @@ struct I8V {
   static I load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
   static I set1_8(int v) { return _mm256_set1_epi8(static_cast<char>(v)); }
   static I set1_16(int v) { return _mm256_set1_epi16(static_cast<short>(v)); }
+  static I set1_32(int v) { return _mm256_set1_epi32(v); }
   static I band(I a, I b) { return _mm256_and_si256(a, b); }
   static I srl4(I a) { return _mm256_srli_epi16(a, 4); }
   static I dot_u8s8(I u, I s, I ones) { return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), ones); }
@@ -524,6 +571,7 @@ struct I8V {
   static I load(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
   static I set1_8(int v) { return _mm_set1_epi8(static_cast<char>(v)); }
   static I set1_16(int v) { return _mm_set1_epi16(static_cast<short>(v)); }
+  static I set1_32(int v) { return _mm_set1_epi32(v); }
   static I band(I a, I b) { return _mm_and_si128(a, b); }
   static I srl4(I a) { return _mm_srli_epi16(a, 4); }
   static I dot_u8s8(I u, I s, I ones) { return _mm_madd_epi16(_mm_maddubs_epi16(u, s), ones); }
@@ -576,6 +624,15 @@ void qmv_int8_rows(const QmmArgs& a, int64_t b, int64_t n0, int64_t n1, int64_t 
       // the next row's first lines (the rest streams in behind them)
       for (int64_t o = 0; o < std::min<int64_t>(wb, 512); o += 64)
         _mm_prefetch(reinterpret_cast<const char*>(wr + wb + o), _MM_HINT_T0);
+      // and the scales and biases of the row after it (a tenth of the bytes
+      // of 4-bit weights, else a stall of their own at each row's start)
+      if (n + 2 < n1) {
+        const int64_t sb = G * scale_bytes(a.scale_kind);
+        for (int64_t o = 0; o < sb; o += 64) {
+          _mm_prefetch(static_cast<const char*>(a.scales) + (row + 2) * sb + o, _MM_HINT_T0);
+          _mm_prefetch(static_cast<const char*>(a.biases) + (row + 2) * sb + o, _MM_HINT_T0);
+        }
+      }
     }
     typename V::F total[MR][R];
     for (int m = 0; m < MR; ++m)
@@ -627,11 +684,19 @@ void qmv_int8_rows(const QmmArgs& a, int64_t b, int64_t n0, int64_t n1, int64_t 
       }
     }
     for (int m = 0; m < MR; ++m) {
+      // the 16 lanes by the fixed tree (w = 8, 4, 2, 1)
+#if EMBER_ISA_HAS_AVX512
+      const float h0 = tree8(_mm256_add_ps(_mm512_castps512_ps256(total[m][0]), _mm512_extractf32x8_ps(total[m][0], 1)));
+#elif EMBER_ISA_HAS_AVX2
+      const float h0 = tree8(_mm256_add_ps(total[m][0], total[m][1]));
+#else
       alignas(64) float h[16];
       for (int r = 0; r < R; ++r) V::fstore(h + r * LPR, total[m][r]);
       for (int wdt = 8; wdt >= 1; wdt /= 2)
         for (int j = 0; j < wdt; ++j) h[j] = h[j] + h[j + wdt];
-      a.out[(b * M + m0 + m) * N + n] = h[0] + bias_dot(bi, xsum + (m0 + m) * G, G);
+      const float h0 = h[0];
+#endif
+      a.out[(b * M + m0 + m) * N + n] = h0 + bias_dot(bi, xsum + (m0 + m) * G, G);
     }
   }
 }
@@ -686,9 +751,13 @@ void qmv_int8(const QmmArgs& a) {
   std::vector<int8_t> xq(BM * K);
   std::vector<float> dl(BM * chunks * 16), xsum(BM * G, 0.0f);
   quantize_x_int8<BITS>(a.x, BM, K, a.group_size, xq.data(), dl.data(), xsum.data());
-  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(K, 1));
-  parallel_for(a.batch * N, grain, [&](int64_t t0, int64_t t1) {
-    while (t0 < t1) {
+  // chunks of rows handed out one at a time (a core lent elsewhere for a
+  // while takes fewer), about 16 a thread, each at least 32 KB of weights
+  const int64_t rows = a.batch * N, nt = num_threads();
+  const int64_t min_rows = std::max<int64_t>(1, 32768 * 8 / (K * BITS));
+  const int64_t chunk = std::max<int64_t>(min_rows, (rows + 16 * nt - 1) / (16 * nt));
+  dynamic_for((rows + chunk - 1) / chunk, no_state, [&](int64_t c, NoState&) {
+    for (int64_t t0 = c * chunk, t1 = std::min(rows, t0 + chunk); t0 < t1;) {
       const int64_t b = t0 / N, n0 = t0 % N, n1 = std::min(N, n0 + (t1 - t0));
       const int8_t* xb = xq.data() + b * M * K;
       const float* db = dl.data() + b * M * chunks * 16;
@@ -703,6 +772,354 @@ void qmv_int8(const QmmArgs& a) {
         }
       }
       t0 += n1 - n0;
+    }
+  });
+}
+
+// --------------------------------------------------------------------------
+// The int8 matrix-matrix path (M > 8: prefill; affine 4- and 8-bit weights,
+// transpose, group sizes that are multiples of 32). The same arithmetic as
+// the int8 matrix-vector path — x quantized per block of 32 columns (d =
+// max|x| / 127, q = round(x / d)), exact integer sums of u8 weight codes
+// times the int8 x per block, each block's sum scaled in float by its
+// group's scale times its d, the biases once per group times the group's
+// sum of the quantized x — but laid out as an outer product: the lanes of a
+// vector are output columns n, each lane holding 4 consecutive codes of its
+// weight row, and x's 4 int8 of the same columns are broadcast to all lanes
+// (vpdpbusd, or pmaddubsw + pmaddwd). A tile of MR rows of x times P weight
+// rows keeps MR x NV integer accumulators in registers over a block; the
+// float totals live in a per-task buffer (touched once per block).
+//
+// The weights of P rows and a slice of KB columns are transposed once per
+// task and slice into a panel (word w: the P rows' words w, 4-bit codes
+// split into their even and odd codes, one byte each) that every row of x
+// reuses; x is stored per 8 columns as the 4 even then the 4 odd ones for
+// 4 bits, in column order for 8. Lane n's float steps are the same on every
+// level and for either integer instruction (the integer sums are exact), so
+// every level gives the same bits.
+//
+// Per (m, n): total = 0; for each group g, for each block b of g: total +=
+// float(isum(b)) * (s[g] * d[b]); then total += bias[g] * xsum[g].
+#if defined(__SSSE3__) || EMBER_ISA_HAS_AVX2
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+// I8V's register, its lanes the output columns
+struct GV : I8V {
+  static constexpr int L = B / 4;
+  static I bcast(const int8_t* p) {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return set1_32(v);
+  }
+  static I dot4(I acc, I w, I x) { return add32(acc, dot_u8s8(w, x, set1_16(1))); }  // pair sums fit int16
+  static I dot8(I acc, I w, I x) {  // 8-bit codes as 16 hi + lo
+    const I m = set1_8(0x0F);
+    acc = add32(acc, dot_u8s8(band(srl4(w), m), x, set1_16(16)));
+    return add32(acc, dot_u8s8(band(w, m), x, set1_16(1)));
+  }
+#if EMBER_ISA_HAS_AVX512
+  static I vnni(I acc, I w, I x) { return dpbusd(acc, w, x); }
+  static bool has_vnni() { return __builtin_cpu_supports("avx512vnni"); }
+#elif EMBER_ISA_HAS_AVX2
+  static I vnni(I acc, I w, I x) {  // AVX-VNNI (VEX-encoded vpdpbusd)
+    __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(w), "x"(x));
+    return acc;
+  }
+  static bool has_vnni() { return __builtin_cpu_supports("avxvnni"); }
+#else
+  static I vnni(I acc, I w, I x) { return dot8(acc, w, x); }  // not selected (no VNNI without AVX)
+  static bool has_vnni() { return false; }
+#endif
+};
+// accumulators: 16 of 32 registers with AVX-512 (8 weight vectors a word),
+// 8 of 16 below it
+constexpr int kGNV = EMBER_ISA_HAS_AVX512 ? 4 : 2, kGMR = EMBER_ISA_HAS_AVX2 ? 4 : 2;
+#else
+// another architecture: one lane in plain C++
+struct GV {
+  using I = int32_t;
+  using F = float;
+  static constexpr int L = 1;
+  static I zero() { return 0; }
+  static I load(const uint32_t* p) { return static_cast<I>(*p); }
+  static I bcast(const int8_t* p) {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+  }
+  static I dot8(I acc, I w, I x) {
+    for (int i = 0; i < 4; ++i)
+      acc += static_cast<int32_t>((static_cast<uint32_t>(w) >> (8 * i)) & 255) *
+             static_cast<int8_t>(static_cast<uint32_t>(x) >> (8 * i));
+    return acc;
+  }
+  static I dot4(I acc, I w, I x) { return dot8(acc, w, x); }
+  static I vnni(I acc, I w, I x) { return dot8(acc, w, x); }
+  static bool has_vnni() { return false; }
+  static F cvt(I a) { return static_cast<float>(a); }
+  static F fload(const float* p) { return *p; }
+  static F fset1(float v) { return v; }
+  static F mul(F a, F b) { return a * b; }
+  static F add(F a, F b) { return a + b; }
+  static void fstore(float* p, F a) { *p = a; }
+};
+constexpr int kGNV = 4, kGMR = 2;
+#endif
+constexpr int kGP = kGNV * GV::L;  // weight rows a panel
+constexpr int kGKB = 256;          // columns a panel slice (a multiple of every group size)
+constexpr int kGMC = 32;           // rows of x a pass over the slices
+
+// x rows [r0, r1) (rows of K) -> xq (int8, the layout above), d (K / 32 a
+// row) and xs (K / gs a row), with the rounding of quantize_x_int8.
+template <int BITS>
+void quantize_rows_q8(const float* x, int64_t r0, int64_t r1, int64_t K, int64_t gs, int8_t* xq, float* d,
+                      float* xs) {
+  const int64_t nb = K / kXB, G = K / gs, bpg = gs / kXB;
+  std::vector<int32_t> isum(nb);
+  for (int64_t r = r0; r < r1; ++r) {
+    const float* xm = x + r * K;
+    int8_t* o = xq + r * K;
+    for (int64_t b = 0; b < nb; ++b) {
+      const float* xb = xm + b * kXB;
+      float amax = 0.0f;
+      for (int k = 0; k < kXB; ++k) amax = std::max(amax, std::fabs(xb[k]));
+      const float db = amax / 127.0f;
+      const float id = db >= std::numeric_limits<float>::min() ? 1.0f / db : 0.0f;
+      int8_t q[kXB];
+      int32_t s = 0;
+      for (int k = 0; k < kXB; ++k) {
+        // round to nearest even (|x * id| <= 127.x: adding 1.5 * 2^23 leaves
+        // units), as nearbyint in the default rounding mode
+        float v = (xb[k] * id + 12582912.0f) - 12582912.0f;
+        v = std::min(127.0f, std::max(-127.0f, v));
+        q[k] = static_cast<int8_t>(v);
+        s += q[k];
+      }
+      isum[b] = s;
+      d[r * nb + b] = db;
+      int8_t* ob = o + b * kXB;
+      if (BITS == 4) {
+        for (int j = 0; j < kXB / 8; ++j)
+          for (int i = 0; i < 4; ++i) {
+            ob[8 * j + i] = q[8 * j + 2 * i];
+            ob[8 * j + 4 + i] = q[8 * j + 2 * i + 1];
+          }
+      } else {
+        std::memcpy(ob, q, kXB);
+      }
+    }
+    for (int64_t g = 0; g < G; ++g) {
+      float acc = 0.0f;
+      for (int64_t b = g * bpg; b < (g + 1) * bpg; ++b) acc = acc + d[r * nb + b] * static_cast<float>(isum[b]);
+      xs[r * G + g] = acc;
+    }
+  }
+}
+
+// Weight rows [n0, n0 + kGP) of batch item b (rows past N as zeros),
+// columns [k0, k1), into panel: word w (KW = 32 / BITS columns) at
+// panel + w * PW * kGP, PW = 2 (even codes, then odd) for 4 bits, 1 for 8.
+template <int BITS>
+void pack_panel(const QmmArgs& a, int64_t b, int64_t n0, int64_t k0, int64_t k1, uint32_t* panel) {
+  constexpr int KW = 32 / BITS, PW = BITS == 4 ? 2 : 1;
+  const int64_t N = a.N, wc = a.K / KW, nw = (k1 - k0) / KW;
+  const uint32_t* base = a.w + b * N * wc + k0 / KW;
+  int64_t w0 = 0;
+#if EMBER_ISA_HAS_AVX512
+  // 16 x 16 word transposes
+  const __m512i m4 = _mm512_set1_epi32(0x0F0F0F0F);
+  const int64_t nw16 = nw / 16 * 16;
+  for (int q = 0; q < kGP / 16; ++q) {  // 16 rows at a time (16 streams), all their words
+    for (w0 = 0; w0 < nw16; w0 += 16) {
+      __m512i r[16], t[16];
+      for (int i = 0; i < 16; ++i) {
+        const int64_t n = n0 + q * 16 + i;
+        r[i] = n < N ? _mm512_loadu_si512(base + n * wc + w0) : _mm512_setzero_si512();
+      }
+      for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+      }
+      for (int i = 0; i < 16; i += 4) {
+        r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+        r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+        r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+        r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+      }
+      // r[4i + c]: 128-bit lane l holds word 4l + c of rows 4i..4i+3
+      for (int c = 0; c < 4; ++c) {
+        const __m512i v0 = _mm512_shuffle_i32x4(r[c], r[4 + c], 0x88), v1 = _mm512_shuffle_i32x4(r[c], r[4 + c], 0xDD);
+        const __m512i u0 = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0x88);
+        const __m512i u1 = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0xDD);
+        t[c] = _mm512_shuffle_i32x4(v0, u0, 0x88);       // word c
+        t[4 + c] = _mm512_shuffle_i32x4(v1, u1, 0x88);   // word 4 + c
+        t[8 + c] = _mm512_shuffle_i32x4(v0, u0, 0xDD);   // word 8 + c
+        t[12 + c] = _mm512_shuffle_i32x4(v1, u1, 0xDD);  // word 12 + c
+      }
+      for (int j = 0; j < 16; ++j) {
+        uint32_t* p = panel + (w0 + j) * PW * kGP + q * 16;
+        if (BITS == 4) {
+          _mm512_storeu_si512(p, _mm512_and_si512(t[j], m4));
+          _mm512_storeu_si512(p + kGP, _mm512_and_si512(_mm512_srli_epi32(t[j], 4), m4));
+        } else {
+          _mm512_storeu_si512(p, t[j]);
+        }
+      }
+    }
+  }
+  w0 = nw16;
+#endif
+  for (int64_t n = 0; n < kGP; ++n) {
+    const uint32_t* wr = base + (n0 + n) * wc;
+    for (int64_t w = w0; w < nw; ++w) {
+      const uint32_t u = n0 + n < N ? wr[w] : 0u;
+      uint32_t* p = panel + w * PW * kGP + n;
+      if (BITS == 4) {
+        p[0] = u & 0x0F0F0F0Fu;
+        p[kGP] = (u >> 4) & 0x0F0F0F0Fu;
+      } else {
+        p[0] = u;
+      }
+    }
+  }
+}
+
+// Rows m0 .. m0 + MR of the tile times the panel's weight rows, groups [g0,
+// g1) of the slice that starts at column k0: tot (MR rows of kGP floats)
+// += their terms. xq, d, xs point to row m0.
+template <int BITS, int MR, bool VNNI>
+void gemm_tile(const uint32_t* panel, int64_t k0, int64_t g0, int64_t g1, int64_t gs, const float* sp,
+               const float* bp, const int8_t* xq, int64_t K, const float* d, const float* xs, int64_t G, float* tot) {
+  using V = GV;
+  using I = typename V::I;
+  constexpr int NV = kGNV, P = kGP, L = V::L, KW = 32 / BITS, PW = BITS == 4 ? 2 : 1;
+  const int64_t nb = K / kXB;
+  for (int64_t g = g0; g < g1; ++g) {
+    typename V::F sv[NV];
+    for (int v = 0; v < NV; ++v) sv[v] = V::fload(sp + g * P + v * L);
+    for (int64_t blk = g * gs / kXB; blk < (g + 1) * gs / kXB; ++blk) {
+      I acc[MR][NV];
+      for (int m = 0; m < MR; ++m)
+        for (int v = 0; v < NV; ++v) acc[m][v] = V::zero();
+      const uint32_t* pw = panel + (blk * kXB - k0) / KW * PW * P;
+      for (int j = 0; j < kXB / KW; ++j, pw += PW * P) {
+        const int64_t k = blk * kXB + j * KW;
+        if (BITS == 4) {
+          I we[NV], wo[NV];
+          for (int v = 0; v < NV; ++v) {
+            we[v] = V::load(pw + v * L);
+            wo[v] = V::load(pw + P + v * L);
+          }
+          for (int m = 0; m < MR; ++m) {
+            const I xe = V::bcast(xq + m * K + k), xo = V::bcast(xq + m * K + k + 4);
+            for (int v = 0; v < NV; ++v) {
+              if (VNNI) acc[m][v] = V::vnni(V::vnni(acc[m][v], we[v], xe), wo[v], xo);
+              else acc[m][v] = V::dot4(V::dot4(acc[m][v], we[v], xe), wo[v], xo);
+            }
+          }
+        } else {
+          I w[NV];
+          for (int v = 0; v < NV; ++v) w[v] = V::load(pw + v * L);
+          for (int m = 0; m < MR; ++m) {
+            const I xv = V::bcast(xq + m * K + k);
+            for (int v = 0; v < NV; ++v) acc[m][v] = VNNI ? V::vnni(acc[m][v], w[v], xv) : V::dot8(acc[m][v], w[v], xv);
+          }
+        }
+      }
+      for (int m = 0; m < MR; ++m) {
+        const typename V::F dm = V::fset1(d[m * nb + blk]);
+        for (int v = 0; v < NV; ++v) {
+          float* t = tot + m * P + v * L;
+          V::fstore(t, V::add(V::fload(t), V::mul(V::cvt(acc[m][v]), V::mul(sv[v], dm))));
+        }
+      }
+    }
+    for (int m = 0; m < MR; ++m) {
+      const typename V::F xm = V::fset1(xs[m * G + g]);
+      for (int v = 0; v < NV; ++v) {
+        float* t = tot + m * P + v * L;
+        V::fstore(t, V::add(V::fload(t), V::mul(V::fload(bp + g * P + v * L), xm)));
+      }
+    }
+  }
+}
+#if EMBER_ISA_HAS_AVX512
+#pragma GCC diagnostic pop
+#endif
+
+// gemm_tile for the last, short tile too (r <= R rows)
+template <int BITS, bool VNNI, int R>
+void gemm_rows(int64_t r, const uint32_t* panel, int64_t k0, int64_t g0, int64_t g1, int64_t gs, const float* sp,
+               const float* bp, const int8_t* xq, int64_t K, const float* d, const float* xs, int64_t G, float* tot) {
+  if constexpr (R > 1) {
+    if (r < R) return gemm_rows<BITS, VNNI, R - 1>(r, panel, k0, g0, g1, gs, sp, bp, xq, K, d, xs, G, tot);
+  }
+  gemm_tile<BITS, R, VNNI>(panel, k0, g0, g1, gs, sp, bp, xq, K, d, xs, G, tot);
+}
+
+template <int BITS, bool VNNI>
+void qmm_int8_gemm(const QmmArgs& a) {
+  constexpr int KW = 32 / BITS, PW = BITS == 4 ? 2 : 1, P = kGP, MR = kGMR;
+  const int64_t M = a.M, N = a.N, K = a.K, gs = a.group_size, G = K / gs, nb = K / kXB;
+  const int64_t BM = a.batch * M;
+  std::vector<int8_t> xq(BM * K);
+  std::vector<float> d(BM * nb), xs(BM * G);
+  parallel_for(BM, std::max<int64_t>(1, 8192 / K), [&](int64_t r0, int64_t r1) {
+    quantize_rows_q8<BITS>(a.x, r0, r1, K, gs, xq.data(), d.data(), xs.data());
+  });
+  // tasks: (batch item, block of P weight rows, chunk of x rows); x is split
+  // only where the weight blocks alone would leave threads idle
+  const int64_t nblocks = (N + P - 1) / P, jobs = a.batch * nblocks, nt = num_threads();
+  int64_t mc = M;
+  if (jobs < 4 * nt) {
+    const int64_t parts = (4 * nt + jobs - 1) / jobs;
+    mc = std::max<int64_t>(4 * MR, ((M + parts - 1) / parts + MR - 1) / MR * MR);
+  }
+  const int64_t mchunks = (M + mc - 1) / mc, tasks = jobs * mchunks;
+  struct Scratch {
+    std::vector<uint32_t> panel;
+    std::vector<float> sp, bp, row, tot;
+  };
+  auto make = [&] {
+    return Scratch{std::vector<uint32_t>(K / KW * PW * P), std::vector<float>(G * P), std::vector<float>(G * P),
+                   std::vector<float>(G), std::vector<float>(kGMC * P)};
+  };
+  dynamic_for(tasks, make, [&](int64_t t, Scratch& st) {
+    std::vector<uint32_t>& panel = st.panel;
+    std::vector<float>& sp = st.sp;
+    std::vector<float>& bp = st.bp;
+    std::vector<float>& row = st.row;
+    std::vector<float>& tot = st.tot;
+    const int64_t b = t / (nblocks * mchunks), n0 = (t / mchunks) % nblocks * P, mb = (t % mchunks) * mc;
+    const int64_t me = std::min(M, mb + mc);
+    for (int64_t n = 0; n < P; ++n) {
+      const bool live = n0 + n < N;
+      if (live) row_scales(a, a.scales, b * N + n0 + n, G, row.data());
+      for (int64_t g = 0; g < G; ++g) sp[g * P + n] = live ? row[g] : 0.0f;
+      if (live) row_scales(a, a.biases, b * N + n0 + n, G, row.data());
+      for (int64_t g = 0; g < G; ++g) bp[g * P + n] = live ? row[g] : 0.0f;
+    }
+    pack_panel<BITS>(a, b, n0, 0, K, panel.data());
+    const int8_t* xb = xq.data() + b * M * K;
+    const float* db = d.data() + b * M * nb;
+    const float* sb = xs.data() + b * M * G;
+    // kGMC rows at a time, over slices of kGKB columns: the slice of the
+    // panel, those rows' x and their totals stay in L1 across the tiles
+    for (int64_t c0 = mb; c0 < me; c0 += kGMC) {
+      const int64_t c1 = std::min(me, c0 + kGMC);
+      std::fill(tot.begin(), tot.end(), 0.0f);
+      for (int64_t k0 = 0; k0 < K; k0 += kGKB) {
+        const int64_t k1 = std::min(K, k0 + kGKB), g0 = k0 / gs, g1 = k1 / gs;
+        const uint32_t* ps = panel.data() + k0 / KW * PW * P;
+        for (int64_t m0 = c0; m0 < c1; m0 += MR) {
+          gemm_rows<BITS, VNNI, MR>(std::min<int64_t>(MR, c1 - m0), ps, k0, g0, g1, gs, sp.data(), bp.data(),
+                                    xb + m0 * K, K, db + m0 * nb, sb + m0 * G, G, tot.data() + (m0 - c0) * P);
+        }
+      }
+      for (int64_t m = c0; m < c1; ++m)
+        std::memcpy(a.out + (b * M + m) * N + n0, tot.data() + (m - c0) * P,
+                    std::min<int64_t>(P, N - n0) * sizeof(float));
     }
   });
 }
@@ -732,6 +1149,11 @@ void qmm_run(const QmmArgs& a) {
       return a.bits == 4 ? qmv_int8<4, true>(a) : qmv_int8<8, true>(a);
 #endif
     return a.bits == 4 ? qmv_int8<4, false>(a) : qmv_int8<8, false>(a);
+  }
+  if (a.int8 && a.mode == 0 && (a.bits == 4 || a.bits == 8) && a.transpose && a.M > kMaxVecRows &&
+      a.group_size % kXB == 0 && all_finite(a.x, a.batch * a.M * a.K)) {
+    if (a.int8 == 2 && GV::has_vnni()) return a.bits == 4 ? qmm_int8_gemm<4, true>(a) : qmm_int8_gemm<8, true>(a);
+    return a.bits == 4 ? qmm_int8_gemm<4, false>(a) : qmm_int8_gemm<8, false>(a);
   }
   if (a.transpose && pow2 && a.M <= kMaxVecRows && a.K / a.group_size <= 1024) {
     if (a.mode == 0) {

@@ -23,10 +23,11 @@ struct QmmArgs {
   int mode = 0;        // 0 affine, 1 mxfp4, 2 mxfp8, 3 nvfp4 (QuantMode's order)
   int scale_kind = 0;  // 0 float32, 1 float16, 2 bfloat16, 3 uint8 codes (the fp modes)
   bool transpose = true;
-  // the matrix-vector path for affine 4- and 8-bit weights: 0 float lanes;
-  // 1 x quantized to int8 per block of 32 and integer dot products
-  // (pmaddubsw + pmaddwd); 2 the same with AVX-512 VNNI (vpdpbusd) where
-  // the CPU has it. 1 and 2 give the same bits (exact integer sums).
+  // affine 4- and 8-bit weights (transpose): 0 float arithmetic; 1 x
+  // quantized to int8 per block of 32 and integer dot products (pmaddubsw +
+  // pmaddwd); 2 the same with VNNI (vpdpbusd: AVX-512 VNNI, or AVX-VNNI at
+  // the avx2 level's matrix-matrix path) where the CPU has it. 1 and 2 give
+  // the same bits (exact integer sums).
   int int8 = 0;
 };
 

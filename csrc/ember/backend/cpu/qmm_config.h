@@ -1,10 +1,11 @@
-// The quantized matrix-vector kernel's arithmetic setting (defined in
-// backend/cpu/quantized.cpp; ops/quantized.h's set_qmm_int8 forwards here).
+// The quantized matrix product's arithmetic setting for affine 4/8-bit
+// weights (defined in backend/cpu/quantized.cpp; ops/quantized.h's
+// set_qmm_int8 forwards here).
 #pragma once
 
 namespace ember::cpu {
-// 0 float lanes, 1 int8 activations (pmaddubsw), 2 int8 with VNNI where the
-// CPU has it (the default; EMBER_QMM_INT8 sets it at load). Returns the
+// 0 float arithmetic, 1 int8 activations (pmaddubsw), 2 int8 with VNNI where
+// the CPU has it (the default; EMBER_QMM_INT8 sets it at load). Returns the
 // previous setting; throws std::invalid_argument outside 0..2.
 int set_qmm_int8(int level);
 int qmm_int8();

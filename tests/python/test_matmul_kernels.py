@@ -1,0 +1,173 @@
+"""float32 matmul's own kernel (backend/cpu/matmul.cpp, the FMA levels) path
+by path at every ISA level (OpenBLAS at the baseline): every operand layout
+against the tile edges (rows around MR, columns around NR, k around the
+K-block), the few-columns products computed transposed, several K-blocks,
+the passes that bound the packed operands, the threaded split; against a
+float64 NumPy reference. On the FMA levels each element is one fused
+multiply-add chain over k in order, so the bits do not depend on the level,
+the tile an element falls in, the operand layout or the thread count."""
+
+import numpy as np
+import pytest
+
+from conftest import ember_only, mx, run_python, to_numpy
+
+pytestmark = ember_only  # ISA levels and Ember's own kernel
+
+FMA_LEVELS = [lv for lv in mx.__config__()["isa_levels"] if lv != "baseline"] if hasattr(mx, "__config__") else []
+
+
+def operand(rng, rows, cols, transposed):
+    """A (rows, cols) float32 operand, stored transposed (a column-major view) or not."""
+    if transposed:
+        x = rng.standard_normal((cols, rows)).astype(np.float32)
+        return x.T, mx.array(x).T
+    x = rng.standard_normal((rows, cols)).astype(np.float32)
+    return x, mx.array(x)
+
+
+def check(a_np, b_np, got):
+    want = a_np.astype(np.float64) @ b_np.astype(np.float64)
+    got = to_numpy(got)
+    assert got.shape == want.shape and got.dtype == np.float32
+    # float32 accumulation over k: the error grows like sqrt(k) times the terms' size
+    bound = 4e-7 * np.sqrt(a_np.shape[-1]) * (np.abs(a_np).astype(np.float64) @ np.abs(b_np).astype(np.float64))
+    np.testing.assert_array_less(np.abs(got - want), bound + 1e-30)
+
+
+LAYOUTS = [(False, False), (True, False), (False, True), (True, True)]
+EDGES = [(1, 1, 1), (7, 15, 9), (8, 16, 8), (9, 17, 7), (6, 48, 256), (13, 49, 257), (17, 47, 255),
+         (25, 97, 513), (3, 200, 40), (64, 5, 300), (300, 10, 64), (10, 300, 64)]
+
+
+@pytest.mark.parametrize("ta, tb", LAYOUTS)
+@pytest.mark.parametrize("M, N, K", EDGES)
+def test_layouts_and_tile_edges(level, rng, ta, tb, M, N, K):
+    a_np, a_mx = operand(rng, M, K, ta)
+    b_np, b_mx = operand(rng, K, N, tb)
+    check(a_np, b_np, a_mx @ b_mx)
+
+
+@pytest.mark.parametrize("M, N, K", [(256, 512, 784), (512, 784, 256), (256, 10, 512), (10, 512, 256),
+                                     (256, 512, 10), (1000, 33, 100)])
+@pytest.mark.parametrize("ta, tb", LAYOUTS)
+def test_threaded_products(level, rng, M, N, K, ta, tb):
+    """The MLP step's shapes and other products large enough for the threaded split."""
+    a_np, a_mx = operand(rng, M, K, ta)
+    b_np, b_mx = operand(rng, K, N, tb)
+    check(a_np, b_np, a_mx @ b_mx)
+
+
+@pytest.mark.parametrize("M, N, K", [(20, 30, 60000),     # k in several bands
+                                     (500, 400, 20000)])  # rows and columns in several bands
+def test_bands_of_packed_operands(level, rng, M, N, K):
+    a_np, a_mx = operand(rng, M, K, False)
+    b_np, b_mx = operand(rng, K, N, True)
+    check(a_np, b_np, a_mx @ b_mx)
+
+
+@pytest.mark.parametrize("M, N, K", [(1, 1, 1 << 16), (3, 2, 1 << 15), (1, 300, 4000)])
+def test_packed_operands_stay_near_the_operands_size(level, rng, M, N, K):
+    """Skinny products pad their few rows and columns to a whole tile: the
+    passes keep the packed copies to about twice the operands (1 MB at least)."""
+    a_np, a_mx = operand(rng, M, K, False)
+    b_np, b_mx = operand(rng, K, N, False)
+    mx.eval(a_mx, b_mx)
+    mx.reset_peak_memory()
+    base = mx.get_active_memory()
+    out = a_mx @ b_mx
+    mx.eval(out)
+    grown = mx.get_peak_memory() - base
+    # (a cached block up to 25% larger may serve the request: the allocator's reuse rule)
+    assert grown <= 1.25 * max(2 * 4 * (M + N) * K, 1 << 20) + 4 * M * N + (1 << 16)
+    check(a_np, b_np, out)
+
+
+def test_large_batch_items_split_one_by_one(level, rng):
+    a = rng.standard_normal((3, 300, 200)).astype(np.float32)
+    b = rng.standard_normal((3, 200, 290)).astype(np.float32)
+    check(a, b, mx.array(a) @ mx.array(b))
+    check(a, b[0], mx.array(a) @ mx.array(b[0]))
+
+
+def test_batched_products(level, rng):
+    a = rng.standard_normal((3, 2, 37, 70)).astype(np.float32)
+    b = rng.standard_normal((2, 70, 51)).astype(np.float32)
+    check(a, b, mx.array(a) @ mx.array(b))
+    check(a, b.swapaxes(-1, -2).copy().swapaxes(-1, -2), mx.array(a) @ mx.array(b.swapaxes(-1, -2).copy()).swapaxes(-1, -2))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("ta, tb", LAYOUTS)
+def test_half_tiles_accumulate(level, rng, dtype, ta, tb):
+    """Half operands: float32 tiles of 256 along k added into one float32
+    product by the kernel (C += tile product), rounded once."""
+    t = getattr(mx, dtype)
+    M, N, K = 37, 53, 600
+    a_np, a_mx = operand(rng, M, K, ta)
+    b_np, b_mx = operand(rng, K, N, tb)
+    a_mx, b_mx = a_mx.astype(t), b_mx.astype(t)
+    a_q, b_q = to_numpy(a_mx.astype(mx.float32)), to_numpy(b_mx.astype(mx.float32))
+    got = a_mx @ b_mx
+    assert got.dtype == t
+    want = a_q.astype(np.float64) @ b_q.astype(np.float64)
+    rel = 2 ** -10 if dtype == "float16" else 2 ** -7  # the one rounding to the half type
+    bound = rel * np.abs(want) + 4e-7 * np.sqrt(K) * (np.abs(a_q) @ np.abs(b_q))
+    np.testing.assert_array_less(np.abs(to_numpy(got.astype(mx.float32)) - want), bound + 1e-30)
+
+
+def test_special_values_propagate(level):
+    a = np.ones((9, 20), np.float32)
+    b = np.ones((20, 50), np.float32)
+    a[2, 3], a[5, 0], b[7, 40] = np.nan, np.inf, -np.inf
+    with np.errstate(invalid="ignore"):
+        want = a @ b
+    np.testing.assert_array_equal(to_numpy(mx.array(a) @ mx.array(b)), want)
+
+
+@pytest.mark.skipif(not FMA_LEVELS, reason="no FMA level on this CPU")
+def test_same_bits_for_every_path_and_level(rng):
+    """One fused multiply-add chain per element: a row or a column computed
+    alone, a transposed operand and its dense copy, a tile at the edge and
+    one inside, AVX2 and AVX-512 all give the same bits."""
+    M, N, K = 70, 130, 600
+    a = rng.standard_normal((M, K)).astype(np.float32)
+    b = rng.standard_normal((K, N)).astype(np.float32)
+    before = mx.__config__()["isa"]
+    try:
+        results = []
+        for lv in FMA_LEVELS:
+            mx._set_cpu_isa(lv)
+            full = to_numpy(mx.array(a) @ mx.array(b))
+            results.append(full)
+            np.testing.assert_array_equal(to_numpy(mx.array(a[5:6]) @ mx.array(b)), full[5:6])
+            np.testing.assert_array_equal(to_numpy(mx.array(a) @ mx.array(b[:, 77:78])), full[:, 77:78])
+            np.testing.assert_array_equal(to_numpy(mx.array(a.T.copy()).T @ mx.array(b.T.copy()).T), full)
+            np.testing.assert_array_equal(to_numpy(mx.array(a[3:11]) @ mx.array(b[:, 49:97])), full[3:11, 49:97])
+        for r in results[1:]:
+            np.testing.assert_array_equal(r, results[0])
+    finally:
+        mx._set_cpu_isa(before)
+
+
+@pytest.mark.skipif(mx.__config__()["isa"] == "baseline", reason="OpenBLAS at the baseline")
+def test_same_bits_for_any_thread_count():
+    code = """
+        import sys, numpy as np, ember.core as mx
+        rng = np.random.default_rng(5)
+        a = rng.standard_normal((256, 784)).astype(np.float32)
+        w = rng.standard_normal((512, 784)).astype(np.float32)
+        g = rng.standard_normal((256, 512)).astype(np.float32)
+        out = [mx.array(a) @ mx.array(w).T, mx.array(g).T @ mx.array(a), mx.array(a) @ mx.array(w[:10]).T]
+        np.save(sys.argv[1], np.concatenate([np.asarray(o).ravel() for o in out]))
+    """
+    import tempfile, os
+    with tempfile.TemporaryDirectory() as d:
+        paths = []
+        for n in (1, 2, 3):
+            p = os.path.join(d, f"t{n}.npy")
+            run_python(code, env={"EMBER_NUM_THREADS": str(n)}, args=(p,))
+            paths.append(p)
+        first = np.load(paths[0])
+        for p in paths[1:]:
+            np.testing.assert_array_equal(np.load(p), first)
