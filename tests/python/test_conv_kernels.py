@@ -85,6 +85,23 @@ def test_forward_strided_dilated(level, stride, pad, dil):
     np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-3)
 
 
+@pytest.mark.parametrize("stride,dil,O", [(1, 1, 16), (1, 1, 64), (2, 2, 16), (2, 1, 32), (1, 2, 40), (3, 3, 8)])
+@pytest.mark.parametrize("D", [1, 2, 3])
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_forward_affine_tiles(level, stride, dil, O, D, dt):
+    # Tiles inside a line whose rows step evenly along it at every kernel
+    # position (affine tiles: the kernel reads the first row's pointers and
+    # steps), next to line-start, line-end and padded tiles; taps a row's
+    # step apart reuse pixels across taps (stride 2 with dilation 2 too),
+    # others do not (stride 2, dilation 1); float32 and float64 tiles.
+    rng = np.random.default_rng(stride * 100 + dil * 10 + O + D)
+    S = {1: [61], 2: [5, 47], 3: [3, 3, 29]}[D]
+    x = rng.standard_normal((2, *S, 6)).astype(dt)
+    w = rng.standard_normal((O, *[3] * D, 6)).astype(dt)
+    got, want = conv_and_ref(x, w, stride, dil, dil)
+    np.testing.assert_allclose(got, want, rtol=tol(dt), atol=tol(dt) * 10)
+
+
 @pytest.mark.parametrize("N,H,Wd,O", [(1, 9, 37, 64), (2, 3, 100, 48), (1, 2, 300, 33), (3, 5, 64, 64)])
 def test_forward_blocks_of_whole_lines(level, N, H, Wd, O):
     # more rows than one task's block: blocks of whole output lines where a
@@ -227,6 +244,26 @@ def test_weight_grad_many_rows(level):
     w = rng.standard_normal((16, 3, 3, 8)).astype(np.float32)
     got, want = weight_grad(x, w, 1, 1, 1, 1)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=2e-2)
+
+
+@pytest.mark.parametrize("xshape,O,pad", [
+    ((5, 7, 9, 16), 24, 2),    # several images per block: padded lines inside a block's row range
+    ((3, 6, 13, 8), 64, 1),    # 13-wide lines: blocks of whole lines, not a power of two
+    ((2, 3000, 8), 64, 1),     # 1-D lines longer than a block: blocks cut inside a line
+])
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_weight_grad_blocks(level, xshape, O, pad, dt):
+    # The weight gradient walks the rows in blocks sized per level (long,
+    # L2-resident ones with AVX-512, L1-sized below), cut at output lines
+    # where a line fits; every row of a block, padded ones included, must
+    # land on the right kernel position.
+    rng = np.random.default_rng(sum(xshape) + O)
+    D = len(xshape) - 2
+    x = rng.standard_normal(xshape).astype(dt)
+    w = rng.standard_normal((O,) + (3,) * D + (xshape[-1],)).astype(dt)
+    got, want = weight_grad(x, w, 1, pad, 1, 1)
+    t = {np.float32: 1e-4, np.float64: 1e-11}[dt]
+    np.testing.assert_allclose(got, want, rtol=t, atol=t * 10 * np.abs(want).max())
 
 
 def ref_input_grad(ct, w, x_shape, pad):
