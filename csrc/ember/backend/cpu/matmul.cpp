@@ -13,6 +13,7 @@
 #include "ember/backend/cpu/isa_unit.h"
 
 #include "ember/backend/cpu/kernel_utils.h"
+#include "ember/backend/cpu/loops.h"
 #include "ember/backend/cpu/vec.h"
 
 namespace ember::cpu::EMBER_ISA_NS {
@@ -253,14 +254,15 @@ struct Sgemm {
     int64_t m0, mn, n0, nn, k0, kn;
   };
 
-  // tasks [0, n) to whichever thread asks next (all on this one when not threaded)
+  // tasks [0, n) to whichever thread asks next (loops.h's dynamic_for), or
+  // all on this one when not threaded
   template <class F>
   static void tasks(int64_t n, bool threaded, F&& f) {
-    std::atomic<int64_t> next{0};
-    const int64_t workers = threaded ? std::min<int64_t>(num_threads(), n) : 1;
-    parallel_for(workers, 1, [&](int64_t, int64_t) {
-      for (int64_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < n;) f(i);
-    });
+    if (!threaded) {
+      for (int64_t i = 0; i < n; ++i) f(i);
+      return;
+    }
+    dynamic_for(n, no_state, [&](int64_t i, NoState&) { f(i); });
   }
 
   // The split of a band's tiles into tasks (row groups x column groups) with
