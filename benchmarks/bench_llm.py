@@ -16,8 +16,9 @@ rounds (3) after a warm-up.
 - Ember and MLX: mlx-lm 0.32's ``llama.py`` unchanged, ``nn.quantize(model,
   64, 4)``, a ``make_prompt_cache`` KV cache, and the loop of mlx-lm's
   ``generate_step`` (its module needs ``transformers``, not installed here):
-  prefill, then each step builds the next token's graph and ``async_eval``s
-  it before reading the current token. MLX is ~1 token/s on a CPU, so it runs
+  prefill (the prompt but its last token into the cache, evaluating only the
+  cache, then the last token's step), then each step builds the next token's
+  graph and ``async_eval``s it before reading the current token. MLX is ~1 token/s on a CPU, so it runs
   ``--mlx-prompt`` (32) and ``--mlx-gen`` (4) tokens, one round.
 - llama.cpp: a GGUF file (architecture ``llama``, Q4_0 for every matrix and
   the embedding, float32 norms; a placeholder vocabulary with the 256 byte
@@ -118,7 +119,12 @@ def mlx_lm_worker(backend, prompt_len, gen, rounds, threads):
     for r in range(rounds + 1):
         cache = make_prompt_cache(model)
         t0 = time.perf_counter()
-        y = step(prompt, cache)
+        # generate_step's prefill: all but the last prompt token fill the
+        # cache (only the cache is evaluated, so no logits are computed for
+        # them), then the last one gives the first token
+        model(prompt[:, :-1], cache=cache)
+        mx.eval([c.state for c in cache])
+        y = step(prompt[:, -1:], cache)
         mx.eval(y)
         t1 = time.perf_counter()
         out = []

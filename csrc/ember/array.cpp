@@ -156,7 +156,10 @@ bool any_tracer(const std::vector<array>& inputs) {
 }  // namespace
 
 bool in_tracing() { return g_tracing.load(std::memory_order_relaxed) > 0; }
-TraceScope::TraceScope() { ++g_tracing; }
+TraceScope::TraceScope() {
+  wait_async();  // the asynchronous worker must not detach the graph being traced
+  ++g_tracing;
+}
 TraceScope::~TraceScope() { --g_tracing; }
 
 namespace {

@@ -1,5 +1,7 @@
 #include "ember/device.h"
 
+#include "ember/eval.h"
+
 #include <atomic>
 #include <mutex>
 #include <stdexcept>
@@ -90,8 +92,9 @@ void set_thread_stream(const Stream* s) {
   if (s) t_stream = *s;
 }
 
-// Work on every stream is computed when evaluated, on the calling thread, so
-// once eval returns there is nothing outstanding to wait for.
-void synchronize(const Stream&) {}
+// Every stream's work is computed by eval on the calling thread or by the
+// one asynchronous worker (async_eval): waiting for the worker is waiting
+// for every stream.
+void synchronize(const Stream&) { wait_async(); }
 
 }  // namespace ember

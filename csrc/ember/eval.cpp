@@ -1,6 +1,8 @@
 #include "ember/eval.h"
 
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -24,6 +26,44 @@ std::recursive_mutex& eval_mutex() {
   return m;
 }
 uint64_t g_epoch = 0;
+thread_local int t_eval_depth = 0;  // how many times this thread holds eval_mutex()
+
+// Detaching an output: atomic, because settled() reads the pointer without
+// the evaluation lock while the asynchronous worker may be detaching it.
+void clear_node(const std::shared_ptr<ArrayDesc>& d) { std::atomic_store(&d->node, std::shared_ptr<Node>()); }
+
+// Computed and detached: nothing left for an evaluation to do (readable from
+// any thread at any time; the buffer was stored before the node was cleared).
+bool settled(const array& a) {
+  if (!a.valid()) return true;
+  const auto& d = a.desc();
+  return !std::atomic_load(&d->node) && d->buf;
+}
+
+void (*g_blocking_hook)(const std::function<void()>&) = nullptr;
+// Runs `wait` (which blocks on another thread's evaluation) through the
+// hook the Python layer installs: it lets go of the GIL meanwhile, which
+// the other thread may need to free a buffer borrowed from Python.
+void blocking(const std::function<void()>& wait) {
+  if (auto h = g_blocking_hook)
+    h(wait);
+  else
+    wait();
+}
+
+// Holds the evaluation lock for this thread, first asking the asynchronous
+// worker to start no further job (it finishes the one it runs).
+class EvalLock {
+ public:
+  EvalLock();
+  ~EvalLock();
+  EvalLock(const EvalLock&) = delete;
+  EvalLock& operator=(const EvalLock&) = delete;
+
+ private:
+  std::unique_lock<std::recursive_mutex> lock_;
+  bool paused_ = false;
+};
 
 // Run one node's primitive and detach it (its outputs become plain data).
 void run_node(Node* n) {
@@ -59,7 +99,7 @@ void run_node(Node* n) {
       if (o.desc()->tracer) return;
   }
   std::shared_ptr<Node> keep = outs[0].desc()->node;  // n stays alive until here
-  for (auto& o : outs) o.desc()->node.reset();
+  for (auto& o : outs) clear_node(o.desc());
   // `keep` is released last: the node and, if unshared, its inputs go now.
 }
 
@@ -80,7 +120,7 @@ std::exception_ptr run_caught(Node* n) {
 Node* pending(const array& a) {
   Node* n = a.desc()->node.get();
   if (n && a.desc()->buf) {
-    if (!a.is_tracer()) a.detach();
+    if (!a.is_tracer()) clear_node(a.desc());
     return nullptr;
   }
   return n;
@@ -89,7 +129,7 @@ Node* pending(const array& a) {
 // ---- communication beside compute ------------------------------------------
 
 std::atomic<bool (*)(const Primitive&)> g_is_comm{nullptr};
-std::atomic<uint64_t> g_offloaded{0}, g_inline{0};
+std::atomic<uint64_t> g_offloaded{0}, g_inline{0}, g_async_jobs{0};
 
 // One evaluation's schedule, shared by the evaluating thread and the
 // communication thread (every field below `mu` is guarded by it).
@@ -307,11 +347,13 @@ EvalStats eval_stats() {
   EvalStats st;
   st.comm_offloaded = g_offloaded.load();
   st.comm_inline = g_inline.load();
+  st.async_jobs = g_async_jobs.load();
   return st;
 }
 
-void eval(const std::vector<array>& outputs) {
-  std::lock_guard<std::recursive_mutex> lock(eval_mutex());
+namespace {
+// Evaluates `outputs`; the caller holds the evaluation lock.
+void eval_locked(const std::vector<array>& outputs) {
   uint64_t epoch = ++g_epoch;
   std::vector<Node*> order;
   std::vector<std::pair<Node*, size_t>> stack;
@@ -354,17 +396,169 @@ void eval(const std::vector<array>& outputs) {
   for (Node* n : order) run_node(n);
 }
 
+
+// ---- asynchronous evaluation -------------------------------------------------
+//
+// async_eval hands its arrays to one worker thread and returns; the caller
+// goes on building the next graph while they compute. The worker runs a job
+// only while it holds the evaluation lock, and picks no new job while some
+// other thread waits for that lock (EvalLock pauses it), so an eval() of an
+// array the worker is computing waits for that job only, and an eval() of
+// anything else runs as soon as the running job ends.
+//
+// Thread-safety of the graph: the worker writes only nodes reachable from
+// its jobs (it computes and detaches them). Other threads may build new
+// nodes on those arrays meanwhile (they copy the descriptors and read their
+// shape and dtype, which never change) and drop their handles (reference
+// counts are atomic); they read a descriptor's node or buffer only through
+// settled() or under the evaluation lock. What inspects graphs (tracing by
+// the transforms and compile, export, Graphviz output) first waits for the
+// worker (wait_async). Collectives are ordered by the graph, so once a
+// distributed group is up async_eval evaluates at once, in program order.
+class AsyncWorker {
+ public:
+  AsyncWorker() {
+    const char* e = std::getenv("EMBER_ASYNC_EVAL");
+    enabled_ = !(e && std::strcmp(e, "0") == 0);
+    std::thread([this] { loop(); }).detach();
+  }
+  bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
+  void set_enabled(bool on) { enabled_.store(on); }
+
+  void submit(std::vector<array> job) {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      jobs_.push_back(std::move(job));
+    }
+    cv_.notify_one();
+  }
+  void pause() {
+    std::lock_guard<std::mutex> l(mu_);
+    ++paused_;
+  }
+  void resume() {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      --paused_;
+    }
+    cv_.notify_one();
+  }
+  // The queued jobs (the caller holds the evaluation lock and runs them).
+  std::deque<std::vector<array>> take_all() {
+    std::lock_guard<std::mutex> l(mu_);
+    return std::move(jobs_);
+  }
+
+ private:
+  void loop() {
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> l(mu_);
+        cv_.wait(l, [&] { return !jobs_.empty() && paused_ == 0; });
+      }
+      std::vector<array> job;
+      {
+        std::lock_guard<std::recursive_mutex> g(eval_mutex());
+        {
+          std::lock_guard<std::mutex> l(mu_);
+          if (jobs_.empty() || paused_ > 0) continue;  // someone else waits for the lock, or took the jobs
+          job = std::move(jobs_.front());
+          jobs_.pop_front();
+        }
+        ++t_eval_depth;
+        try {
+          eval_locked(job);
+        } catch (const std::exception&) {
+          // raised again by the next eval of these arrays (they stay uncomputed)
+        }
+        --t_eval_depth;
+      }
+      job.clear();  // outside the lock: freeing a borrowed buffer may wait for the GIL
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::vector<array>> jobs_;
+  int paused_ = 0;
+  std::atomic<bool> enabled_{true};
+};
+
+AsyncWorker& async_worker() {
+  static AsyncWorker* w = new AsyncWorker();  // parked between jobs, never destroyed
+  return *w;
+}
+
+EvalLock::EvalLock() : lock_(eval_mutex(), std::defer_lock) {
+  if (t_eval_depth == 0) {
+    async_worker().pause();
+    paused_ = true;
+  }
+  if (!lock_.try_lock()) {
+    try {
+      blocking([&] { lock_.lock(); });
+    } catch (...) {
+      if (paused_) async_worker().resume();
+      throw;
+    }
+  }
+  ++t_eval_depth;
+}
+
+EvalLock::~EvalLock() {
+  --t_eval_depth;
+  lock_.unlock();
+  if (paused_) async_worker().resume();
+}
+
+bool all_settled(const std::vector<array>& outputs) {
+  for (const array& a : outputs)
+    if (!settled(a)) return false;
+  return true;
+}
+}  // namespace
+
+void set_blocking_hook(void (*hook)(const std::function<void()>&)) { g_blocking_hook = hook; }
+
+void set_async_eval(bool on) { async_worker().set_enabled(on); }
+
+void wait_async() {
+  EvalLock lock;  // the running job, if any, has ended
+  if (t_eval_depth > 1) return;  // inside an evaluation: the worker cannot run now
+  for (auto& job : async_worker().take_all()) {
+    try {
+      eval_locked(job);
+    } catch (const std::exception&) {
+    }
+  }
+}
+
+void eval(const std::vector<array>& outputs) {
+  if (all_settled(outputs)) return;
+  EvalLock lock;
+  eval_locked(outputs);
+}
+
 void async_eval(const std::vector<array>& outputs) {
   // as MLX: an array that depends on a transform's traced inputs cannot be
   // evaluated asynchronously (eval inside grad is allowed, async_eval is not)
   for (const array& a : outputs) {
     if (a.is_tracer()) throw std::invalid_argument("[async_eval] Not allowed inside a graph transformation.");
   }
+  std::vector<array> todo;
+  for (const array& a : outputs)
+    if (!settled(a)) todo.push_back(a);
+  if (todo.empty()) return;
+  AsyncWorker& w = async_worker();
+  if (w.enabled() && t_eval_depth == 0 && !in_tracing()) {
+    g_async_jobs.fetch_add(1, std::memory_order_relaxed);
+    w.submit(std::move(todo));
+    return;
+  }
   // An error surfaces at the next synchronisation point (eval, item,
   // conversion), as in MLX: a failed node keeps its outputs uncomputed, so
   // evaluating them again raises the same error there.
   try {
-    eval(outputs);
+    eval(todo);
   } catch (const std::exception&) {
   }
 }

@@ -5,18 +5,31 @@
 // calls it.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "ember/array.h"
 
 namespace ember {
 
+// Computes `outputs` on the calling thread (waiting first for the
+// asynchronous job that is computing them, if one is).
 void eval(const std::vector<array>& outputs);
-// Ember evaluates on the calling thread; async_eval computes now as well, so
-// a later eval of the same arrays is free. Its errors are not raised there
-// but at the next synchronisation (the failed arrays stay uncomputed), and
-// arrays a transform is tracing are refused (invalid_argument).
+// Hands `outputs` to the asynchronous worker and returns: the caller builds
+// the next graph while they compute (eval.cpp says what may touch them
+// meanwhile). Its errors are not raised there but at the next
+// synchronisation (the failed arrays stay uncomputed), and arrays a
+// transform is tracing are refused (invalid_argument). Inside a trace, an
+// evaluation, or once set_async_eval(false) (EMBER_ASYNC_EVAL=0, a
+// distributed group) it evaluates at once.
 void async_eval(const std::vector<array>& outputs);
+// Waits until every async_eval job has finished (synchronize; the
+// transforms and graph walkers call it before they inspect a graph).
+void wait_async();
+void set_async_eval(bool on);
+// How a thread waits for another's evaluation: the Python layer passes a
+// function that runs `wait` with the GIL released.
+void set_blocking_hook(void (*hook)(const std::function<void()>&));
 
 // Communication beside compute. A layer above registers which primitives
 // talk to other processes (the distributed collectives: they mostly wait).
@@ -33,6 +46,7 @@ void set_communication_test(bool (*is_communication)(const Primitive&));
 struct EvalStats {
   uint64_t comm_offloaded = 0;  // communication nodes run on the communication thread
   uint64_t comm_inline = 0;     // ... and on the evaluating thread
+  uint64_t async_jobs = 0;      // async_eval jobs handed to the asynchronous worker
 };
 EvalStats eval_stats();
 

@@ -165,6 +165,7 @@ void init_device(py::module_& m) {
         return allocator::set_cache_limit(static_cast<size_t>(limit));
       }, "limit"_a);
   m.def("get_array_buffer_size", [](py::args args) {
+        wait_async();  // an async_eval job may still be computing them
         int64_t total = 0;
         for (auto a : args) {
           const array& x = a.cast<const array&>();

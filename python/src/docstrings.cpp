@@ -3296,9 +3296,14 @@ Example:
 )doc"},
     {{"async_eval"}, R"doc(Evaluates arrays, for code written for asynchronous evaluation.
 
-Takes what :func:`eval` takes. In MLX it returns before the work is done;
-Ember evaluates on the calling thread, so the values are computed when it
-returns and a later :func:`eval` of the same arrays costs nothing.
+Takes what :func:`eval` takes and returns before the work is done: one
+worker thread computes the arrays while the caller goes on (typically
+building the next step's graph). :func:`eval`, ``item()``, printing and the
+other conversions of those arrays wait for them; :func:`synchronize` waits
+for every such job. Errors surface at that next evaluation. Inside a
+transform, and once a distributed group is initialized (collectives must
+run in the same order on every process), it evaluates before returning;
+``EMBER_ASYNC_EVAL=0`` makes that the rule everywhere.
 
 Args:
     *args: arrays or trees of arrays.

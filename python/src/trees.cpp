@@ -324,6 +324,16 @@ void collect_args(const py::args& args, std::vector<array>& out) {
 }  // namespace
 
 void init_trees(py::module_& m) {
+  // a thread that waits for the asynchronous worker lets go of the GIL: the
+  // worker may need it to free a buffer borrowed from Python
+  set_blocking_hook([](const std::function<void()>& wait) {
+    if (Py_IsInitialized() && PyGILState_Check()) {
+      py::gil_scoped_release release;
+      wait();
+    } else {
+      wait();
+    }
+  });
   m.attr("_pytree_registry") = registry();
   m.def(
       "_tree_children",
@@ -371,6 +381,9 @@ void init_trees(py::module_& m) {
         collect_args(args, arrays);
         eval_nogil(arrays);
       });
+  m.def(
+      "_async_jobs", [] { return eval_stats().async_jobs; },
+      "How many async_eval jobs were handed to the asynchronous worker (for tests).");
   m.def(
       "async_eval",
       [](py::args args) {

@@ -9,6 +9,7 @@
 
 #include "ember/compile/compile.h"
 #include "ember/compile/fuse.h"
+#include "ember/eval.h"
 #include "ember/ops.h"
 #include "ember/primitives/linalg.h"
 #include "ember/primitives/reduce.h"
@@ -346,6 +347,7 @@ std::vector<array> replay(const Tape& tape, const std::vector<array>& inputs) {
 
 std::shared_ptr<Tape> compile_graph(const std::vector<array>& inputs, const std::vector<array>& outputs,
                                     bool shapeless, bool passes, PassStats* stats) {
+  wait_async();  // the passes read captured arrays' nodes and buffers
   auto tape = record(inputs, outputs);
   if (passes) {
     PassStats s = simplify(*tape);
@@ -424,6 +426,7 @@ Cost cost_analysis(const Tape& tape) {
 }
 
 std::string to_dot(const std::vector<array>& outputs, const std::vector<std::pair<array, std::string>>& names) {
+  wait_async();  // it reads which arrays are computed
   std::unordered_map<const ArrayDesc*, std::string> name;
   for (auto& [a, n] : names) name[a.desc().get()] = n;
   std::unordered_map<const ArrayDesc*, int> ids;

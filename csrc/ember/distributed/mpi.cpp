@@ -529,6 +529,9 @@ Group init(bool strict) {
   check(l.Comm_rank(c->handle, &c->rank), "MPI_Comm_rank");
   check(l.Comm_size(c->handle, &c->size), "MPI_Comm_size");
   exchange_ids(*c);
+  // every process must run its collectives in the same order: no
+  // asynchronous jobs racing the calling thread's evaluations
+  set_async_eval(false);
   // collectives overlap the compute that does not depend on them (eval.h),
   // unless EMBER_DISTRIBUTED_OVERLAP=0 (everything in order on the calling thread)
   const char* overlap = std::getenv("EMBER_DISTRIBUTED_OVERLAP");
