@@ -1,7 +1,5 @@
 #include "ember/device.h"
 
-#include "ember/eval.h"
-
 #include <atomic>
 #include <mutex>
 #include <stdexcept>
@@ -92,9 +90,7 @@ void set_thread_stream(const Stream* s) {
   if (s) t_stream = *s;
 }
 
-// Every stream's work is computed by eval on the calling thread or by the
-// one asynchronous worker (async_eval): waiting for the worker is waiting
-// for every stream.
-void synchronize(const Stream&) { wait_async(); }
+// synchronize(stream) is defined beside the asynchronous worker it waits
+// for, in eval.cpp (the graph layer, above this one).
 
 }  // namespace ember

@@ -1,9 +1,9 @@
 #include "ember/eval.h"
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
-#include <condition_variable>
 #include <deque>
 #include <exception>
 #include <functional>
@@ -14,6 +14,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "ember/device.h"
 #include "ember/primitive.h"
 
 namespace ember {
@@ -421,6 +422,9 @@ class AsyncWorker {
     const char* e = std::getenv("EMBER_ASYNC_EVAL");
     enabled_ = !(e && std::strcmp(e, "0") == 0);
     std::thread([this] { loop(); }).detach();
+    // a C++ program that returns with a job in flight: finish it before the
+    // statics it uses are destroyed
+    std::atexit([] { wait_async(); });
   }
   bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
   void set_enabled(bool on) { enabled_.store(on); }
@@ -531,6 +535,10 @@ void wait_async() {
     }
   }
 }
+
+// Every stream's work is computed by eval on the calling thread or by the
+// one asynchronous worker: waiting for the worker is waiting for every stream.
+void synchronize(const Stream&) { wait_async(); }
 
 void eval(const std::vector<array>& outputs) {
   if (all_settled(outputs)) return;

@@ -381,6 +381,9 @@ void init_trees(py::module_& m) {
         collect_args(args, arrays);
         eval_nogil(arrays);
       });
+  // a job still running when the interpreter shuts down would compute while
+  // Python and the engine's statics go away: wait for it first
+  py::module_::import("atexit").attr("register")(py::cpp_function([] { wait_async(); }));
   m.def(
       "_async_jobs", [] { return eval_stats().async_jobs; },
       "How many async_eval jobs were handed to the asynchronous worker (for tests).");

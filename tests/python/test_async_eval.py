@@ -264,3 +264,20 @@ def test_inside_a_transform_it_evaluates_at_once():
     assert jobs() == before
     with raises(ValueError, "async_eval"):
         mx.grad(lambda x: (mx.async_eval(x), x.sum())[1])(mx.array([1.0]))
+
+
+def test_exit_with_a_job_in_flight():
+    # the interpreter shuts down while the worker computes: it waits for it
+    code = (
+        "import ember.core as mx\n"
+        "x = mx.random.normal((256, 256)) / 16\n"
+        "y = x\n"
+        "for _ in range(100):\n"
+        "    y = mx.tanh(y @ x)\n"
+        "mx.async_eval(y)\n"
+        "print('submitted')\n"
+    )
+    for _ in range(3):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout == "submitted\n" and out.stderr == ""
