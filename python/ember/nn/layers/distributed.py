@@ -26,6 +26,7 @@ import math
 from ember import core as mx
 from ember.nn.layers.base import Module
 from ember.nn.layers.linear import Linear
+from ember.nn.layers.quantized import _product_t
 from ember.utils import tree_flatten, tree_map_with_path, tree_unflatten
 
 _SHARDINGS = ("all-to-sharded", "sharded-to-all")
@@ -330,8 +331,7 @@ class _QuantizedShardedLinear(Module):
                 f"bits={self.bits}, mode={self.mode}")
 
     def _product(self, x: mx.array) -> mx.array:
-        return mx.quantized_matmul(x, self["weight"], scales=self["scales"], biases=self.get("biases"),
-                                   transpose=True, group_size=self.group_size, bits=self.bits, mode=self.mode)
+        return _product_t(self, x)
 
     @classmethod
     def from_quantized_linear(cls, quantized_linear_layer: Module, *, segments: Union[int, list] = 1,
