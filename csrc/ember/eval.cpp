@@ -441,11 +441,12 @@ class AsyncWorker {
     ++paused_;
   }
   void resume() {
+    bool wake;
     {
       std::lock_guard<std::mutex> l(mu_);
-      --paused_;
+      wake = --paused_ == 0 && !jobs_.empty();
     }
-    cv_.notify_one();
+    if (wake) cv_.notify_one();  // an idle worker stays asleep through eval calls
   }
   // The queued jobs (the caller holds the evaluation lock and runs them).
   std::deque<std::vector<array>> take_all() {
