@@ -531,6 +531,9 @@ struct I8V {
   static I band(I a, I b) { return _mm512_and_si512(a, b); }
   static I srl4(I a) { return _mm512_srli_epi16(a, 4); }
   static I dot_u8s8(I u, I s, I ones) { return _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), ones); }
+  static I dot2_u8s8(I u, I s, I v, I t, I ones) {
+    return _mm512_madd_epi16(_mm512_add_epi16(_mm512_maddubs_epi16(u, s), _mm512_maddubs_epi16(v, t)), ones);
+  }
   static I add32(I a, I b) { return _mm512_add_epi32(a, b); }
   static I zero() { return _mm512_setzero_si512(); }
   static F cvt(I a) { return _mm512_cvtepi32_ps(a); }
@@ -553,6 +556,9 @@ struct I8V {
   static I band(I a, I b) { return _mm256_and_si256(a, b); }
   static I srl4(I a) { return _mm256_srli_epi16(a, 4); }
   static I dot_u8s8(I u, I s, I ones) { return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), ones); }
+  static I dot2_u8s8(I u, I s, I v, I t, I ones) {
+    return _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(u, s), _mm256_maddubs_epi16(v, t)), ones);
+  }
   static I add32(I a, I b) { return _mm256_add_epi32(a, b); }
   static I zero() { return _mm256_setzero_si256(); }
   static F cvt(I a) { return _mm256_cvtepi32_ps(a); }
@@ -575,6 +581,9 @@ struct I8V {
   static I band(I a, I b) { return _mm_and_si128(a, b); }
   static I srl4(I a) { return _mm_srli_epi16(a, 4); }
   static I dot_u8s8(I u, I s, I ones) { return _mm_madd_epi16(_mm_maddubs_epi16(u, s), ones); }
+  static I dot2_u8s8(I u, I s, I v, I t, I ones) {
+    return _mm_madd_epi16(_mm_add_epi16(_mm_maddubs_epi16(u, s), _mm_maddubs_epi16(v, t)), ones);
+  }
   static I add32(I a, I b) { return _mm_add_epi32(a, b); }
   static I zero() { return _mm_setzero_si128(); }
   static F cvt(I a) { return _mm_cvtepi32_ps(a); }
@@ -668,7 +677,9 @@ void qmv_int8_rows(const QmmArgs& a, int64_t b, int64_t n0, int64_t n1, int64_t 
             if (VNNI) acc = dpbusd(dpbusd(V::zero(), lo, xl), hi, xh);
             else
 #endif
-              acc = V::add32(V::dot_u8s8(lo, xl, ones), V::dot_u8s8(hi, xh, ones));
+              // both codes' pair sums in 16 bits, then one pmaddwd: |sum| <=
+              // 4 * 15 * 127 < 2^15, and integer sums are exact (same bits)
+              acc = V::dot2_u8s8(lo, xl, hi, xh, ones);
           } else {
             const typename V::I xv = V::load(xc + r * V::B);
 #if EMBER_ISA_HAS_AVX512
