@@ -156,8 +156,13 @@ bool any_tracer(const std::vector<array>& inputs) {
 }  // namespace
 
 bool in_tracing() { return g_tracing.load(std::memory_order_relaxed) > 0; }
+namespace {
+std::atomic<void (*)()> g_before_trace{nullptr};
+}
+void set_before_trace(void (*fn)()) { g_before_trace.store(fn); }
 TraceScope::TraceScope() {
-  wait_async();  // the asynchronous worker must not detach the graph being traced
+  // the asynchronous worker must not detach the graph being traced
+  if (auto f = g_before_trace.load()) f();
   ++g_tracing;
 }
 TraceScope::~TraceScope() { --g_tracing; }

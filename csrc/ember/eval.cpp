@@ -422,6 +422,7 @@ class AsyncWorker {
     const char* e = std::getenv("EMBER_ASYNC_EVAL");
     enabled_ = !(e && std::strcmp(e, "0") == 0);
     std::thread([this] { loop(); }).detach();
+    set_before_trace([] { wait_async(); });  // before that no job can exist
     // a C++ program that returns with a job in flight: finish it before the
     // statics it uses are destroyed
     std::atexit([] { wait_async(); });

@@ -27,6 +27,10 @@ void async_eval(const std::vector<array>& outputs);
 // transforms and graph walkers call it before they inspect a graph).
 void wait_async();
 void set_async_eval(bool on);
+// Called as a TraceScope opens, before anything is traced (defined in
+// array.cpp, so that array.cpp needs nothing of eval.cpp): the asynchronous
+// worker registers wait_async there when it starts.
+void set_before_trace(void (*fn)());
 // How a thread waits for another's evaluation: the Python layer passes a
 // function that runs `wait` with the GIL released.
 void set_blocking_hook(void (*hook)(const std::function<void()>&));
