@@ -18,8 +18,9 @@ rounds (3) after a warm-up.
   ``generate_step`` (its module needs ``transformers``, not installed here):
   prefill (the prompt but its last token into the cache, evaluating only the
   cache, then the last token's step), then each step builds the next token's
-  graph and ``async_eval``s it before reading the current token. MLX is ~1 token/s on a CPU, so it runs
-  ``--mlx-prompt`` (32) and ``--mlx-gen`` (4) tokens, one round.
+  graph and ``async_eval``s it before reading the current token. MLX is ~1
+  token/s on a CPU, so it runs ``--mlx-prompt`` (32) and ``--mlx-gen`` (4)
+  tokens, one round.
 - llama.cpp: a GGUF file (architecture ``llama``, Q4_0 for every matrix and
   the embedding, float32 norms; a placeholder vocabulary with the 256 byte
   tokens) written with the ``gguf`` package's writer and Q4_0 quantizer into

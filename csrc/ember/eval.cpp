@@ -416,6 +416,16 @@ void eval_locked(const std::vector<array>& outputs) {
 // the transforms and compile, export, Graphviz output) first waits for the
 // worker (wait_async). Collectives are ordered by the graph, so once a
 // distributed group is up async_eval evaluates at once, in program order.
+// Runs an evaluation whose errors are raised later, by the next eval of its
+// arrays (a failed node leaves them uncomputed), as MLX's async_eval does.
+template <class F>
+void errors_later(F&& evaluate) {
+  try {
+    evaluate();
+  } catch (const std::exception&) {
+  }
+}
+
 class AsyncWorker {
  public:
   AsyncWorker() {
@@ -472,11 +482,7 @@ class AsyncWorker {
           jobs_.pop_front();
         }
         ++t_eval_depth;
-        try {
-          eval_locked(job);
-        } catch (const std::exception&) {
-          // raised again by the next eval of these arrays (they stay uncomputed)
-        }
+        errors_later([&] { eval_locked(job); });
         --t_eval_depth;
       }
       job.clear();  // outside the lock: freeing a borrowed buffer may wait for the GIL
@@ -530,12 +536,7 @@ void set_async_eval(bool on) { async_worker().set_enabled(on); }
 void wait_async() {
   EvalLock lock;  // the running job, if any, has ended
   if (t_eval_depth > 1) return;  // inside an evaluation: the worker cannot run now
-  for (auto& job : async_worker().take_all()) {
-    try {
-      eval_locked(job);
-    } catch (const std::exception&) {
-    }
-  }
+  for (auto& job : async_worker().take_all()) errors_later([&] { eval_locked(job); });
 }
 
 // Every stream's work is computed by eval on the calling thread or by the
@@ -564,13 +565,8 @@ void async_eval(const std::vector<array>& outputs) {
     w.submit(std::move(todo));
     return;
   }
-  // An error surfaces at the next synchronisation point (eval, item,
-  // conversion), as in MLX: a failed node keeps its outputs uncomputed, so
-  // evaluating them again raises the same error there.
-  try {
-    eval(todo);
-  } catch (const std::exception&) {
-  }
+  // inline: its errors still surface at the next evaluation of these arrays
+  errors_later([&] { eval(todo); });
 }
 
 }  // namespace ember
