@@ -27,12 +27,6 @@ void init_distributed(py::module_& m) {
     return D::init(strict);
   });
   m.def("_dist_finalize", &D::finalize);
-  // how many collectives ran on eval's communication thread and how many on
-  // the evaluating thread (for tests and benchmarks)
-  m.def("_dist_eval_stats", [] {
-    EvalStats s = eval_stats();
-    return py::make_tuple(s.comm_offloaded, s.comm_inline);
-  });
   m.def("_dist_all_sum", [](const array& x, const D::Group& g, StreamOrDevice s) { return D::all_sum(x, g, s); });
   m.def("_dist_all_max", [](const array& x, const D::Group& g, StreamOrDevice s) { return D::all_max(x, g, s); });
   m.def("_dist_all_min", [](const array& x, const D::Group& g, StreamOrDevice s) { return D::all_min(x, g, s); });

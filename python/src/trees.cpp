@@ -385,8 +385,18 @@ void init_trees(py::module_& m) {
   // Python and the engine's statics go away: wait for it first
   py::module_::import("atexit").attr("register")(py::cpp_function([] { wait_async(); }));
   m.def(
-      "_async_jobs", [] { return eval_stats().async_jobs; },
-      "How many async_eval jobs were handed to the asynchronous worker (for tests).");
+      "_eval_stats",
+      [] {
+        EvalStats s = eval_stats();
+        py::dict d;
+        d["async_jobs"] = s.async_jobs;
+        d["comm_offloaded"] = s.comm_offloaded;
+        d["comm_inline"] = s.comm_inline;
+        return d;
+      },
+      "Evaluation counters (for tests and benchmarks): async_jobs, the async_eval jobs handed to the "
+      "asynchronous worker; comm_offloaded and comm_inline, the collectives run on the communication "
+      "thread and on the evaluating thread.");
   m.def(
       "async_eval",
       [](py::args args) {

@@ -22,7 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def jobs():
-    return mx._async_jobs()
+    return mx._eval_stats()["async_jobs"]
 
 
 def chain(x, w, n):
@@ -240,7 +240,7 @@ def test_switched_off_by_the_environment():
         "a = mx.arange(5.0) * 2\n"
         "mx.async_eval(a)\n"
         "v = a.tolist()\n"
-        "print(mx._async_jobs(), v)\n"
+        "print(mx._eval_stats()['async_jobs'], v)\n"
     )
     env = dict(os.environ, EMBER_ASYNC_EVAL="0")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)

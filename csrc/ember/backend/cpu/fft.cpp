@@ -27,6 +27,7 @@
 // Rows are spread over the thread pool when there are enough of them;
 // otherwise each stage of a long transform is split across the threads.
 #include "ember/backend/cpu/isa_unit.h"
+#include "ember/backend/cpu/vec.h"
 
 namespace ember::cpu::EMBER_ISA_NS {
 
@@ -162,25 +163,6 @@ constexpr int64_t kDerivedMin = int64_t(1) << 14;  // sub-lengths m that use der
 
 typedef float v8f __attribute__((vector_size(32)));
 
-// Transposes the 8 x 8 block v[k][lane] in registers.
-inline void transpose8(v8f* v) {
-  v8f t[8], u[8];
-  for (int i = 0; i < 4; ++i) {
-    t[2 * i] = __builtin_shufflevector(v[2 * i], v[2 * i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
-    t[2 * i + 1] = __builtin_shufflevector(v[2 * i], v[2 * i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
-  }
-  for (int h = 0; h < 2; ++h) {
-    u[2 * h] = __builtin_shufflevector(t[h], t[2 + h], 0, 1, 8, 9, 4, 5, 12, 13);
-    u[2 * h + 1] = __builtin_shufflevector(t[h], t[2 + h], 2, 3, 10, 11, 6, 7, 14, 15);
-    u[4 + 2 * h] = __builtin_shufflevector(t[4 + h], t[6 + h], 0, 1, 8, 9, 4, 5, 12, 13);
-    u[5 + 2 * h] = __builtin_shufflevector(t[4 + h], t[6 + h], 2, 3, 10, 11, 6, 7, 14, 15);
-  }
-  for (int i = 0; i < 4; ++i) {
-    v[i] = __builtin_shufflevector(u[i], u[4 + i], 0, 1, 2, 3, 8, 9, 10, 11);
-    v[i + 4] = __builtin_shufflevector(u[i], u[4 + i], 4, 5, 6, 7, 12, 13, 14, 15);
-  }
-}
-
 // w^2 .. w^7 from w = (wr[1], wi[1]): at most three products deep.
 template <class T>
 inline void derive_powers(T* wr, T* wi) {
@@ -246,8 +228,8 @@ inline void first_stage8_at(const Stage& st, const Src& src, float* __restrict y
     br[k] = r;
   }
   if constexpr (std::is_same_v<T, v8f>) {
-    transpose8(br);
-    transpose8(bi);
+    transpose8x8(br);
+    transpose8x8(bi);
   }
   std::memcpy(yr + 8 * p, br, sizeof(br));
   std::memcpy(yi + 8 * p, bi, sizeof(bi));

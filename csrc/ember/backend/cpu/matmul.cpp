@@ -159,22 +159,10 @@ inline MicroTile micro_for(int64_t nv) {
 
 // dst[i * ldd + r] = src[r * lds + i] for an 8 x 8 block
 inline void transpose8(const float* src, int64_t lds, float* dst, int64_t ldd) {
-  __m256 r[8], t[8];
+  __m256 r[8];
   for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * lds);
-  for (int i = 0; i < 8; i += 2) {
-    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-  }
-  for (int h = 0; h < 8; h += 4) {
-    r[h] = _mm256_shuffle_ps(t[h], t[h + 2], 0x44);
-    r[h + 1] = _mm256_shuffle_ps(t[h], t[h + 2], 0xEE);
-    r[h + 2] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0x44);
-    r[h + 3] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0xEE);
-  }
-  for (int i = 0; i < 4; ++i) {
-    _mm256_storeu_ps(dst + i * ldd, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
-    _mm256_storeu_ps(dst + (i + 4) * ldd, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
-  }
+  transpose8x8(r);
+  for (int i = 0; i < 8; ++i) _mm256_storeu_ps(dst + i * ldd, r[i]);
 }
 
 // One panel: dst[k * P + q] = X(q, k) for q < n (zero for n <= q < P),

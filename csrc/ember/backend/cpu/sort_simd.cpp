@@ -10,6 +10,7 @@
 // in registers: an 8-input sorting network per lane, an 8x8 transpose, then
 // bitonic merges of ever longer runs.
 #include "ember/backend/cpu/isa_unit.h"
+#include "ember/backend/cpu/vec.h"
 
 namespace ember::cpu::EMBER_ISA_NS {
 
@@ -52,22 +53,10 @@ inline __m256i bitonic_clean(__m256i v) {
 }
 
 inline void transpose8(__m256i* r) {
-  __m256i t0 = _mm256_unpacklo_epi32(r[0], r[1]), t1 = _mm256_unpackhi_epi32(r[0], r[1]);
-  __m256i t2 = _mm256_unpacklo_epi32(r[2], r[3]), t3 = _mm256_unpackhi_epi32(r[2], r[3]);
-  __m256i t4 = _mm256_unpacklo_epi32(r[4], r[5]), t5 = _mm256_unpackhi_epi32(r[4], r[5]);
-  __m256i t6 = _mm256_unpacklo_epi32(r[6], r[7]), t7 = _mm256_unpackhi_epi32(r[6], r[7]);
-  __m256i u0 = _mm256_unpacklo_epi64(t0, t2), u1 = _mm256_unpackhi_epi64(t0, t2);
-  __m256i u2 = _mm256_unpacklo_epi64(t1, t3), u3 = _mm256_unpackhi_epi64(t1, t3);
-  __m256i u4 = _mm256_unpacklo_epi64(t4, t6), u5 = _mm256_unpackhi_epi64(t4, t6);
-  __m256i u6 = _mm256_unpacklo_epi64(t5, t7), u7 = _mm256_unpackhi_epi64(t5, t7);
-  r[0] = _mm256_permute2x128_si256(u0, u4, 0x20);
-  r[1] = _mm256_permute2x128_si256(u1, u5, 0x20);
-  r[2] = _mm256_permute2x128_si256(u2, u6, 0x20);
-  r[3] = _mm256_permute2x128_si256(u3, u7, 0x20);
-  r[4] = _mm256_permute2x128_si256(u0, u4, 0x31);
-  r[5] = _mm256_permute2x128_si256(u1, u5, 0x31);
-  r[6] = _mm256_permute2x128_si256(u2, u6, 0x31);
-  r[7] = _mm256_permute2x128_si256(u3, u7, 0x31);
+  VecN<int32_t, 8> v[8];
+  for (int i = 0; i < 8; ++i) v[i] = (VecN<int32_t, 8>)r[i];
+  transpose8x8(v);
+  for (int i = 0; i < 8; ++i) r[i] = (__m256i)v[i];
 }
 
 // Merges the sorted runs r[0, K) and r[K, 2K) of vectors. Vectors from

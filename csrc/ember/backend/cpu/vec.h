@@ -38,6 +38,32 @@ struct VecOf {
 template <class T, int N>
 using VecN = typename VecOf<T, N>::type;
 
+// Transposes the 8 x 8 block v[row][lane] of 32-bit lanes in registers
+// (v[i][j] <- v[j][i]); V is any 32-byte vector type of 8 four-byte lanes
+// (__m256, or a VecN<float|int32_t, 8>). The shuffles are unpack lo/hi,
+// shufps 0x44/0xEE and vperm2f128 where the level has AVX; the baseline
+// splits each into two 16-byte halves. fft.cpp, matmul.cpp's packing and
+// sort_simd.cpp's in-register sort use it.
+template <class V>
+inline void transpose8x8(V* v) {
+  static_assert(sizeof(V) == 32 && sizeof(v[0][0]) == 4, "transpose8x8: 8 lanes of 4 bytes");
+  V t[8], u[8];
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = __builtin_shufflevector(v[2 * i], v[2 * i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+    t[2 * i + 1] = __builtin_shufflevector(v[2 * i], v[2 * i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+  }
+  for (int h = 0; h < 2; ++h) {
+    u[2 * h] = __builtin_shufflevector(t[h], t[2 + h], 0, 1, 8, 9, 4, 5, 12, 13);
+    u[2 * h + 1] = __builtin_shufflevector(t[h], t[2 + h], 2, 3, 10, 11, 6, 7, 14, 15);
+    u[4 + 2 * h] = __builtin_shufflevector(t[4 + h], t[6 + h], 0, 1, 8, 9, 4, 5, 12, 13);
+    u[5 + 2 * h] = __builtin_shufflevector(t[4 + h], t[6 + h], 2, 3, 10, 11, 6, 7, 14, 15);
+  }
+  for (int i = 0; i < 4; ++i) {
+    v[i] = __builtin_shufflevector(u[i], u[4 + i], 0, 1, 2, 3, 8, 9, 10, 11);
+    v[i + 4] = __builtin_shufflevector(u[i], u[4 + i], 4, 5, 6, 7, 12, 13, 14, 15);
+  }
+}
+
 // a * b + c, fused where the level has FMA (the baseline multiplies, then
 // adds: -ffp-contract=off keeps the compiler from fusing behind our back)
 template <class V>
