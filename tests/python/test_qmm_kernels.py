@@ -189,8 +189,8 @@ def test_tiny_and_zero_x(int8_setting):
 
 
 def test_setting_errors(int8_setting):
-    with pytest.raises(ValueError, match=r"set_qmm_int8.*got 3"):
-        mx._set_qmm_int8(3)
+    with pytest.raises(ValueError, match=r"set_qmm_int8.*got 4"):
+        mx._set_qmm_int8(4)
     with pytest.raises(ValueError, match=r"set_qmm_int8.*got -1"):
         mx._set_qmm_int8(-1)
 
@@ -201,11 +201,13 @@ def test_setting_errors(int8_setting):
 
 def check_int8(x, wq, s, b, W, gs, bits, what):
     """The int8 path's three checks: its bound against float64, the quantized
-    x times the weights to float32 accuracy, and pmaddubsw == VNNI bits."""
+    x times the weights to float32 accuracy, and pmaddubsw == VNNI == AMX
+    tile bits (setting 3 is setting 2 on a CPU without AMX-INT8)."""
     ref = x.astype(np.float64) @ np.swapaxes(W, -1, -2)
     scale = np.abs(ref).max()
     i1, i2 = run(x, wq, s, b, gs, bits, 1), run(x, wq, s, b, gs, bits, 2)
     np.testing.assert_array_equal(i1, i2)
+    np.testing.assert_array_equal(run(x, wq, s, b, gs, bits, 3), i2)
     err = np.abs(i2 - ref)
     bound = int8_bound(x.astype(np.float64), W) + 2e-5 * scale
     assert (err <= bound).all(), (what, (err - bound).max())
@@ -252,8 +254,9 @@ def test_int8_gemm_rows_and_columns_alone(rng, int8_setting):
     computed with it (short tiles, padded panels, split row ranges)."""
     for bits in [4, 8]:
         x, wq, s, b, _ = case(rng, 150, 512, 64, bits, 45)
-        full = run(x, wq, s, b, 64, bits, 2)
-        np.testing.assert_array_equal(run(x[3:12], wq, s, b, 64, bits, 2), full[3:12])
-        np.testing.assert_array_equal(run(x[:41], wq, s, b, 64, bits, 2), full[:41])
-        np.testing.assert_array_equal(run(x, wq[:65], s[:65], b[:65], 64, bits, 2), full[:, :65])
-        np.testing.assert_array_equal(run(x, wq[17:18], s[17:18], b[17:18], 64, bits, 2), full[:, 17:18])
+        for setting in [2, 3]:
+            full = run(x, wq, s, b, 64, bits, setting)
+            np.testing.assert_array_equal(run(x[3:12], wq, s, b, 64, bits, setting), full[3:12])
+            np.testing.assert_array_equal(run(x[:41], wq, s, b, 64, bits, setting), full[:41])
+            np.testing.assert_array_equal(run(x, wq[:65], s[:65], b[:65], 64, bits, setting), full[:, :65])
+            np.testing.assert_array_equal(run(x, wq[17:18], s[17:18], b[17:18], 64, bits, setting), full[:, 17:18])

@@ -15,6 +15,13 @@
 #else
 #define EMBER_X86 0
 #endif
+#if defined(__linux__) && defined(__x86_64__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#define EMBER_LINUX_X64 1
+#else
+#define EMBER_LINUX_X64 0
+#endif
 
 #include "ember/backend/cpu/threadpool.h"
 
@@ -26,7 +33,8 @@ struct Features {
   bool sse42 = false, popcnt = false, avx = false, avx2 = false, fma = false, f16c = false, bmi1 = false,
        bmi2 = false, lzcnt = false, movbe = false, avx512f = false, avx512bw = false, avx512cd = false,
        avx512dq = false, avx512vl = false, avx512_vnni = false, avx512_bf16 = false, avx512_fp16 = false,
-       avx512_vbmi = false, os_avx = false, os_avx512 = false;
+       avx512_vbmi = false, amx_tile = false, amx_int8 = false, os_avx = false, os_avx512 = false,
+       os_amx = false;
 };
 
 Features detect() {
@@ -49,6 +57,7 @@ Features detect() {
     __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
     f.os_avx = (lo & 0x6u) == 0x6u;        // SSE and AVX (YMM) state
     f.os_avx512 = (lo & 0xE6u) == 0xE6u;   // + opmask, ZMM_Hi256, Hi16_ZMM
+    f.os_amx = (lo & 0x60000u) == 0x60000u;  // XTILECFG, XTILEDATA
   }
   if (max_leaf >= 7) {
     __get_cpuid_count(7, 0, &a, &b, &c, &d);
@@ -63,6 +72,8 @@ Features detect() {
     f.avx512_vbmi = c & (1u << 1);
     f.avx512_vnni = c & (1u << 11);
     f.avx512_fp16 = d & (1u << 23);
+    f.amx_tile = d & (1u << 24);
+    f.amx_int8 = d & (1u << 25);
     const unsigned sub = a;
     if (sub >= 1) {
       __get_cpuid_count(7, 1, &a, &b, &c, &d);
@@ -78,6 +89,7 @@ Features detect() {
     f.avx512f = f.avx512bw = f.avx512cd = f.avx512dq = f.avx512vl = false;
     f.avx512_vnni = f.avx512_bf16 = f.avx512_fp16 = f.avx512_vbmi = false;
   }
+  if (!f.os_amx || !f.avx512f) f.amx_tile = f.amx_int8 = false;
 #endif
   return f;
 }
@@ -190,7 +202,25 @@ std::vector<std::string> cpu_features() {
   add(f.avx512_vnni, "avx512_vnni");
   add(f.avx512_bf16, "avx512_bf16");
   add(f.avx512_fp16, "avx512_fp16");
+  add(f.amx_tile, "amx_tile");
+  add(f.amx_int8, "amx_int8");
   return out;
+}
+
+bool amx_int8_usable() {
+  // Linux hands out the 8 KB tile state only to processes that ask for it
+  // (arch_prctl ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA, 18); the
+  // permission holds for every thread of the process
+  static const bool ok = [] {
+    const Features& f = features();
+    if (!f.amx_tile || !f.amx_int8) return false;
+#if EMBER_LINUX_X64
+    return syscall(SYS_arch_prctl, 0x1023, 18) == 0;
+#else
+    return false;
+#endif
+  }();
+  return ok;
 }
 
 }  // namespace ember::cpu

@@ -68,6 +68,10 @@ bool isa_dispatch_build();
 // ("avx2", "fma", "avx512f", "avx512_bf16", ...), present on this CPU and
 // enabled by the OS.
 std::vector<std::string> cpu_features();
+// Whether the AMX tile unit's int8 products may run here: the CPU has
+// AMX-TILE and AMX-INT8, the OS saves the tile state, and (Linux) the
+// process got the permission to use it (asked for on the first call).
+bool amx_int8_usable();
 
 }  // namespace ember::cpu
 

@@ -1135,6 +1135,203 @@ void qmm_int8_gemm(const QmmArgs& a) {
   });
 }
 
+#if EMBER_ISA_HAS_AVX512 && defined(__x86_64__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12 on _mm512_cvtepi32_ps's undefined source
+// --------------------------------------------------------------------------
+// The int8 matrix-matrix path on AMX tiles (setting 3, CPUs with AMX-INT8):
+// the arithmetic of qmm_int8_gemm, bit for bit, with the integer block sums
+// from the tile unit. tdpbusd multiplies u8 rows by s8 columns, so the weight
+// codes are the A tiles (16 weight rows x the 32 codes of a block, one byte
+// each) and x the B tiles (a block's 32 columns of 16 rows of x as 8 rows of
+// 16 x 4 bytes); C (16 x 16 int32) holds the block sums of 16 weight rows
+// times 16 rows of x, exact. Two A and two B tiles give four C tiles per
+// block (32 x 32 outputs), stored and then scaled in float exactly as the
+// vector path does: total += float(isum) * (s * d), and once a group
+// total += bias * xsum. The totals live transposed ([n][m]) in a 4 KB task
+// buffer and go to out once the row tiles are done.
+constexpr int kAN = 32;  // weight rows a task (two A tiles)
+constexpr int kAT = 16;  // rows of x a B tile
+
+struct alignas(64) AmxConfig {  // the palette 1 tile configuration (ldtilecfg)
+  uint8_t palette = 1, start_row = 0, reserved[14] = {};
+  uint16_t colsb[16] = {};  // bytes a row, per tile
+  uint8_t rows[16] = {};
+};
+
+// x, quantized as quantize_rows_q8<8> lays it out, as B tiles: per batch
+// item, row tile mt and block: 512 bytes (column quad kq, row mm: 4 bytes at
+// kq * 64 + mm * 4); d and xsum per row tile as 16 floats a block / group.
+// Rows past M are zeros.
+struct AmxX {
+  int64_t MT = 0;  // row tiles per batch item
+  std::vector<int8_t> xb;
+  std::vector<float> dt, st;
+};
+
+void amx_pack_x(const int8_t* xq, const float* d, const float* xs, int64_t batch, int64_t M, int64_t K, int64_t G,
+                AmxX& X) {
+  const int64_t nb = K / kXB, MT = (M + kAT - 1) / kAT;
+  X.MT = MT;
+  X.xb.assign(batch * MT * nb * 512, 0);
+  X.dt.assign(batch * MT * nb * kAT, 0.0f);
+  X.st.assign(batch * MT * G * kAT, 0.0f);
+  parallel_for(batch * MT, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t b = t / MT, mt = t % MT;
+      for (int64_t mm = 0; mm < kAT && mt * kAT + mm < M; ++mm) {
+        const int64_t row = b * M + mt * kAT + mm;
+        const int8_t* xr = xq + row * K;
+        for (int64_t blk = 0; blk < nb; ++blk) {
+          int8_t* dst = X.xb.data() + (t * nb + blk) * 512 + mm * 4;
+          for (int kq = 0; kq < kXB / 4; ++kq) std::memcpy(dst + kq * 64, xr + blk * kXB + kq * 4, 4);
+          X.dt[(t * nb + blk) * kAT + mm] = d[row * nb + blk];
+        }
+        for (int64_t g = 0; g < G; ++g) X.st[(t * G + g) * kAT + mm] = xs[row * G + g];
+      }
+    }
+  });
+}
+
+struct AmxScratch {
+  std::vector<uint8_t> pa;  // per block: 32 weight rows x 32 codes (two A tiles)
+  std::vector<float> sp, bp, row, tot;
+  std::vector<int32_t> c;
+};
+
+// Weight rows [n0, n0 + 32) of batch item b (past N: zero codes, scales and
+// biases) as one byte a code; their scales and biases as sp/bp[g * 32 + n].
+template <int BITS>
+void amx_pack_w(const QmmArgs& a, int64_t b, int64_t n0, AmxScratch& s) {
+  const int64_t N = a.N, K = a.K, nb = K / kXB, G = K / a.group_size, wc = K * BITS / 32;
+  const __m128i m4 = _mm_set1_epi8(0x0F);
+  for (int64_t n = 0; n < kAN; ++n) {
+    uint8_t* dst = s.pa.data() + n * kXB;
+    const bool live = n0 + n < N;
+    const uint8_t* src = live ? reinterpret_cast<const uint8_t*>(a.w + (b * N + n0 + n) * wc) : nullptr;
+    for (int64_t blk = 0; blk < nb; ++blk, dst += kAN * kXB) {
+      if (!live) {
+        std::memset(dst, 0, kXB);
+      } else if (BITS == 8) {
+        std::memcpy(dst, src + blk * kXB, kXB);
+      } else {  // byte j holds codes 2j (low nibble) and 2j + 1
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + blk * (kXB / 2)));
+        const __m128i lo = _mm_and_si128(v, m4), hi = _mm_and_si128(_mm_srli_epi16(v, 4), m4);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm_unpacklo_epi8(lo, hi));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 16), _mm_unpackhi_epi8(lo, hi));
+      }
+    }
+    if (live) row_scales(a, a.scales, b * N + n0 + n, G, s.row.data());
+    for (int64_t g = 0; g < G; ++g) s.sp[g * kAN + n] = live ? s.row[g] : 0.0f;
+    if (live) row_scales(a, a.biases, b * N + n0 + n, G, s.row.data());
+    for (int64_t g = 0; g < G; ++g) s.bp[g * kAN + n] = live ? s.row[g] : 0.0f;
+  }
+}
+
+// Tile (t, u) of C: weight rows t * 16.., x rows u * 16..; totals (32 x 32,
+// [n][m]) += its block sums times s * d (the float steps of gemm_tile).
+inline void amx_scale_tile(const int32_t* c, const float* sp, const float* dv, float* tot) {
+  const __m512 d = _mm512_loadu_ps(dv);
+  for (int r = 0; r < kAT; ++r) {
+    const __m512 sd = _mm512_mul_ps(_mm512_set1_ps(sp[r]), d);
+    const __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512(c + r * kAT)), sd);
+    _mm512_storeu_ps(tot + r * kAN, _mm512_add_ps(_mm512_loadu_ps(tot + r * kAN), v));
+  }
+}
+
+// Weight rows [n0, n0 + 32) of batch item b times x row tiles [mt0, mt1).
+__attribute__((target("amx-tile,amx-int8"))) void amx_task(const QmmArgs& a, int64_t b, int64_t n0, int64_t mt0,
+                                                           int64_t mt1, const AmxX& X, AmxScratch& s) {
+  const int64_t M = a.M, N = a.N, K = a.K, nb = K / kXB, G = K / a.group_size, bpg = a.group_size / kXB;
+  AmxConfig cfg;
+  for (int t = 0; t < 4; ++t) cfg.rows[t] = kAT, cfg.colsb[t] = kAT * 4;  // C
+  for (int t = 4; t < 6; ++t) cfg.rows[t] = kAT, cfg.colsb[t] = kXB;      // A: weights
+  for (int t = 6; t < 8; ++t) cfg.rows[t] = kXB / 4, cfg.colsb[t] = kAT * 4;  // B: x
+  _tile_loadconfig(&cfg);
+  int32_t* c = s.c.data();
+  float* tot = s.tot.data();
+  for (int64_t mt = mt0; mt < mt1; mt += 2) {
+    const int nu = mt + 1 < mt1 ? 2 : 1;  // B tiles this pass
+    std::fill(s.tot.begin(), s.tot.end(), 0.0f);
+    const int64_t x0 = (b * X.MT + mt) * nb;  // the first tile's blocks
+    for (int64_t blk = 0; blk < nb; ++blk) {
+      const uint8_t* pa = s.pa.data() + blk * kAN * kXB;
+      _tile_zero(0);
+      _tile_zero(1);
+      _tile_loadd(4, pa, kXB);
+      _tile_loadd(5, pa + kAT * kXB, kXB);
+      _tile_loadd(6, X.xb.data() + (x0 + blk) * 512, kAT * 4);
+      _tile_dpbusd(0, 4, 6);
+      _tile_dpbusd(1, 5, 6);
+      _tile_stored(0, c, kAT * 4);
+      _tile_stored(1, c + 256, kAT * 4);
+      if (nu == 2) {
+        _tile_zero(2);
+        _tile_zero(3);
+        _tile_loadd(7, X.xb.data() + (x0 + nb + blk) * 512, kAT * 4);
+        _tile_dpbusd(2, 4, 7);
+        _tile_dpbusd(3, 5, 7);
+        _tile_stored(2, c + 512, kAT * 4);
+        _tile_stored(3, c + 768, kAT * 4);
+      }
+      const int64_t g = blk / bpg;
+      for (int u = 0; u < nu; ++u)
+        for (int t = 0; t < 2; ++t)
+          amx_scale_tile(c + (2 * u + t) * 256, s.sp.data() + g * kAN + t * kAT,
+                         X.dt.data() + (x0 + u * nb + blk) * kAT, tot + t * kAT * kAN + u * kAT);
+      if ((blk + 1) % bpg == 0) {
+        for (int u = 0; u < nu; ++u) {
+          const __m512 xv = _mm512_loadu_ps(X.st.data() + ((b * X.MT + mt + u) * G + g) * kAT);
+          for (int n = 0; n < kAN; ++n) {
+            float* tp = tot + n * kAN + u * kAT;
+            _mm512_storeu_ps(tp, _mm512_add_ps(_mm512_loadu_ps(tp), _mm512_mul_ps(_mm512_set1_ps(s.bp[g * kAN + n]), xv)));
+          }
+        }
+      }
+    }
+    const int64_t m1 = std::min(M, (mt + nu) * kAT), nn = std::min<int64_t>(kAN, N - n0);
+    for (int64_t m = mt * kAT; m < m1; ++m) {
+      float* o = a.out + (b * M + m) * N + n0;
+      for (int64_t n = 0; n < nn; ++n) o[n] = tot[n * kAN + (m - mt * kAT)];
+    }
+  }
+  _tile_release();
+}
+
+template <int BITS>
+void qmm_int8_amx(const QmmArgs& a) {
+  const int64_t M = a.M, N = a.N, K = a.K, G = K / a.group_size, nb = K / kXB, BM = a.batch * M;
+  AmxX X;
+  {
+    std::vector<int8_t> xq(BM * K);
+    std::vector<float> d(BM * nb), xs(BM * G);
+    parallel_for(BM, std::max<int64_t>(1, 8192 / K), [&](int64_t r0, int64_t r1) {
+      quantize_rows_q8<8>(a.x, r0, r1, K, a.group_size, xq.data(), d.data(), xs.data());  // columns in order
+    });
+    amx_pack_x(xq.data(), d.data(), xs.data(), a.batch, M, K, G, X);
+  }
+  // tasks: (batch item, 32 weight rows, a range of row-tile pairs); x is split
+  // only where the weight blocks alone would leave threads idle
+  const int64_t nblocks = (N + kAN - 1) / kAN, jobs = a.batch * nblocks, nt = num_threads();
+  int64_t mc = X.MT;  // row tiles a task
+  if (jobs < 4 * nt) {
+    const int64_t parts = (4 * nt + jobs - 1) / jobs;
+    mc = std::max<int64_t>(2, ((X.MT + parts - 1) / parts + 1) / 2 * 2);
+  }
+  const int64_t mchunks = (X.MT + mc - 1) / mc;
+  auto make = [&] {
+    return AmxScratch{std::vector<uint8_t>(nb * kAN * kXB), std::vector<float>(G * kAN), std::vector<float>(G * kAN),
+                      std::vector<float>(G), std::vector<float>(kAN * kAN), std::vector<int32_t>(4 * 256)};
+  };
+  dynamic_for(jobs * mchunks, make, [&](int64_t t, AmxScratch& s) {
+    const int64_t job = t / mchunks, mt0 = (t % mchunks) * mc, b = job / nblocks, n0 = job % nblocks * kAN;
+    amx_pack_w<BITS>(a, b, n0, s);
+    amx_task(a, b, n0, mt0, std::min(X.MT, mt0 + mc), X, s);
+  });
+}
+#pragma GCC diagnostic pop
+#endif
+
 // Whether x (rows of K) holds only finite values (else the float path, which
 // carries infinities and NaN through as float arithmetic does).
 bool all_finite(const float* x, int64_t n) {
@@ -1156,14 +1353,17 @@ void qmm_run(const QmmArgs& a) {
       a.group_size % kXB == 0 && a.K % int8_chunk_cols<4>() == 0 && a.K / a.group_size <= 1024 &&
       all_finite(a.x, a.batch * a.M * a.K)) {
 #if EMBER_ISA_HAS_AVX512
-    if (a.int8 == 2 && __builtin_cpu_supports("avx512vnni"))
+    if (a.int8 >= 2 && __builtin_cpu_supports("avx512vnni"))
       return a.bits == 4 ? qmv_int8<4, true>(a) : qmv_int8<8, true>(a);
 #endif
     return a.bits == 4 ? qmv_int8<4, false>(a) : qmv_int8<8, false>(a);
   }
   if (a.int8 && a.mode == 0 && (a.bits == 4 || a.bits == 8) && a.transpose && a.M > kMaxVecRows &&
       a.group_size % kXB == 0 && all_finite(a.x, a.batch * a.M * a.K)) {
-    if (a.int8 == 2 && GV::has_vnni()) return a.bits == 4 ? qmm_int8_gemm<4, true>(a) : qmm_int8_gemm<8, true>(a);
+#if EMBER_ISA_HAS_AVX512 && defined(__x86_64__)
+    if (a.int8 == 3 && amx_int8_usable()) return a.bits == 4 ? qmm_int8_amx<4>(a) : qmm_int8_amx<8>(a);
+#endif
+    if (a.int8 >= 2 && GV::has_vnni()) return a.bits == 4 ? qmm_int8_gemm<4, true>(a) : qmm_int8_gemm<8, true>(a);
     return a.bits == 4 ? qmm_int8_gemm<4, false>(a) : qmm_int8_gemm<8, false>(a);
   }
   if (a.transpose && pow2 && a.M <= kMaxVecRows && a.K / a.group_size <= 1024) {

@@ -26,8 +26,9 @@ struct QmmArgs {
   // affine 4- and 8-bit weights (transpose): 0 float arithmetic; 1 x
   // quantized to int8 per block of 32 and integer dot products (pmaddubsw +
   // pmaddwd); 2 the same with VNNI (vpdpbusd: AVX-512 VNNI, or AVX-VNNI at
-  // the avx2 level's matrix-matrix path) where the CPU has it. 1 and 2 give
-  // the same bits (exact integer sums).
+  // the avx2 level's matrix-matrix path) where the CPU has it; 3 as 2, with
+  // the matrix-matrix path's block sums on AMX tiles (AMX-INT8) where the CPU
+  // has them. 1, 2 and 3 give the same bits (exact integer sums).
   int int8 = 0;
 };
 
