@@ -4,8 +4,9 @@ weights read (compare with mem_bw.py's DRAM read bandwidth), and prefill (128
 rows) in GFLOP/s, beside NumPy (dequantize then matmul), torch (dequantize
 then matmul: its int4/int8 CPU kernels need a packing of their own, see the
 note) and MLX's quantized_matmul. Ember's default for 4- and 8-bit affine
-weights multiplies x quantized to int8 per block of 32 (backend/cpu/qmm.cpp),
-(checked at rtol = atol = 2e-2). Weights are 4- or 8-bit affine, group 64,
+weights multiplies x quantized to int8 per block of 32 (backend/cpu/qmm.cpp;
+prefill on CPUs with AMX-BF16: bfloat16 x and weights on the tile unit),
+checked at rtol = atol = 2e-2. Weights are 4- or 8-bit affine, group 64,
 bfloat16 scales and biases as mlx-lm stores them; x is float32 (MLX 0.32's
 CPU kernel accumulates a bfloat16 x in bfloat16, and fails the check). The
 inputs hold weights that are already on the quantization grid, so every

@@ -189,8 +189,8 @@ def test_tiny_and_zero_x(int8_setting):
 
 
 def test_setting_errors(int8_setting):
-    with pytest.raises(ValueError, match=r"set_qmm_int8.*got 4"):
-        mx._set_qmm_int8(4)
+    with pytest.raises(ValueError, match=r"set_qmm_int8.*got 5"):
+        mx._set_qmm_int8(5)
     with pytest.raises(ValueError, match=r"set_qmm_int8.*got -1"):
         mx._set_qmm_int8(-1)
 
@@ -199,10 +199,35 @@ def test_setting_errors(int8_setting):
 # the int8 matrix-matrix path (M > 8)
 # --------------------------------------------------------------------------
 
+def bf16_tiles_active():
+    """Whether setting 4 runs the bfloat16 AMX tile path here: a CPU with
+    AMX-BF16 (and AVX512-BF16) and the avx512 kernels in use."""
+    cfg = mx.__config__()
+    return cfg["isa"] == "avx512" and {"amx_bf16", "avx512_bf16"} <= set(cfg["cpu_features"])
+
+
+def bf16(a):
+    """float32 -> bfloat16 (nearest even) -> float64."""
+    u = np.asarray(a, np.float32).view(np.uint32).astype(np.uint64)
+    r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) << 16
+    return r.astype(np.uint32).view(np.float32).astype(np.float64)
+
+
+def dequant_f32(wq, s, b, gs, bits):
+    """The weights as the bfloat16 path computes them: q * s + b in float32."""
+    q = unpack(wq, bits).astype(np.float32)
+    q = q.reshape(*q.shape[:-1], -1, gs)
+    sf = np.asarray(s.astype(mx.float32))[..., None]
+    bf = np.asarray(b.astype(mx.float32))[..., None]
+    return (q * sf + bf).reshape(*q.shape[:-2], -1)
+
+
 def check_int8(x, wq, s, b, W, gs, bits, what):
     """The int8 path's three checks: its bound against float64, the quantized
     x times the weights to float32 accuracy, and pmaddubsw == VNNI == AMX
-    tile bits (setting 3 is setting 2 on a CPU without AMX-INT8)."""
+    int8 tile bits (setting 3 is setting 2 on a CPU without AMX-INT8); then
+    setting 4: on AMX-BF16 CPUs bfloat16 x times bfloat16 weights with float32
+    sums (within the same bound), elsewhere setting 3's bits."""
     ref = x.astype(np.float64) @ np.swapaxes(W, -1, -2)
     scale = np.abs(ref).max()
     i1, i2 = run(x, wq, s, b, gs, bits, 1), run(x, wq, s, b, gs, bits, 2)
@@ -214,6 +239,16 @@ def check_int8(x, wq, s, b, W, gs, bits, what):
     assert err.max() > 1e-6 * scale, what  # the int8 path ran
     emu = x_int8(x) @ np.swapaxes(W, -1, -2)
     assert np.abs(i2 - emu).max() <= 2e-5 * scale, what
+    i4 = run(x, wq, s, b, gs, bits, 4)
+    if bf16_tiles_active():
+        assert (np.abs(i4 - ref) <= bound).all(), what
+        xb, wb = bf16(x), bf16(dequant_f32(wq, s, b, gs, bits))
+        emu = xb @ np.swapaxes(wb, -1, -2)
+        tol = 1e-5 * (np.abs(xb) @ np.swapaxes(np.abs(wb), -1, -2)) + 1e-30
+        assert (np.abs(i4 - emu) <= tol).all(), (what, (np.abs(i4 - emu) / tol).max())
+        assert not np.array_equal(i4, i2), what  # the bfloat16 path ran
+    else:
+        np.testing.assert_array_equal(i4, i2)
     return i2
 
 
@@ -223,7 +258,8 @@ def test_int8_gemm_against_float64(rng, level, int8_setting, bits):
     # three column slices of 256, N over several panels; few weight blocks
     # split x's rows between tasks
     for gs in [32, 64, 128]:
-        for M, N, K in [(9, 33, 384), (13, 70, 256), (37, 129, 128), (20, 7, 640), (40, 300, 512)]:
+        for M, N, K in [(9, 33, 384), (13, 70, 256), (37, 129, 128), (20, 7, 640), (40, 300, 512),
+                        (300, 20, 256)]:
             x, wq, s, b, W = case(rng, N, K, gs, bits, M)
             check_int8(x, wq, s, b, W, gs, bits, (gs, M, N, K))
             flo = run(x, wq, s, b, gs, bits, 0)  # the float path (tiles + sgemm) stays exact
@@ -254,7 +290,7 @@ def test_int8_gemm_rows_and_columns_alone(rng, int8_setting):
     computed with it (short tiles, padded panels, split row ranges)."""
     for bits in [4, 8]:
         x, wq, s, b, _ = case(rng, 150, 512, 64, bits, 45)
-        for setting in [2, 3]:
+        for setting in [2, 3, 4]:
             full = run(x, wq, s, b, 64, bits, setting)
             np.testing.assert_array_equal(run(x[3:12], wq, s, b, 64, bits, setting), full[3:12])
             np.testing.assert_array_equal(run(x[:41], wq, s, b, 64, bits, setting), full[:41])

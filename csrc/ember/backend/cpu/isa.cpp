@@ -33,8 +33,8 @@ struct Features {
   bool sse42 = false, popcnt = false, avx = false, avx2 = false, fma = false, f16c = false, bmi1 = false,
        bmi2 = false, lzcnt = false, movbe = false, avx512f = false, avx512bw = false, avx512cd = false,
        avx512dq = false, avx512vl = false, avx512_vnni = false, avx512_bf16 = false, avx512_fp16 = false,
-       avx512_vbmi = false, amx_tile = false, amx_int8 = false, os_avx = false, os_avx512 = false,
-       os_amx = false;
+       avx512_vbmi = false, amx_tile = false, amx_int8 = false, amx_bf16 = false, os_avx = false,
+       os_avx512 = false, os_amx = false;
 };
 
 Features detect() {
@@ -74,6 +74,7 @@ Features detect() {
     f.avx512_fp16 = d & (1u << 23);
     f.amx_tile = d & (1u << 24);
     f.amx_int8 = d & (1u << 25);
+    f.amx_bf16 = d & (1u << 22);
     const unsigned sub = a;
     if (sub >= 1) {
       __get_cpuid_count(7, 1, &a, &b, &c, &d);
@@ -89,7 +90,7 @@ Features detect() {
     f.avx512f = f.avx512bw = f.avx512cd = f.avx512dq = f.avx512vl = false;
     f.avx512_vnni = f.avx512_bf16 = f.avx512_fp16 = f.avx512_vbmi = false;
   }
-  if (!f.os_amx || !f.avx512f) f.amx_tile = f.amx_int8 = false;
+  if (!f.os_amx || !f.avx512f) f.amx_tile = f.amx_int8 = f.amx_bf16 = false;
 #endif
   return f;
 }
@@ -204,16 +205,17 @@ std::vector<std::string> cpu_features() {
   add(f.avx512_fp16, "avx512_fp16");
   add(f.amx_tile, "amx_tile");
   add(f.amx_int8, "amx_int8");
+  add(f.amx_bf16, "amx_bf16");
   return out;
 }
 
-bool amx_int8_usable() {
-  // Linux hands out the 8 KB tile state only to processes that ask for it
-  // (arch_prctl ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA, 18); the
-  // permission holds for every thread of the process
+namespace {
+// Linux hands out the 8 KB tile state only to processes that ask for it
+// (arch_prctl ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA, 18); the
+// permission holds for every thread of the process
+bool amx_tiles_usable() {
   static const bool ok = [] {
-    const Features& f = features();
-    if (!f.amx_tile || !f.amx_int8) return false;
+    if (!features().amx_tile) return false;
 #if EMBER_LINUX_X64
     return syscall(SYS_arch_prctl, 0x1023, 18) == 0;
 #else
@@ -222,6 +224,10 @@ bool amx_int8_usable() {
   }();
   return ok;
 }
+}  // namespace
+
+bool amx_int8_usable() { return features().amx_int8 && amx_tiles_usable(); }
+bool amx_bf16_usable() { return features().amx_bf16 && features().avx512_bf16 && amx_tiles_usable(); }
 
 }  // namespace ember::cpu
 

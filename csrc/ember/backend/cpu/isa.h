@@ -72,6 +72,8 @@ std::vector<std::string> cpu_features();
 // AMX-TILE and AMX-INT8, the OS saves the tile state, and (Linux) the
 // process got the permission to use it (asked for on the first call).
 bool amx_int8_usable();
+// The same for AMX-BF16 (with AVX512-BF16 for the conversions).
+bool amx_bf16_usable();
 
 }  // namespace ember::cpu
 

@@ -928,6 +928,35 @@ void quantize_rows_q8(const float* x, int64_t r0, int64_t r1, int64_t K, int64_t
   }
 }
 
+#if EMBER_ISA_HAS_AVX512
+// A 16 x 16 matrix of 32-bit words, one row a register, transposed in place
+// (r[j] becomes column j).
+inline void transpose16_epi32(__m512i (&r)[16]) {
+  __m512i t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+    r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+    r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+    r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+  }
+  // r[4i + c]: 128-bit lane l holds word 4l + c of rows 4i..4i+3
+  for (int c = 0; c < 4; ++c) {
+    const __m512i v0 = _mm512_shuffle_i32x4(r[c], r[4 + c], 0x88), v1 = _mm512_shuffle_i32x4(r[c], r[4 + c], 0xDD);
+    const __m512i u0 = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0x88);
+    const __m512i u1 = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0xDD);
+    t[c] = _mm512_shuffle_i32x4(v0, u0, 0x88);       // word c
+    t[4 + c] = _mm512_shuffle_i32x4(v1, u1, 0x88);   // word 4 + c
+    t[8 + c] = _mm512_shuffle_i32x4(v0, u0, 0xDD);   // word 8 + c
+    t[12 + c] = _mm512_shuffle_i32x4(v1, u1, 0xDD);  // word 12 + c
+  }
+  for (int j = 0; j < 16; ++j) r[j] = t[j];
+}
+#endif
+
 // Weight rows [n0, n0 + kGP) of batch item b (rows past N as zeros),
 // columns [k0, k1), into panel: word w (KW = 32 / BITS columns) at
 // panel + w * PW * kGP, PW = 2 (even codes, then odd) for 4 bits, 1 for 8.
@@ -943,31 +972,12 @@ void pack_panel(const QmmArgs& a, int64_t b, int64_t n0, int64_t k0, int64_t k1,
   const int64_t nw16 = nw / 16 * 16;
   for (int q = 0; q < kGP / 16; ++q) {  // 16 rows at a time (16 streams), all their words
     for (w0 = 0; w0 < nw16; w0 += 16) {
-      __m512i r[16], t[16];
+      __m512i t[16];
       for (int i = 0; i < 16; ++i) {
         const int64_t n = n0 + q * 16 + i;
-        r[i] = n < N ? _mm512_loadu_si512(base + n * wc + w0) : _mm512_setzero_si512();
+        t[i] = n < N ? _mm512_loadu_si512(base + n * wc + w0) : _mm512_setzero_si512();
       }
-      for (int i = 0; i < 16; i += 2) {
-        t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
-        t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
-      }
-      for (int i = 0; i < 16; i += 4) {
-        r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
-        r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
-        r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
-        r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
-      }
-      // r[4i + c]: 128-bit lane l holds word 4l + c of rows 4i..4i+3
-      for (int c = 0; c < 4; ++c) {
-        const __m512i v0 = _mm512_shuffle_i32x4(r[c], r[4 + c], 0x88), v1 = _mm512_shuffle_i32x4(r[c], r[4 + c], 0xDD);
-        const __m512i u0 = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0x88);
-        const __m512i u1 = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0xDD);
-        t[c] = _mm512_shuffle_i32x4(v0, u0, 0x88);       // word c
-        t[4 + c] = _mm512_shuffle_i32x4(v1, u1, 0x88);   // word 4 + c
-        t[8 + c] = _mm512_shuffle_i32x4(v0, u0, 0xDD);   // word 8 + c
-        t[12 + c] = _mm512_shuffle_i32x4(v1, u1, 0xDD);  // word 12 + c
-      }
+      transpose16_epi32(t);  // t[j]: word w0 + j of the 16 rows
       for (int j = 0; j < 16; ++j) {
         uint32_t* p = panel + (w0 + j) * PW * kGP + q * 16;
         if (BITS == 4) {
@@ -1329,15 +1339,168 @@ void qmm_int8_amx(const QmmArgs& a) {
     amx_task(a, b, n0, mt0, std::min(X.MT, mt0 + mc), X, s);
   });
 }
+
+// --------------------------------------------------------------------------
+// The bfloat16 matrix-matrix path on AMX tiles (setting 4, the default on
+// CPUs with AMX-BF16): x rounded to bfloat16 (nearest even), the weights
+// dequantized (q * s + b in float) and rounded the same way, and tdpbf16ps
+// summing their exact products in float32 over all of K inside the C tiles —
+// no per-block scaling, so the tile unit runs at its own speed. Not the int8
+// path's bits, but within its error bound: each product is off by at most
+// 2^-8 |x w|, and the int8 path's bound allows (max |x| of the block / 254)
+// |w| per term. x rows are the A tiles (16 rows x 32 columns), the weights
+// the B tiles (16 column pairs x 16 weight rows x 2); a task holds 32 weight
+// rows dequantized once into a panel (2 KB per 32 columns, in L2) and runs
+// 32 x 32 output tiles (four C tiles) over it.
+constexpr int kBN = 32;  // weight rows a task (two B tiles)
+
+// x as bfloat16, rows padded with zeros to a multiple of 32 per batch item
+struct AmxBf16X {
+  int64_t MP = 0;
+  std::vector<uint16_t> x;
+};
+
+__attribute__((target("avx512bf16"))) void bf16_rows(const float* x, int64_t n, uint16_t* dst) {
+  for (int64_t k = 0; k < n; k += 16)  // n: a multiple of 32
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + k), (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(x + k)));
+}
+
+// Weight rows [n0, n0 + 32) of batch item b, dequantized and rounded to
+// bfloat16, as B tiles: columns [32 ks, 32 ks + 32) of rows n0 + 16 t.. at
+// pb + ks * 1024 + t * 512 (tile row kp: the 16 rows' columns 2 kp, 2 kp + 1).
+// Rows past N are zeros. sc, bi: 16 * G floats of scratch.
+template <int BITS>
+__attribute__((target("avx512bf16"))) void amx_bf16_pack_w(const QmmArgs& a, int64_t b, int64_t n0, uint16_t* pb,
+                                                            float* sc, float* bi) {
+  const int64_t N = a.N, K = a.K, gs = a.group_size, G = K / gs, wc = K * BITS / 32, nks = K / 32;
+  const __m128i m4 = _mm_set1_epi8(0x0F);
+  for (int t = 0; t < 2; ++t) {
+    const int64_t r0 = n0 + t * 16, live = std::max<int64_t>(0, std::min<int64_t>(16, N - r0));
+    for (int64_t i = 0; i < live; ++i) {
+      row_scales(a, a.scales, b * N + r0 + i, G, sc + i * G);
+      row_scales(a, a.biases, b * N + r0 + i, G, bi + i * G);
+    }
+    for (int64_t ks = 0; ks < nks; ++ks) {
+      const int64_t g = ks * 32 / gs;
+      __m512i r[16];
+      for (int64_t i = 0; i < 16; ++i) {
+        if (i >= live) {
+          r[i] = _mm512_setzero_si512();
+          continue;
+        }
+        const uint8_t* src = reinterpret_cast<const uint8_t*>(a.w + (b * N + r0 + i) * wc);
+        __m128i c0, c1;  // codes of columns 0-15, 16-31
+        if (BITS == 4) {
+          const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + ks * 16));
+          const __m128i lo = _mm_and_si128(v, m4), hi = _mm_and_si128(_mm_srli_epi16(v, 4), m4);
+          c0 = _mm_unpacklo_epi8(lo, hi);
+          c1 = _mm_unpackhi_epi8(lo, hi);
+        } else {
+          c0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + ks * 32));
+          c1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + ks * 32 + 16));
+        }
+        const __m512 s = _mm512_set1_ps(sc[i * G + g]), bb = _mm512_set1_ps(bi[i * G + g]);
+        const __m512 w0 = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(c0)), s), bb);
+        const __m512 w1 = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(c1)), s), bb);
+        r[i] = (__m512i)_mm512_cvtne2ps_pbh(w1, w0);  // columns 0..31 in order: word j = columns 2j, 2j + 1
+      }
+      transpose16_epi32(r);
+      for (int kp = 0; kp < 16; ++kp) _mm512_storeu_si512(pb + ks * 1024 + t * 512 + kp * 32, r[kp]);
+    }
+  }
+}
+
+// Rows [32 p0, 32 p1) of x (batch item b) times the panel's 32 weight rows.
+__attribute__((target("amx-tile,amx-bf16"))) void amx_bf16_task(const QmmArgs& a, int64_t b, int64_t n0, int64_t p0,
+                                                                int64_t p1, const AmxBf16X& X, const uint16_t* pb,
+                                                                float* tmp) {
+  const int64_t M = a.M, N = a.N, K = a.K, nks = K / 32;
+  AmxConfig cfg;
+  for (int t = 0; t < 8; ++t) cfg.rows[t] = 16, cfg.colsb[t] = 64;
+  _tile_loadconfig(&cfg);
+  const uint16_t* xb = X.x.data() + b * X.MP * K;
+  float* out = a.out + b * M * N;
+  for (int64_t p = p0; p < p1; ++p) {
+    const int64_t m = p * 32;
+    const uint16_t* a0 = xb + m * K;
+    const uint16_t* a1 = a0 + 16 * K;
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    for (int64_t ks = 0; ks < nks; ++ks) {
+      _tile_loadd(4, a0 + ks * 32, K * 2);
+      _tile_loadd(5, a1 + ks * 32, K * 2);
+      _tile_loadd(6, pb + ks * 1024, 64);
+      _tile_loadd(7, pb + ks * 1024 + 512, 64);
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_dpbf16ps(1, 4, 7);
+      _tile_dpbf16ps(2, 5, 6);
+      _tile_dpbf16ps(3, 5, 7);
+    }
+    if (m + 32 <= M && n0 + kBN <= N) {  // C tile (u, t): rows m + 16 u, columns n0 + 16 t
+      float* o = out + m * N + n0;
+      _tile_stored(0, o, N * 4);
+      _tile_stored(1, o + 16, N * 4);
+      _tile_stored(2, o + 16 * N, N * 4);
+      _tile_stored(3, o + 16 * N + 16, N * 4);
+    } else {
+      _tile_stored(0, tmp, kBN * 4);
+      _tile_stored(1, tmp + 16, kBN * 4);
+      _tile_stored(2, tmp + 16 * kBN, kBN * 4);
+      _tile_stored(3, tmp + 16 * kBN + 16, kBN * 4);
+      const int64_t nn = std::min<int64_t>(kBN, N - n0);
+      for (int64_t r = 0; r < 32 && m + r < M; ++r)
+        std::memcpy(out + (m + r) * N + n0, tmp + r * kBN, nn * sizeof(float));
+    }
+  }
+  _tile_release();
+}
+
+template <int BITS>
+void qmm_bf16_amx(const QmmArgs& a) {
+  const int64_t M = a.M, N = a.N, K = a.K, G = K / a.group_size, nks = K / 32;
+  AmxBf16X X;
+  X.MP = (M + 31) / 32 * 32;
+  X.x.assign(a.batch * X.MP * K, 0);
+  parallel_for(a.batch * M, std::max<int64_t>(1, 8192 / K), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) bf16_rows(a.x + r * K, K, X.x.data() + (r / M * X.MP + r % M) * K);
+  });
+  // tasks: (batch item, 32 weight rows, a range of 32-row blocks of x); x is
+  // split only where the weight blocks alone would leave threads idle
+  const int64_t nblocks = (N + kBN - 1) / kBN, jobs = a.batch * nblocks, nt = num_threads(), MB = X.MP / 32;
+  int64_t mc = MB;
+  if (jobs < 4 * nt) mc = std::max<int64_t>(1, (MB * jobs + 4 * nt - 1) / (4 * nt));
+  const int64_t mchunks = (MB + mc - 1) / mc;
+  struct Scratch {
+    std::vector<uint16_t> pb;
+    std::vector<float> sc, bi, tmp;
+  };
+  auto make = [&] {
+    return Scratch{std::vector<uint16_t>(nks * 1024), std::vector<float>(16 * G), std::vector<float>(16 * G),
+                   std::vector<float>(32 * kBN)};
+  };
+  dynamic_for(jobs * mchunks, make, [&](int64_t t, Scratch& s) {
+    const int64_t job = t / mchunks, p0 = (t % mchunks) * mc, b = job / nblocks, n0 = job % nblocks * kBN;
+    amx_bf16_pack_w<BITS>(a, b, n0, s.pb.data(), s.sc.data(), s.bi.data());
+    amx_bf16_task(a, b, n0, p0, std::min(MB, p0 + mc), X, s.pb.data(), s.tmp.data());
+  });
+}
 #pragma GCC diagnostic pop
 #endif
 
 // Whether x (rows of K) holds only finite values (else the float path, which
 // carries infinities and NaN through as float arithmetic does).
 bool all_finite(const float* x, int64_t n) {
-  float acc = 0.0f;
-  for (int64_t i = 0; i < n; ++i) acc = acc + x[i] * 0.0f;  // NaN once any is inf or NaN
-  return acc == 0.0f;
+  // an exponent of all ones is inf or NaN; integer ORs vectorize (a float
+  // sum of x * 0 would be a chain of dependent adds)
+  uint32_t any = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t u;
+    std::memcpy(&u, x + i, 4);
+    any |= static_cast<uint32_t>((u & 0x7F800000u) == 0x7F800000u);
+  }
+  return any == 0;
 }
 
 }  // namespace
@@ -1361,7 +1524,8 @@ void qmm_run(const QmmArgs& a) {
   if (a.int8 && a.mode == 0 && (a.bits == 4 || a.bits == 8) && a.transpose && a.M > kMaxVecRows &&
       a.group_size % kXB == 0 && all_finite(a.x, a.batch * a.M * a.K)) {
 #if EMBER_ISA_HAS_AVX512 && defined(__x86_64__)
-    if (a.int8 == 3 && amx_int8_usable()) return a.bits == 4 ? qmm_int8_amx<4>(a) : qmm_int8_amx<8>(a);
+    if (a.int8 == 4 && amx_bf16_usable()) return a.bits == 4 ? qmm_bf16_amx<4>(a) : qmm_bf16_amx<8>(a);
+    if (a.int8 >= 3 && amx_int8_usable()) return a.bits == 4 ? qmm_int8_amx<4>(a) : qmm_int8_amx<8>(a);
 #endif
     if (a.int8 >= 2 && GV::has_vnni()) return a.bits == 4 ? qmm_int8_gemm<4, true>(a) : qmm_int8_gemm<8, true>(a);
     return a.bits == 4 ? qmm_int8_gemm<4, false>(a) : qmm_int8_gemm<8, false>(a);

@@ -28,7 +28,9 @@ struct QmmArgs {
   // pmaddwd); 2 the same with VNNI (vpdpbusd: AVX-512 VNNI, or AVX-VNNI at
   // the avx2 level's matrix-matrix path) where the CPU has it; 3 as 2, with
   // the matrix-matrix path's block sums on AMX tiles (AMX-INT8) where the CPU
-  // has them. 1, 2 and 3 give the same bits (exact integer sums).
+  // has them. 1, 2 and 3 give the same bits (exact integer sums). 4: as 3,
+  // but the matrix-matrix path in bfloat16 on AMX-BF16 tiles where the CPU
+  // has them (qmm_config.h).
   int int8 = 0;
 };
 

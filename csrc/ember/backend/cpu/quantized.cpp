@@ -406,17 +406,17 @@ namespace {
 std::atomic<int>& qmm_int8_setting() {
   static std::atomic<int> v{[] {
     const char* e = std::getenv("EMBER_QMM_INT8");
-    if (e && e[0] >= '0' && e[0] <= '3' && e[1] == 0) return e[0] - '0';
-    return 3;
+    if (e && e[0] >= '0' && e[0] <= '4' && e[1] == 0) return e[0] - '0';
+    return 4;
   }()};
   return v;
 }
 }  // namespace
 
 int set_qmm_int8(int level) {
-  if (level < 0 || level > 3)
-    throw std::invalid_argument("[set_qmm_int8] The setting must be 0 (float), 1 (int8), 2 (int8, VNNI) or 3 "
-                                "(int8, VNNI and AMX tiles), got " +
+  if (level < 0 || level > 4)
+    throw std::invalid_argument("[set_qmm_int8] The setting must be 0 (float), 1 (int8), 2 (int8, VNNI), 3 "
+                                "(int8, VNNI and AMX tiles) or 4 (3, with bfloat16 AMX tiles for prefill), got " +
                                 std::to_string(level) + ".");
   return qmm_int8_setting().exchange(level);
 }
