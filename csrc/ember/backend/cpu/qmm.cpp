@@ -1163,6 +1163,26 @@ void qmm_int8_gemm(const QmmArgs& a) {
 constexpr int kAN = 32;  // weight rows a task (two A tiles)
 constexpr int kAT = 16;  // rows of x a B tile
 
+// n zeroed T at a 64-byte aligned data() (a tile row must not straddle two
+// cache lines: unaligned tile loads touch twice the lines)
+template <class T>
+class Buf64 {
+ public:
+  explicit Buf64(int64_t n = 0) : v_(n + 64 / sizeof(T)) {
+    const auto u = reinterpret_cast<uintptr_t>(v_.data());
+    p_ = v_.data() + ((64 - u % 64) % 64) / sizeof(T);
+  }
+  Buf64(Buf64&&) = default;  // the vector's storage moves with it: p_ stays valid
+  Buf64& operator=(Buf64&&) = default;
+  Buf64(const Buf64&) = delete;
+  T* data() { return p_; }
+  const T* data() const { return p_; }
+
+ private:
+  std::vector<T> v_;
+  T* p_ = nullptr;
+};
+
 struct alignas(64) AmxConfig {  // the palette 1 tile configuration (ldtilecfg)
   uint8_t palette = 1, start_row = 0, reserved[14] = {};
   uint16_t colsb[16] = {};  // bytes a row, per tile
@@ -1175,7 +1195,7 @@ struct alignas(64) AmxConfig {  // the palette 1 tile configuration (ldtilecfg)
 // Rows past M are zeros.
 struct AmxX {
   int64_t MT = 0;  // row tiles per batch item
-  std::vector<int8_t> xb;
+  Buf64<int8_t> xb;
   std::vector<float> dt, st;
 };
 
@@ -1183,7 +1203,7 @@ void amx_pack_x(const int8_t* xq, const float* d, const float* xs, int64_t batch
                 AmxX& X) {
   const int64_t nb = K / kXB, MT = (M + kAT - 1) / kAT;
   X.MT = MT;
-  X.xb.assign(batch * MT * nb * 512, 0);
+  X.xb = Buf64<int8_t>(batch * MT * nb * 512);
   X.dt.assign(batch * MT * nb * kAT, 0.0f);
   X.st.assign(batch * MT * G * kAT, 0.0f);
   parallel_for(batch * MT, 1, [&](int64_t t0, int64_t t1) {
@@ -1204,9 +1224,9 @@ void amx_pack_x(const int8_t* xq, const float* d, const float* xs, int64_t batch
 }
 
 struct AmxScratch {
-  std::vector<uint8_t> pa;  // per block: 32 weight rows x 32 codes (two A tiles)
+  Buf64<uint8_t> pa;  // per block: 32 weight rows x 32 codes (two A tiles)
   std::vector<float> sp, bp, row, tot;
-  std::vector<int32_t> c;
+  Buf64<int32_t> c;
 };
 
 // Weight rows [n0, n0 + 32) of batch item b (past N: zero codes, scales and
@@ -1330,8 +1350,8 @@ void qmm_int8_amx(const QmmArgs& a) {
   }
   const int64_t mchunks = (X.MT + mc - 1) / mc;
   auto make = [&] {
-    return AmxScratch{std::vector<uint8_t>(nb * kAN * kXB), std::vector<float>(G * kAN), std::vector<float>(G * kAN),
-                      std::vector<float>(G), std::vector<float>(kAN * kAN), std::vector<int32_t>(4 * 256)};
+    return AmxScratch{Buf64<uint8_t>(nb * kAN * kXB), std::vector<float>(G * kAN), std::vector<float>(G * kAN),
+                      std::vector<float>(G), std::vector<float>(kAN * kAN), Buf64<int32_t>(4 * 256)};
   };
   dynamic_for(jobs * mchunks, make, [&](int64_t t, AmxScratch& s) {
     const int64_t job = t / mchunks, mt0 = (t % mchunks) * mc, b = job / nblocks, n0 = job % nblocks * kAN;
@@ -1354,15 +1374,21 @@ void qmm_int8_amx(const QmmArgs& a) {
 // 32 x 32 output tiles (four C tiles) over it.
 constexpr int kBN = 32;  // weight rows a task (two B tiles)
 
-// x as bfloat16, rows padded with zeros to a multiple of 32 per batch item
+// x as bfloat16 A tiles, rows padded with zeros to a multiple of 32 per
+// batch item: row r of row tile mt, columns [32 ks, 32 ks + 32) at
+// x + ((b * MP / 16 + mt) * K / 32 + ks) * 512 + (r % 16) * 32 — each tile
+// 1 KB contiguous (rows K apart would share one L1 set when K * 2 is a
+// multiple of 4 KB)
 struct AmxBf16X {
   int64_t MP = 0;
-  std::vector<uint16_t> x;
+  Buf64<uint16_t> x;
 };
 
-__attribute__((target("avx512bf16"))) void bf16_rows(const float* x, int64_t n, uint16_t* dst) {
-  for (int64_t k = 0; k < n; k += 16)  // n: a multiple of 32
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + k), (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(x + k)));
+// row x (K floats) -> its tile rows at dst (row r of a tile: dst = tile + r * 32)
+__attribute__((target("avx512bf16"))) void bf16_row(const float* x, int64_t K, uint16_t* dst) {
+  for (int64_t k = 0; k < K; k += 16)  // K: a multiple of 32
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + k / 32 * 512 + k % 32),
+                        (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(x + k)));
 }
 
 // Weight rows [n0, n0 + 32) of batch item b, dequantized and rounded to
@@ -1422,15 +1448,15 @@ __attribute__((target("amx-tile,amx-bf16"))) void amx_bf16_task(const QmmArgs& a
   float* out = a.out + b * M * N;
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t m = p * 32;
-    const uint16_t* a0 = xb + m * K;
+    const uint16_t* a0 = xb + m * K;  // row tiles 2p and 2p + 1
     const uint16_t* a1 = a0 + 16 * K;
     _tile_zero(0);
     _tile_zero(1);
     _tile_zero(2);
     _tile_zero(3);
     for (int64_t ks = 0; ks < nks; ++ks) {
-      _tile_loadd(4, a0 + ks * 32, K * 2);
-      _tile_loadd(5, a1 + ks * 32, K * 2);
+      _tile_loadd(4, a0 + ks * 512, 64);
+      _tile_loadd(5, a1 + ks * 512, 64);
       _tile_loadd(6, pb + ks * 1024, 64);
       _tile_loadd(7, pb + ks * 1024 + 512, 64);
       _tile_dpbf16ps(0, 4, 6);
@@ -1462,9 +1488,12 @@ void qmm_bf16_amx(const QmmArgs& a) {
   const int64_t M = a.M, N = a.N, K = a.K, G = K / a.group_size, nks = K / 32;
   AmxBf16X X;
   X.MP = (M + 31) / 32 * 32;
-  X.x.assign(a.batch * X.MP * K, 0);
+  X.x = Buf64<uint16_t>(a.batch * X.MP * K);
   parallel_for(a.batch * M, std::max<int64_t>(1, 8192 / K), [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) bf16_rows(a.x + r * K, K, X.x.data() + (r / M * X.MP + r % M) * K);
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t row = r / M * X.MP + r % M;  // in the padded rows
+      bf16_row(a.x + r * K, K, X.x.data() + row / 16 * nks * 512 + row % 16 * 32);
+    }
   });
   // tasks: (batch item, 32 weight rows, a range of 32-row blocks of x); x is
   // split only where the weight blocks alone would leave threads idle
@@ -1473,11 +1502,11 @@ void qmm_bf16_amx(const QmmArgs& a) {
   if (jobs < 4 * nt) mc = std::max<int64_t>(1, (MB * jobs + 4 * nt - 1) / (4 * nt));
   const int64_t mchunks = (MB + mc - 1) / mc;
   struct Scratch {
-    std::vector<uint16_t> pb;
+    Buf64<uint16_t> pb;
     std::vector<float> sc, bi, tmp;
   };
   auto make = [&] {
-    return Scratch{std::vector<uint16_t>(nks * 1024), std::vector<float>(16 * G), std::vector<float>(16 * G),
+    return Scratch{Buf64<uint16_t>(nks * 1024), std::vector<float>(16 * G), std::vector<float>(16 * G),
                    std::vector<float>(32 * kBN)};
   };
   dynamic_for(jobs * mchunks, make, [&](int64_t t, Scratch& s) {
