@@ -1399,13 +1399,15 @@ template <int BITS>
 __attribute__((target("avx512bf16"))) void amx_bf16_pack_w(const QmmArgs& a, int64_t b, int64_t n0, uint16_t* pb,
                                                             float* sc, float* bi) {
   const int64_t N = a.N, K = a.K, gs = a.group_size, G = K / gs, wc = K * BITS / 32, nks = K / 32;
-  const __m128i m4 = _mm_set1_epi8(0x0F);
+  const __m512 iota = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512i nib = _mm512_set1_epi32(0x000F000F);
   for (int t = 0; t < 2; ++t) {
     const int64_t r0 = n0 + t * 16, live = std::max<int64_t>(0, std::min<int64_t>(16, N - r0));
     for (int64_t i = 0; i < live; ++i) {
       row_scales(a, a.scales, b * N + r0 + i, G, sc + i * G);
       row_scales(a, a.biases, b * N + r0 + i, G, bi + i * G);
     }
+    __m512i tab[16];  // 4 bits: each row's 16 values q * s + b of the group, as bfloat16 (words 0-15)
     for (int64_t ks = 0; ks < nks; ++ks) {
       const int64_t g = ks * 32 / gs;
       __m512i r[16];
@@ -1415,20 +1417,23 @@ __attribute__((target("avx512bf16"))) void amx_bf16_pack_w(const QmmArgs& a, int
           continue;
         }
         const uint8_t* src = reinterpret_cast<const uint8_t*>(a.w + (b * N + r0 + i) * wc);
-        __m128i c0, c1;  // codes of columns 0-15, 16-31
-        if (BITS == 4) {
-          const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + ks * 16));
-          const __m128i lo = _mm_and_si128(v, m4), hi = _mm_and_si128(_mm_srli_epi16(v, 4), m4);
-          c0 = _mm_unpacklo_epi8(lo, hi);
-          c1 = _mm_unpackhi_epi8(lo, hi);
-        } else {
-          c0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + ks * 32));
-          c1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + ks * 32 + 16));
-        }
         const __m512 s = _mm512_set1_ps(sc[i * G + g]), bb = _mm512_set1_ps(bi[i * G + g]);
-        const __m512 w0 = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(c0)), s), bb);
-        const __m512 w1 = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(c1)), s), bb);
-        r[i] = (__m512i)_mm512_cvtne2ps_pbh(w1, w0);  // columns 0..31 in order: word j = columns 2j, 2j + 1
+        if (BITS == 4) {
+          if (ks * 32 % gs == 0) {
+            const __m512 v = _mm512_add_ps(_mm512_mul_ps(iota, s), bb);
+            tab[i] = (__m512i)_mm512_cvtne2ps_pbh(v, v);
+          }
+          // dword j = byte j (codes 2j, 2j + 1) -> word indices 2j, 2j + 1
+          const __m512i d = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + ks * 16)));
+          const __m512i idx = _mm512_ternarylogic_epi32(d, _mm512_slli_epi32(d, 12), nib, 0xA8);  // (d | d << 12) & nib
+          r[i] = _mm512_permutexvar_epi16(idx, tab[i]);
+        } else {
+          const __m128i c0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + ks * 32));
+          const __m128i c1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + ks * 32 + 16));
+          const __m512 w0 = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(c0)), s), bb);
+          const __m512 w1 = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(c1)), s), bb);
+          r[i] = (__m512i)_mm512_cvtne2ps_pbh(w1, w0);  // columns 0..31 in order: word j = columns 2j, 2j + 1
+        }
       }
       transpose16_epi32(r);
       for (int kp = 0; kp < 16; ++kp) _mm512_storeu_si512(pb + ks * 1024 + t * 512 + kp * 32, r[kp]);
