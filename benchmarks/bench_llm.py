@@ -281,8 +281,9 @@ def main():
     cfg = emx.__config__()
     bw = mem_bw.bandwidth(refresh=False)
     gbps = mem_bw.read_gbps(args.threads, bw)
+    extras = [f for f in ("avx512_vnni", "avx512_bf16", "amx_int8", "amx_bf16") if f in cfg["cpu_features"]]
     print(f"CPU: {model} ({os.cpu_count()} CPUs), Ember ISA level {cfg['isa']}"
-          f"{' + avx512_vnni' if 'avx512_vnni' in cfg['cpu_features'] else ''}; {args.threads} threads")
+          f"{''.join(' + ' + f for f in extras)}; {args.threads} threads")
     runs = [("ember", sys.executable, args.prompt, args.gen, args.rounds)]
     if args.llama_python:
         runs.append(("llama.cpp", args.llama_python, args.prompt, args.gen, args.rounds))

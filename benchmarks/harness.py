@@ -140,7 +140,7 @@ LEVEL_FLAGS = (
 )
 # the flags the header lists
 SHOWN_FLAGS = ("avx2", "fma", "avx512f", "avx512bw", "avx512dq", "avx512vl",
-               "avx512_vnni", "avx512_bf16", "avx512_fp16", "avx_vnni", "amx_tile")
+               "avx512_vnni", "avx512_bf16", "avx512_fp16", "avx_vnni", "amx_tile", "amx_int8", "amx_bf16")
 
 # Each framework's control, and its value per level. OpenBLAS's core type is
 # a forced choice, not a cap: it is only set below the CPU's own level (a
