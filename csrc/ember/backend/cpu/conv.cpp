@@ -32,6 +32,7 @@
 #include "ember/backend/cpu/isa_unit.h"
 
 #include "ember/backend/cpu/kernel_utils.h"
+#include "ember/backend/cpu/loops.h"
 #include "ember/backend/cpu/vec.h"
 
 namespace ember::cpu::EMBER_ISA_NS {
@@ -53,23 +54,6 @@ struct Scratch {
     if (zero) std::fill(data, data + n, A(0));
   }
 };
-
-// Tasks [0, n) handed out one at a time to whichever thread asks next: a
-// core the OS lends to another process for a while then takes fewer of
-// them instead of holding the whole call up (a fixed split waits for its
-// slowest half). make() builds a thread's scratch state once; run(state,
-// i) does task i; done(state) ends the thread's share. Every task writes
-// its own outputs, so which thread runs it does not change the result.
-template <class Make, class Run, class Done>
-void run_tasks(int64_t n, Make&& make, Run&& run, Done&& done) {
-  std::atomic<int64_t> next{0};
-  const int64_t workers = std::min<int64_t>(num_threads(), n);
-  parallel_for(workers, 1, [&](int64_t, int64_t) {
-    auto state = make();
-    for (int64_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < n;) run(state, i);
-    done(state);
-  });
-}
 
 // Tile shapes per level: NR vectors of output channels x MR rows, as many
 // accumulators as the registers hold with room for the operands (32 vector
@@ -601,8 +585,9 @@ void forward_blocks(const A* x, const Geometry& g, const ConvParams& p, const Fo
       }
     }
   };
-  run_tasks(
-      nblocks, [&] { return RowPointers<A>(g, tab, block_rows, MR); }, block,
+  dynamic_for(
+      nblocks, [&] { return RowPointers<A>(g, tab, block_rows, MR); },
+      [&](int64_t i, RowPointers<A>& st) { block(st, i); },
       [&](RowPointers<A>&) {
         if (stream) stream_fence();
       });
@@ -805,9 +790,10 @@ void conv_depthwise(const A* x, const A* w, const Geometry& g, const ConvParams&
       }
     }
   };
-  run_tasks(
+  dynamic_for(
       (lines + grain - 1) / grain,
-      [&] { return State{std::vector<int64_t>(static_cast<size_t>(nlead)), std::vector<A>(MR * W)}; }, task,
+      [&] { return State{std::vector<int64_t>(static_cast<size_t>(nlead)), std::vector<A>(MR * W)}; },
+      [&](int64_t i, State& st) { task(st, i); },
       [&](State&) {
         if (stream) stream_fence();
       });
@@ -941,7 +927,7 @@ void conv_weight_grad(const A* x, const A* ct, const Geometry& g, const ConvPara
       default: weight_grad_partition<A, 1>(x, ct, g, tab, rb, re, ogp, d); break;
     }
   };
-  run_tasks(parts, [] { return 0; }, part, [](int) {});
+  dynamic_for(parts, [] { return 0; }, [&](int64_t i, int& st) { part(st, i); });
   for (int64_t q = 1; q < parts; ++q) {
     const A* src = acc.data + q * per;
     for (int64_t i = 0; i < per; ++i) acc.data[i] += src[i];

@@ -161,7 +161,7 @@ inline void butterfly(const T* ar, const T* ai, T* br, T* bi, const Stage& st) {
 
 constexpr int64_t kDerivedMin = int64_t(1) << 14;  // sub-lengths m that use derived twiddles
 
-typedef float v8f __attribute__((vector_size(32)));
+using v8f = VecN<float, 8>;
 
 // w^2 .. w^7 from w = (wr[1], wi[1]): at most three products deep.
 template <class T>

@@ -22,6 +22,7 @@
 #include <atomic>
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "ember/array.h"
@@ -63,20 +64,27 @@ void for_each_row(const Shape& shape, const std::array<const int64_t*, N>& strid
 
 // Work sharing: task(i, state) for i in [0, n) on every thread, each
 // claiming the next task when it is done with one (so a core that is busy
-// elsewhere slows nobody down); make() builds one state per thread.
-template <class Make, class Task>
-void dynamic_for(int64_t n, Make&& make, Task&& task) {
+// elsewhere slows nobody down); make() builds one state per thread and
+// done(state) ends that thread's share (a fence after streaming stores, say).
+template <class Make, class Task, class Done>
+void dynamic_for(int64_t n, Make&& make, Task&& task, Done&& done) {
   if (n <= 0) return;
   if (n == 1 || num_threads() == 1) {
     auto st = make();
     for (int64_t i = 0; i < n; ++i) task(i, st);
+    done(st);
     return;
   }
   std::atomic<int64_t> next{0};
-  parallel_for(num_threads(), 1, [&](int64_t, int64_t) {
+  parallel_for(std::min<int64_t>(num_threads(), n), 1, [&](int64_t, int64_t) {
     auto st = make();
-    for (int64_t i; (i = next.fetch_add(1)) < n;) task(i, st);
+    for (int64_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < n;) task(i, st);
+    done(st);
   });
+}
+template <class Make, class Task>
+void dynamic_for(int64_t n, Make&& make, Task&& task) {
+  dynamic_for(n, std::forward<Make>(make), std::forward<Task>(task), [](auto&) {});
 }
 struct NoState {};
 inline NoState no_state() { return {}; }
