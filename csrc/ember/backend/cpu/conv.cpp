@@ -39,22 +39,6 @@ namespace ember::cpu::EMBER_ISA_NS {
 
 namespace {
 
-// Scratch from Ember's allocator: 64-byte aligned (vector loads of packed
-// weights that straddle cache lines run at half speed) and recycled by its
-// cache (no page faults for big temporaries call after call).
-template <class A>
-struct Scratch {
-  std::shared_ptr<Buffer> buf;
-  A* data = nullptr;
-  int64_t size = 0;
-  explicit Scratch(int64_t n, bool zero = true)
-      : buf(allocator::malloc(static_cast<size_t>(std::max<int64_t>(n, 1)) * sizeof(A))),
-        data(static_cast<A*>(buf->ptr())),
-        size(n) {
-    if (zero) std::fill(data, data + n, A(0));
-  }
-};
-
 // Tile shapes per level: NR vectors of output channels x MR rows, as many
 // accumulators as the registers hold with room for the operands (32 vector
 // registers with AVX-512, 16 below it).
@@ -441,7 +425,7 @@ struct ForwardPlan {
   int nr = 1, mr = 1;
   int64_t nrw = 0, blocks = 0;  // columns per block, blocks per group
   bool flipped = false;
-  std::shared_ptr<const Scratch<A>> packed;
+  std::shared_ptr<const AlignedScratch<A>> packed;
 
   ForwardPlan(const Geometry& g, bool flip) : flipped(flip) {
     constexpr int W = Vec<A>::W;
@@ -455,8 +439,9 @@ struct ForwardPlan {
 };
 
 template <class A>
-std::shared_ptr<const Scratch<A>> pack_forward_weights(const A* w, const Geometry& g, const ForwardPlan<A>& plan) {
-  auto out = std::make_shared<Scratch<A>>(g.G * plan.blocks * plan.block_size(g));
+std::shared_ptr<const AlignedScratch<A>> pack_forward_weights(const A* w, const Geometry& g,
+                                                              const ForwardPlan<A>& plan) {
+  auto out = std::make_shared<AlignedScratch<A>>(g.G * plan.blocks * plan.block_size(g));
   for (int64_t gi = 0; gi < g.G; ++gi) {
     for (int64_t o = 0; o < g.Og; ++o) {
       const int64_t jb = o / plan.nrw, jj = o % plan.nrw;
@@ -479,7 +464,7 @@ std::shared_ptr<const Scratch<A>> pack_forward_weights(const A* w, const Geometr
 template <class A>
 class PackCache {
  public:
-  std::shared_ptr<const Scratch<A>> get(const array& w, const Geometry& g, const ForwardPlan<A>& plan,
+  std::shared_ptr<const AlignedScratch<A>> get(const array& w, const Geometry& g, const ForwardPlan<A>& plan,
                                         const A* wdata) {
     const bool cacheable = w.buffer() && !w.buffer()->is_borrowed();
     if (!cacheable) return pack_forward_weights(wdata, g, plan);
@@ -513,7 +498,7 @@ class PackCache {
     Strides strides;
     int64_t G, nrw;
     bool flipped;
-    std::shared_ptr<const Scratch<A>> packed;
+    std::shared_ptr<const AlignedScratch<A>> packed;
   };
   std::mutex mu_;
   std::vector<Entry> entries_;
@@ -714,7 +699,7 @@ void conv_depthwise(const A* x, const A* w, const Geometry& g, const ConvParams&
   const int64_t cpad = (g.C + W - 1) / W * W;
   // wt[kpos][c], zero-padded to whole vectors
   // (a flipped kernel in reverse position order, run unflipped: see ForwardPlan)
-  Scratch<A> wt(g.Kprod * cpad);
+  AlignedScratch<A> wt(g.Kprod * cpad);
   for (int64_t c = 0; c < g.C; ++c)
     for (int64_t k = 0; k < g.Kprod; ++k) wt.data[k * cpad + c] = w[c * g.Kprod + (params.flip ? g.Kprod - 1 - k : k)];
   ConvParams p = params;
@@ -912,7 +897,7 @@ void conv_weight_grad(const A* x, const A* ct, const Geometry& g, const ConvPara
   // A partition of the rows fixed by the shape alone: the partial sums are
   // added in partition order, whatever the number of threads.
   const int64_t parts = std::clamp<int64_t>(g.rows / 4096, 1, 8);
-  Scratch<A> acc(parts * per);
+  AlignedScratch<A> acc(parts * per);
   const int nr = static_cast<int>(std::min<int64_t>(max_nr<A>(), (g.Og + W - 1) / W));
   const OffsetTables tab(g, p);
   auto part = [&](int, int64_t q) {
@@ -951,14 +936,14 @@ array dense(const array& a) {
 template <class A>
 struct DenseAs {
   array arr;
-  std::unique_ptr<Scratch<A>> copy;
+  std::unique_ptr<AlignedScratch<A>> copy;
   const A* data = nullptr;
   DenseAs(const array& a) {
     if (a.dtype() == type_to_dtype<A>::value) {
       arr = dense(a);
       data = arr.data<A>();
     } else {
-      copy = std::make_unique<Scratch<A>>(a.size(), false);
+      copy = std::make_unique<AlignedScratch<A>>(a.size(), false);
       copy_kernel(a.dtype(), a.shape(), a.strides(), a.data<char>(), type_to_dtype<A>::value,
                   row_strides(a.shape()), reinterpret_cast<char*>(copy->data));
       data = copy->data;
@@ -979,7 +964,7 @@ void run_floating(const char* name, array& out, F&& f) {
       if constexpr (std::is_same_v<T, A>) {
         f(A{}, out.data<A>());
       } else {
-        Scratch<A> tmp(out.size(), false);
+        AlignedScratch<A> tmp(out.size(), false);
         f(A{}, tmp.data);
         const Strides dense_strides = row_strides(out.shape());  // out is freshly allocated: dense
         copy_kernel(type_to_dtype<A>::value, out.shape(), dense_strides, reinterpret_cast<char*>(tmp.data),

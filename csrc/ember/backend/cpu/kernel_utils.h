@@ -2,11 +2,14 @@
 // dtype conversion, and the error for a dtype a kernel does not support.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <string>
 #include <type_traits>
 
+#include "ember/allocator.h"
 #include "ember/array.h"
 #include "ember/backend/cpu/isa.h"
 
@@ -23,6 +26,23 @@ bool can_donate(const array& in, const array& out);
 
 // One copy of the inline helpers below per ISA level (backend/cpu/isa.h).
 inline namespace EMBER_ISA_NS {
+
+// Kernel scratch from Ember's allocator: 64-byte aligned (vector and tile
+// loads that straddle cache lines run at half speed) and recycled by its
+// cache (no page faults for big temporaries call after call); n A, zeroed
+// unless zero is false.
+template <class A>
+struct AlignedScratch {
+  std::shared_ptr<Buffer> buf;
+  A* data = nullptr;
+  int64_t size = 0;
+  explicit AlignedScratch(int64_t n, bool zero = true)
+      : buf(allocator::malloc(static_cast<size_t>(std::max<int64_t>(n, 1)) * sizeof(A))),
+        data(static_cast<A*>(buf->ptr())),
+        size(n) {
+    if (zero) std::fill(data, data + n, A(0));
+  }
+};
 
 // One value converted between storage types: the rule of every Ember
 // conversion (dtype.h's scalar_cast), inlined into the kernels' loops.

@@ -222,7 +222,7 @@ struct Sgemm {
     const int64_t per = std::max<int64_t>(limit / (2 * kband), 1);
     const int64_t mband = std::min(mp, std::max(per / kMR, kMCPanels));
     const int64_t nband = std::min(np, std::max<int64_t>(per / kNR, 1));
-    Scratch pack((mband * kMR + nband * kNR) * kband);
+    AlignedScratch<float> pack((mband * kMR + nband * kNR) * kband, false);
     for (int64_t k0 = 0; k0 < K; k0 += kband)
       for (int64_t m0 = 0; m0 < mp; m0 += mband)
         for (int64_t n0 = 0; n0 < np; n0 += nband)
@@ -231,12 +231,6 @@ struct Sgemm {
   }
 
  private:
-  struct Scratch {
-    std::shared_ptr<Buffer> buf;
-    float* data;
-    explicit Scratch(int64_t n)
-        : buf(allocator::malloc(static_cast<size_t>(n) * sizeof(float))), data(static_cast<float*>(buf->ptr())) {}
-  };
   // row panels [m0, m0 + mn), column panels [n0, n0 + nn), k in [k0, k0 + kn)
   struct Band {
     int64_t m0, mn, n0, nn, k0, kn;

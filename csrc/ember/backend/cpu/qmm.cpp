@@ -29,6 +29,7 @@
 #pragma GCC target("prefer-vector-width=512")
 #endif
 #include "ember/backend/cpu/qmm.h"
+#include "ember/backend/cpu/kernel_utils.h"
 #include "ember/backend/cpu/loops.h"
 
 namespace ember::cpu::EMBER_ISA_NS {
@@ -957,6 +958,19 @@ inline void transpose16_epi32(__m512i (&r)[16]) {
 }
 #endif
 
+// The scales and biases of weight rows [n0, n0 + P) of batch item b as
+// sp/bp[g * P + n] (rows past N: zeros); row: G floats of scratch.
+void panel_scales(const QmmArgs& a, int64_t b, int64_t n0, int64_t P, float* row, float* sp, float* bp) {
+  const int64_t N = a.N, G = a.K / a.group_size;
+  for (int64_t n = 0; n < P; ++n) {
+    const bool live = n0 + n < N;
+    if (live) row_scales(a, a.scales, b * N + n0 + n, G, row);
+    for (int64_t g = 0; g < G; ++g) sp[g * P + n] = live ? row[g] : 0.0f;
+    if (live) row_scales(a, a.biases, b * N + n0 + n, G, row);
+    for (int64_t g = 0; g < G; ++g) bp[g * P + n] = live ? row[g] : 0.0f;
+  }
+}
+
 // Weight rows [n0, n0 + kGP) of batch item b (rows past N as zeros),
 // columns [k0, k1), into panel: word w (KW = 32 / BITS columns) at
 // panel + w * PW * kGP, PW = 2 (even codes, then odd) for 4 bits, 1 for 8.
@@ -1069,6 +1083,17 @@ void gemm_tile(const uint32_t* panel, int64_t k0, int64_t g0, int64_t g1, int64_
 #pragma GCC diagnostic pop
 #endif
 
+// How many of x's `units` (rows, or tiles of rows) a matrix-matrix task
+// takes: all of them, unless the jobs alone (batch items x weight blocks)
+// would leave threads idle; then about 4 tasks a thread, in multiples of
+// `step` and no fewer than `least`.
+inline int64_t task_units(int64_t units, int64_t jobs, int64_t step, int64_t least) {
+  const int64_t nt = num_threads();
+  if (jobs >= 4 * nt) return units;
+  const int64_t parts = (4 * nt + jobs - 1) / jobs;
+  return std::max(least, ((units + parts - 1) / parts + step - 1) / step * step);
+}
+
 // gemm_tile for the last, short tile too (r <= R rows)
 template <int BITS, bool VNNI, int R>
 void gemm_rows(int64_t r, const uint32_t* panel, int64_t k0, int64_t g0, int64_t g1, int64_t gs, const float* sp,
@@ -1091,12 +1116,8 @@ void qmm_int8_gemm(const QmmArgs& a) {
   });
   // tasks: (batch item, block of P weight rows, chunk of x rows); x is split
   // only where the weight blocks alone would leave threads idle
-  const int64_t nblocks = (N + P - 1) / P, jobs = a.batch * nblocks, nt = num_threads();
-  int64_t mc = M;
-  if (jobs < 4 * nt) {
-    const int64_t parts = (4 * nt + jobs - 1) / jobs;
-    mc = std::max<int64_t>(4 * MR, ((M + parts - 1) / parts + MR - 1) / MR * MR);
-  }
+  const int64_t nblocks = (N + P - 1) / P, jobs = a.batch * nblocks;
+  const int64_t mc = task_units(M, jobs, MR, 4 * MR);
   const int64_t mchunks = (M + mc - 1) / mc, tasks = jobs * mchunks;
   struct Scratch {
     std::vector<uint32_t> panel;
@@ -1114,13 +1135,7 @@ void qmm_int8_gemm(const QmmArgs& a) {
     std::vector<float>& tot = st.tot;
     const int64_t b = t / (nblocks * mchunks), n0 = (t / mchunks) % nblocks * P, mb = (t % mchunks) * mc;
     const int64_t me = std::min(M, mb + mc);
-    for (int64_t n = 0; n < P; ++n) {
-      const bool live = n0 + n < N;
-      if (live) row_scales(a, a.scales, b * N + n0 + n, G, row.data());
-      for (int64_t g = 0; g < G; ++g) sp[g * P + n] = live ? row[g] : 0.0f;
-      if (live) row_scales(a, a.biases, b * N + n0 + n, G, row.data());
-      for (int64_t g = 0; g < G; ++g) bp[g * P + n] = live ? row[g] : 0.0f;
-    }
+    panel_scales(a, b, n0, P, row.data(), sp.data(), bp.data());
     pack_panel<BITS>(a, b, n0, 0, K, panel.data());
     const int8_t* xb = xq.data() + b * M * K;
     const float* db = d.data() + b * M * nb;
@@ -1163,26 +1178,6 @@ void qmm_int8_gemm(const QmmArgs& a) {
 constexpr int kAN = 32;  // weight rows a task (two A tiles)
 constexpr int kAT = 16;  // rows of x a B tile
 
-// n zeroed T at a 64-byte aligned data() (a tile row must not straddle two
-// cache lines: unaligned tile loads touch twice the lines)
-template <class T>
-class Buf64 {
- public:
-  explicit Buf64(int64_t n = 0) : v_(n + 64 / sizeof(T)) {
-    const auto u = reinterpret_cast<uintptr_t>(v_.data());
-    p_ = v_.data() + ((64 - u % 64) % 64) / sizeof(T);
-  }
-  Buf64(Buf64&&) = default;  // the vector's storage moves with it: p_ stays valid
-  Buf64& operator=(Buf64&&) = default;
-  Buf64(const Buf64&) = delete;
-  T* data() { return p_; }
-  const T* data() const { return p_; }
-
- private:
-  std::vector<T> v_;
-  T* p_ = nullptr;
-};
-
 struct alignas(64) AmxConfig {  // the palette 1 tile configuration (ldtilecfg)
   uint8_t palette = 1, start_row = 0, reserved[14] = {};
   uint16_t colsb[16] = {};  // bytes a row, per tile
@@ -1194,18 +1189,19 @@ struct alignas(64) AmxConfig {  // the palette 1 tile configuration (ldtilecfg)
 // kq * 64 + mm * 4); d and xsum per row tile as 16 floats a block / group.
 // Rows past M are zeros.
 struct AmxX {
-  int64_t MT = 0;  // row tiles per batch item
-  Buf64<int8_t> xb;
+  int64_t MT;  // row tiles per batch item
+  AlignedScratch<int8_t> xb;
   std::vector<float> dt, st;
+  AmxX(int64_t batch, int64_t M, int64_t K, int64_t G)
+      : MT((M + kAT - 1) / kAT),
+        xb(batch * MT * (K / kXB) * 512),
+        dt(batch * MT * (K / kXB) * kAT),
+        st(batch * MT * G * kAT) {}
 };
 
 void amx_pack_x(const int8_t* xq, const float* d, const float* xs, int64_t batch, int64_t M, int64_t K, int64_t G,
                 AmxX& X) {
-  const int64_t nb = K / kXB, MT = (M + kAT - 1) / kAT;
-  X.MT = MT;
-  X.xb = Buf64<int8_t>(batch * MT * nb * 512);
-  X.dt.assign(batch * MT * nb * kAT, 0.0f);
-  X.st.assign(batch * MT * G * kAT, 0.0f);
+  const int64_t nb = K / kXB, MT = X.MT;
   parallel_for(batch * MT, 1, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t b = t / MT, mt = t % MT;
@@ -1213,7 +1209,7 @@ void amx_pack_x(const int8_t* xq, const float* d, const float* xs, int64_t batch
         const int64_t row = b * M + mt * kAT + mm;
         const int8_t* xr = xq + row * K;
         for (int64_t blk = 0; blk < nb; ++blk) {
-          int8_t* dst = X.xb.data() + (t * nb + blk) * 512 + mm * 4;
+          int8_t* dst = X.xb.data + (t * nb + blk) * 512 + mm * 4;
           for (int kq = 0; kq < kXB / 4; ++kq) std::memcpy(dst + kq * 64, xr + blk * kXB + kq * 4, 4);
           X.dt[(t * nb + blk) * kAT + mm] = d[row * nb + blk];
         }
@@ -1224,19 +1220,19 @@ void amx_pack_x(const int8_t* xq, const float* d, const float* xs, int64_t batch
 }
 
 struct AmxScratch {
-  Buf64<uint8_t> pa;  // per block: 32 weight rows x 32 codes (two A tiles)
+  AlignedScratch<uint8_t> pa;  // per block: 32 weight rows x 32 codes (two A tiles)
   std::vector<float> sp, bp, row, tot;
-  Buf64<int32_t> c;
+  AlignedScratch<int32_t> c;
 };
 
 // Weight rows [n0, n0 + 32) of batch item b (past N: zero codes, scales and
 // biases) as one byte a code; their scales and biases as sp/bp[g * 32 + n].
 template <int BITS>
 void amx_pack_w(const QmmArgs& a, int64_t b, int64_t n0, AmxScratch& s) {
-  const int64_t N = a.N, K = a.K, nb = K / kXB, G = K / a.group_size, wc = K * BITS / 32;
+  const int64_t N = a.N, K = a.K, nb = K / kXB, wc = K * BITS / 32;
   const __m128i m4 = _mm_set1_epi8(0x0F);
   for (int64_t n = 0; n < kAN; ++n) {
-    uint8_t* dst = s.pa.data() + n * kXB;
+    uint8_t* dst = s.pa.data + n * kXB;
     const bool live = n0 + n < N;
     const uint8_t* src = live ? reinterpret_cast<const uint8_t*>(a.w + (b * N + n0 + n) * wc) : nullptr;
     for (int64_t blk = 0; blk < nb; ++blk, dst += kAN * kXB) {
@@ -1251,11 +1247,8 @@ void amx_pack_w(const QmmArgs& a, int64_t b, int64_t n0, AmxScratch& s) {
         _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 16), _mm_unpackhi_epi8(lo, hi));
       }
     }
-    if (live) row_scales(a, a.scales, b * N + n0 + n, G, s.row.data());
-    for (int64_t g = 0; g < G; ++g) s.sp[g * kAN + n] = live ? s.row[g] : 0.0f;
-    if (live) row_scales(a, a.biases, b * N + n0 + n, G, s.row.data());
-    for (int64_t g = 0; g < G; ++g) s.bp[g * kAN + n] = live ? s.row[g] : 0.0f;
   }
+  panel_scales(a, b, n0, kAN, s.row.data(), s.sp.data(), s.bp.data());
 }
 
 // Tile (t, u) of C: weight rows t * 16.., x rows u * 16..; totals (32 x 32,
@@ -1278,19 +1271,19 @@ __attribute__((target("amx-tile,amx-int8"))) void amx_task(const QmmArgs& a, int
   for (int t = 4; t < 6; ++t) cfg.rows[t] = kAT, cfg.colsb[t] = kXB;      // A: weights
   for (int t = 6; t < 8; ++t) cfg.rows[t] = kXB / 4, cfg.colsb[t] = kAT * 4;  // B: x
   _tile_loadconfig(&cfg);
-  int32_t* c = s.c.data();
+  int32_t* c = s.c.data;
   float* tot = s.tot.data();
   for (int64_t mt = mt0; mt < mt1; mt += 2) {
     const int nu = mt + 1 < mt1 ? 2 : 1;  // B tiles this pass
     std::fill(s.tot.begin(), s.tot.end(), 0.0f);
     const int64_t x0 = (b * X.MT + mt) * nb;  // the first tile's blocks
     for (int64_t blk = 0; blk < nb; ++blk) {
-      const uint8_t* pa = s.pa.data() + blk * kAN * kXB;
+      const uint8_t* pa = s.pa.data + blk * kAN * kXB;
       _tile_zero(0);
       _tile_zero(1);
       _tile_loadd(4, pa, kXB);
       _tile_loadd(5, pa + kAT * kXB, kXB);
-      _tile_loadd(6, X.xb.data() + (x0 + blk) * 512, kAT * 4);
+      _tile_loadd(6, X.xb.data + (x0 + blk) * 512, kAT * 4);
       _tile_dpbusd(0, 4, 6);
       _tile_dpbusd(1, 5, 6);
       _tile_stored(0, c, kAT * 4);
@@ -1298,7 +1291,7 @@ __attribute__((target("amx-tile,amx-int8"))) void amx_task(const QmmArgs& a, int
       if (nu == 2) {
         _tile_zero(2);
         _tile_zero(3);
-        _tile_loadd(7, X.xb.data() + (x0 + nb + blk) * 512, kAT * 4);
+        _tile_loadd(7, X.xb.data + (x0 + nb + blk) * 512, kAT * 4);
         _tile_dpbusd(2, 4, 7);
         _tile_dpbusd(3, 5, 7);
         _tile_stored(2, c + 512, kAT * 4);
@@ -1314,7 +1307,8 @@ __attribute__((target("amx-tile,amx-int8"))) void amx_task(const QmmArgs& a, int
           const __m512 xv = _mm512_loadu_ps(X.st.data() + ((b * X.MT + mt + u) * G + g) * kAT);
           for (int n = 0; n < kAN; ++n) {
             float* tp = tot + n * kAN + u * kAT;
-            _mm512_storeu_ps(tp, _mm512_add_ps(_mm512_loadu_ps(tp), _mm512_mul_ps(_mm512_set1_ps(s.bp[g * kAN + n]), xv)));
+            const __m512 bx = _mm512_mul_ps(_mm512_set1_ps(s.bp[g * kAN + n]), xv);
+            _mm512_storeu_ps(tp, _mm512_add_ps(_mm512_loadu_ps(tp), bx));
           }
         }
       }
@@ -1331,7 +1325,7 @@ __attribute__((target("amx-tile,amx-int8"))) void amx_task(const QmmArgs& a, int
 template <int BITS>
 void qmm_int8_amx(const QmmArgs& a) {
   const int64_t M = a.M, N = a.N, K = a.K, G = K / a.group_size, nb = K / kXB, BM = a.batch * M;
-  AmxX X;
+  AmxX X(a.batch, M, K, G);
   {
     std::vector<int8_t> xq(BM * K);
     std::vector<float> d(BM * nb), xs(BM * G);
@@ -1342,16 +1336,13 @@ void qmm_int8_amx(const QmmArgs& a) {
   }
   // tasks: (batch item, 32 weight rows, a range of row-tile pairs); x is split
   // only where the weight blocks alone would leave threads idle
-  const int64_t nblocks = (N + kAN - 1) / kAN, jobs = a.batch * nblocks, nt = num_threads();
-  int64_t mc = X.MT;  // row tiles a task
-  if (jobs < 4 * nt) {
-    const int64_t parts = (4 * nt + jobs - 1) / jobs;
-    mc = std::max<int64_t>(2, ((X.MT + parts - 1) / parts + 1) / 2 * 2);
-  }
+  const int64_t nblocks = (N + kAN - 1) / kAN, jobs = a.batch * nblocks;
+  const int64_t mc = task_units(X.MT, jobs, 2, 2);  // row tiles a task (pairs)
   const int64_t mchunks = (X.MT + mc - 1) / mc;
   auto make = [&] {
-    return AmxScratch{Buf64<uint8_t>(nb * kAN * kXB), std::vector<float>(G * kAN), std::vector<float>(G * kAN),
-                      std::vector<float>(G), std::vector<float>(kAN * kAN), Buf64<int32_t>(4 * 256)};
+    return AmxScratch{AlignedScratch<uint8_t>(nb * kAN * kXB, false), std::vector<float>(G * kAN),
+                      std::vector<float>(G * kAN), std::vector<float>(G), std::vector<float>(kAN * kAN),
+                      AlignedScratch<int32_t>(4 * 256, false)};
   };
   dynamic_for(jobs * mchunks, make, [&](int64_t t, AmxScratch& s) {
     const int64_t job = t / mchunks, mt0 = (t % mchunks) * mc, b = job / nblocks, n0 = job % nblocks * kAN;
@@ -1380,8 +1371,9 @@ constexpr int kBN = 32;  // weight rows a task (two B tiles)
 // 1 KB contiguous (rows K apart would share one L1 set when K * 2 is a
 // multiple of 4 KB)
 struct AmxBf16X {
-  int64_t MP = 0;
-  Buf64<uint16_t> x;
+  int64_t MP;
+  AlignedScratch<uint16_t> x;
+  AmxBf16X(int64_t batch, int64_t M, int64_t K) : MP((M + 31) / 32 * 32), x(batch * MP * K) {}
 };
 
 // row x (K floats) -> its tile rows at dst (row r of a tile: dst = tile + r * 32)
@@ -1449,7 +1441,7 @@ __attribute__((target("amx-tile,amx-bf16"))) void amx_bf16_task(const QmmArgs& a
   AmxConfig cfg;
   for (int t = 0; t < 8; ++t) cfg.rows[t] = 16, cfg.colsb[t] = 64;
   _tile_loadconfig(&cfg);
-  const uint16_t* xb = X.x.data() + b * X.MP * K;
+  const uint16_t* xb = X.x.data + b * X.MP * K;
   float* out = a.out + b * M * N;
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t m = p * 32;
@@ -1491,33 +1483,30 @@ __attribute__((target("amx-tile,amx-bf16"))) void amx_bf16_task(const QmmArgs& a
 template <int BITS>
 void qmm_bf16_amx(const QmmArgs& a) {
   const int64_t M = a.M, N = a.N, K = a.K, G = K / a.group_size, nks = K / 32;
-  AmxBf16X X;
-  X.MP = (M + 31) / 32 * 32;
-  X.x = Buf64<uint16_t>(a.batch * X.MP * K);
+  AmxBf16X X(a.batch, M, K);
   parallel_for(a.batch * M, std::max<int64_t>(1, 8192 / K), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t row = r / M * X.MP + r % M;  // in the padded rows
-      bf16_row(a.x + r * K, K, X.x.data() + row / 16 * nks * 512 + row % 16 * 32);
+      bf16_row(a.x + r * K, K, X.x.data + row / 16 * nks * 512 + row % 16 * 32);
     }
   });
   // tasks: (batch item, 32 weight rows, a range of 32-row blocks of x); x is
   // split only where the weight blocks alone would leave threads idle
-  const int64_t nblocks = (N + kBN - 1) / kBN, jobs = a.batch * nblocks, nt = num_threads(), MB = X.MP / 32;
-  int64_t mc = MB;
-  if (jobs < 4 * nt) mc = std::max<int64_t>(1, (MB * jobs + 4 * nt - 1) / (4 * nt));
+  const int64_t nblocks = (N + kBN - 1) / kBN, jobs = a.batch * nblocks, MB = X.MP / 32;
+  const int64_t mc = task_units(MB, jobs, 1, 1);  // 32-row blocks a task
   const int64_t mchunks = (MB + mc - 1) / mc;
   struct Scratch {
-    Buf64<uint16_t> pb;
+    AlignedScratch<uint16_t> pb;
     std::vector<float> sc, bi, tmp;
   };
   auto make = [&] {
-    return Scratch{Buf64<uint16_t>(nks * 1024), std::vector<float>(16 * G), std::vector<float>(16 * G),
+    return Scratch{AlignedScratch<uint16_t>(nks * 1024, false), std::vector<float>(16 * G), std::vector<float>(16 * G),
                    std::vector<float>(32 * kBN)};
   };
   dynamic_for(jobs * mchunks, make, [&](int64_t t, Scratch& s) {
     const int64_t job = t / mchunks, p0 = (t % mchunks) * mc, b = job / nblocks, n0 = job % nblocks * kBN;
-    amx_bf16_pack_w<BITS>(a, b, n0, s.pb.data(), s.sc.data(), s.bi.data());
-    amx_bf16_task(a, b, n0, p0, std::min(MB, p0 + mc), X, s.pb.data(), s.tmp.data());
+    amx_bf16_pack_w<BITS>(a, b, n0, s.pb.data, s.sc.data(), s.bi.data());
+    amx_bf16_task(a, b, n0, p0, std::min(MB, p0 + mc), X, s.pb.data, s.tmp.data());
   });
 }
 #pragma GCC diagnostic pop
