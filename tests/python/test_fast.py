@@ -266,6 +266,8 @@ SDPA_CASES = [
     (2, 8, 2, 5, 7, 16, 32, None),
     (1, 4, 2, 40, 300, 8, 8, "causal"),
     (1, 4, 1, 1, 520, 64, 64, None),     # decode against a long cache
+    (1, 6, 2, 1, 45, 16, 16, None),      # decode, 3 query heads a kv head (a padded 4-row tile)
+    (1, 4, 2, 1, 21, 12, 12, None),      # features not a multiple of 8 (no 8 x 8 key transpose)
     (1, 2, 2, 130, 130, 32, 32, "causal"),  # prefill, several blocks
     (2, 4, 2, 6, 9, 8, 8, "additive"),
     (2, 4, 2, 6, 9, 8, 8, "bool"),
@@ -309,6 +311,16 @@ def test_sdpa_sinks_layouts_mixed():
     # non-contiguous q, k, v: (B, L, H, D) transposed to (B, H, L, D)
     qt, kt, vt = [mx.swapaxes(f32(np.swapaxes(a, 1, 2)), 1, 2) for a in (q, k, v)]
     close(F.scaled_dot_product_attention(qt, kt, vt, scale=0.3), sdpa_ref(q, k, v, 0.3), "float32", 4)
+    # keys with strided features, and keys in reverse order (negative strides),
+    # on the 8 x 8 transposing path (D = 16, 19 keys: two blocks and a tail)
+    q2, k2, v2 = rnd(1, 4, 1, 16), rnd(1, 2, 19, 16), rnd(1, 2, 19, 16)
+    for dt in DTYPES:
+        kf = mx.swapaxes(arr(np.swapaxes(k2, -1, -2), dt), -1, -2)  # (1, 2, 19, 16), feature stride 19
+        close(F.scaled_dot_product_attention(arr(q2, dt), kf, arr(v2, dt), scale=0.25),
+              sdpa_ref(back(arr(q2, dt)), back(kf), back(arr(v2, dt)), 0.25), dt, 4)
+        kr, vr = arr(k2[:, :, ::-1].copy(), dt)[:, :, ::-1], arr(v2[:, :, ::-1].copy(), dt)[:, :, ::-1]
+        close(F.scaled_dot_product_attention(arr(q2, dt), kr, vr, scale=0.25),
+              sdpa_ref(back(arr(q2, dt)), back(kr), back(vr), 0.25), dt, 4)
     # mixed dtypes promote
     out = F.scaled_dot_product_attention(f32(q).astype(mx.float16), f32(k), f32(v), scale=0.3)
     assert out.dtype == mx.float32

@@ -10,6 +10,8 @@
 // (no FMA, and its own exp) is within rounding of them. The rows
 // (norms, rope, cross entropy), the query blocks (attention) or the
 // (batch, head) pairs (gated delta rule) are spread over the pool.
+#include <cstring>
+
 #include "ember/backend/cpu/isa_unit.h"
 #include "ember/backend/cpu/kernel_utils.h"
 #include "ember/backend/cpu/loops.h"
@@ -292,9 +294,30 @@ void sdpa_rows(const ScaledDotProductAttention& p, const std::vector<array>& inp
   };
   // k transposed and v, a block of kBk keys at a time, in the compute type
   auto pack = [&](int64_t b, int64_t kh, int64_t j0, int64_t nk, C* KT, C* Vb) {
-    for (int64_t j = 0; j < nk; ++j) {
+    int64_t j = 0;
+    if constexpr (sizeof(C) == 4) {
+      // rows of contiguous keys: 8 keys x 8 features at a time, converted,
+      // transposed in registers and stored as 8 rows of KT (a scalar store
+      // per value made this packing most of a decoding step's attention)
+      using V8 = VecN<C, 8>;
+      if (ks[3] == 1 && D % 8 == 0) {
+        for (; j + 8 <= nk; j += 8) {
+          const T* kr = kd + b * ks[0] + kh * ks[1] + (j0 + j) * ks[2];
+          for (int64_t d = 0; d < D; d += 8) {
+            V8 r[8];
+            for (int t = 0; t < 8; ++t)
+              for (int e = 0; e < 8; ++e) r[t][e] = convert<C>(kr[t * ks[2] + d + e]);
+            transpose8x8(r);
+            for (int t = 0; t < 8; ++t) std::memcpy(KT + (d + t) * kBk + j, &r[t], sizeof(V8));
+          }
+        }
+      }
+    }
+    for (; j < nk; ++j) {
       const T* kr = kd + b * ks[0] + kh * ks[1] + (j0 + j) * ks[2];
       for (int64_t d = 0; d < D; ++d) KT[d * kBk + j] = convert<C>(kr[d * ks[3]]);
+    }
+    for (j = 0; j < nk; ++j) {
       const T* vr = vd + b * vs[0] + kh * vs[1] + (j0 + j) * vs[2];
       for (int64_t e = 0; e < Dv; ++e) Vb[j * Dp + e] = convert<C>(vr[e * vs[3]]);
     }
@@ -332,7 +355,10 @@ void sdpa_rows(const ScaledDotProductAttention& p, const std::vector<array>& inp
   }
   dynamic_for(B * Hk * nblk, make, [&](int64_t task, State& st) {
     const int64_t blk = task % nblk, kh = (task / nblk) % Hk, b = task / (nblk * Hk);
-    const int64_t r0 = blk * kBq, nr = std::min(kBq, R - r0), nrt = (nr + kTr - 1) / kTr * kTr;
+    // a block of at most 4 rows (a decoding step's query heads of one kv
+    // head) in tiles of 4, not kTr: no padded rows to score and exponentiate
+    const int64_t r0 = blk * kBq, nr = std::min(kBq, R - r0), tr = nr <= 4 ? 4 : kTr;
+    const int64_t nrt = (nr + tr - 1) / tr * tr;
     C* Q = st.Q.data();
     int64_t lmax = 0;
     for (int64_t i = 0; i < kBq; ++i) {
@@ -368,8 +394,13 @@ void sdpa_rows(const ScaledDotProductAttention& p, const std::vector<array>& inp
       }
       // scores: kTr rows x 2 vectors of keys at a time (fused multiply-adds,
       // d in order per lane), then one vector for an odd tail
-      for (int64_t i = 0; i < nrt; i += kTr) {
+      for (int64_t i = 0; i < nrt; i += tr) {
         int64_t j = 0;
+        if (tr == 4) {
+          for (; j + 2 * W <= nkp; j += 2 * W) score_tile<2, 4>(Q + i * D, D, KT + j, Sc + i * kBk + j);
+          for (; j < nkp; j += W) score_tile<1, 4>(Q + i * D, D, KT + j, Sc + i * kBk + j);
+          continue;
+        }
         for (; j + 2 * W <= nkp; j += 2 * W) score_tile<2, kTr>(Q + i * D, D, KT + j, Sc + i * kBk + j);
         for (; j < nkp; j += W) score_tile<1, kTr>(Q + i * D, D, KT + j, Sc + i * kBk + j);
       }
@@ -406,9 +437,14 @@ void sdpa_rows(const ScaledDotProductAttention& p, const std::vector<array>& inp
         }
       }
       // acc += p v: kTr rows x 2 vectors of features at a time, keys in order
-      for (int64_t i = 0; i < nrt; i += kTr) {
+      for (int64_t i = 0; i < nrt; i += tr) {
         C* a = st.acc.data() + i * Dp;
         int64_t e = 0;
+        if (tr == 4) {
+          for (; e + 2 * W <= Dp; e += 2 * W) pv_tile<2, 4>(Sc + i * kBk, nk, Vb + e, Dp, a + e);
+          for (; e < Dp; e += W) pv_tile<1, 4>(Sc + i * kBk, nk, Vb + e, Dp, a + e);
+          continue;
+        }
         for (; e + 2 * W <= Dp; e += 2 * W) pv_tile<2, kTr>(Sc + i * kBk, nk, Vb + e, Dp, a + e);
         for (; e < Dp; e += W) pv_tile<1, kTr>(Sc + i * kBk, nk, Vb + e, Dp, a + e);
       }
