@@ -54,6 +54,12 @@ void copy_to(const array& src, array& dst) {
   copy_into(src, dst.shape(), ss, src.data<char>(), dst.dtype(), dst.strides(), dst.data<char>());
 }
 
+void convert_dense(Dtype from, const void* src, Dtype to, void* dst, int64_t n) {
+  if (n == 0) return;
+  EMBER_ISA_CALL(copy_kernel)(from, Shape{n}, Strides{1}, static_cast<char*>(const_cast<void*>(src)), to, Strides{1},
+                              static_cast<char*>(dst));
+}
+
 void copy_to_dense(const array& a, void* dst) {
   Strides ds = row_strides(a.shape());
   copy_into(a, a.shape(), a.strides(), a.data<char>(), a.dtype(), ds, static_cast<char*>(dst));

@@ -344,7 +344,7 @@ void QuantizedMatmul::eval_cpu(const std::vector<array>& inputs, std::vector<arr
     a.x = reinterpret_cast<const float*>(xd.p);
   } else {
     xf.resize(x.size());
-    for (int64_t i = 0; i < x.size(); ++i) xf[i] = cpu::load(xd.p, x.dtype(), i);
+    cpu::convert_dense(x.dtype(), xd.p, Dtype::float32, xf.data(), x.size());
     a.x = xf.data();
   }
   a.w = reinterpret_cast<const uint32_t*>(wd.p);
@@ -379,8 +379,7 @@ void QuantizedMatmul::eval_cpu(const std::vector<array>& inputs, std::vector<arr
   }
   EMBER_ISA_CALL(qmm_run)(a);
   if (!of.empty()) {
-    char* o = out.data<char>();
-    for (int64_t i = 0; i < out.size(); ++i) cpu::store(o, out.dtype(), i, of[i]);
+    cpu::convert_dense(Dtype::float32, of.data(), out.dtype(), out.data<char>(), out.size());
   }
 }
 
