@@ -791,7 +791,7 @@ void qmv_int8(const QmmArgs& a) {
   quantize_x_int8<BITS>(a.x, BM, K, a.group_size, xq.data(), dl.data(), xsum.data());
   // chunks of rows handed out one at a time (a core lent elsewhere for a
   // while takes fewer): about 4 a thread, each at least 512 KB of weights
-  // but at least one a thread. Each chunk starts a new stream from DRAM
+  // unless that would leave a thread without one. Each chunk starts a new stream from DRAM
   // whose first lines the prefetchers have not seen coming: 16 chunks a
   // thread of a 0.5-2 MB matrix (the attention projections of a decode
   // step) ran 25-30% slower than 2-4 on Zen 5.
