@@ -241,6 +241,33 @@ def test_partition_order_is_deterministic():
     assert mx.partition(mx.array(x), -1).tolist() == [5, 1, 4, 1, 3, 2, 3, 0, 9]
 
 
+@ember_only
+@pytest.mark.parametrize("dtype", ["bfloat16", "int8", "uint8", "float32", "int64", "complex64"])
+def test_partition_layout_long_rows_with_ties(dtype):
+    """Rows of a vocabulary's length, values bunched into a few (tied)
+    buckets as logits are: the kth value found by the radix select (by
+    nth_element for complex keys), then smaller, equal and larger elements
+    each in input order."""
+    rng = _rng(31)
+    base = rng.integers(-20, 21, size=12000)
+    x = base.astype(np.complex64) + 1j * rng.integers(0, 2, size=12000) if dtype == "complex64" else base
+    if dtype == "uint8":
+        x = base + 20
+    x = round_to(x, dtype) if dtype not in ("complex64",) else x.astype(np.complex64)
+    a = mx.array(x, dtype=mx_dtype(dtype))
+    for kth in (0, 1, 5000, 11999, -1):
+        v = np.sort(x)[kth]
+        idx = np.arange(x.size)
+        want = np.concatenate([idx[x < v], idx[x == v], idx[x > v]]) if dtype != "complex64" else None
+        if dtype == "complex64":  # NumPy orders complex by (real, imag), as Ember does
+            key = lambda z: (z.real, z.imag)
+            lt = np.array([key(z) < key(v) for z in x])
+            gt = np.array([key(z) > key(v) for z in x])
+            want = np.concatenate([idx[lt], idx[~lt & ~gt], idx[gt]])
+        np.testing.assert_array_equal(np.array(mx.argpartition(a, kth)), want)
+        np.testing.assert_array_equal(to_numpy(mx.partition(a, kth)), x[want])
+
+
 # --------------------------------------------------------------------------
 # topk
 # --------------------------------------------------------------------------

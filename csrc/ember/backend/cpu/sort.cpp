@@ -19,7 +19,10 @@
 //   * argsort sorts (key << 32 | index) words (or key/index pairs for 64-bit
 //     keys), which makes it stable for free;
 //   * sort turns keys back into values, then restores the exact bits of the
-//     folded values (-0 and NaN payloads) in their original order (stable).
+//     folded values (-0 and NaN payloads) in their original order (stable);
+//   * partition / argpartition find the kth key by a radix select (8-bit
+//     digits from the top; nth_element for complex keys), then write the
+//     smaller, equal and larger elements, each in input order.
 //
 // Rows are shared out to the threads in blocks that each thread claims when
 // it is free; a single huge row is split by the top quicksort levels (or
@@ -31,6 +34,7 @@
 #include <limits>
 #include <memory>
 #include <numeric>
+#include <type_traits>
 #include <vector>
 
 
@@ -603,6 +607,41 @@ void sort_values_row(const KeyOps<K>& ops, const void* xv, int64_t st, int64_t n
   }
 }
 
+// The kth smallest (0 <= kth < n) of n unsigned keys: a radix select, 8
+// bits a pass from the top, each pass a histogram of the keys still in the
+// running and a branch-free copy of those whose digit holds kth into tmp
+// (std::nth_element's compares and swaps were 3x slower on a vocabulary of
+// logits).
+template <class K>
+K radix_select(const K* k, int64_t n, int64_t kth, K* tmp) {
+  const K* src = k;
+  int64_t m = n;
+  K v = 0;
+  for (int shift = static_cast<int>(sizeof(K) * 8) - 8; shift >= 0; shift -= 8) {
+    // four histograms, summed: keys of a narrow range (logits) share a top
+    // digit, and one histogram would chain every increment through memory
+    int64_t h4[4][256] = {}, h[256];
+    int64_t i = 0;
+    for (; i + 4 <= m; i += 4)
+      for (int u = 0; u < 4; ++u) ++h4[u][(src[i + u] >> shift) & 255];
+    for (; i < m; ++i) ++h4[0][(src[i] >> shift) & 255];
+    for (int b = 0; b < 256; ++b) h[b] = h4[0][b] + h4[1][b] + h4[2][b] + h4[3][b];
+    int d = 0;
+    while (kth >= h[d]) kth -= h[d++];
+    v = static_cast<K>(v | (static_cast<K>(d) << shift));
+    if (shift == 0) break;
+    int64_t w = 0;  // w <= i: compacting src == tmp in place is safe
+    for (int64_t i = 0; i < m; ++i) {
+      const K x = src[i];
+      tmp[w] = x;
+      w += static_cast<int>((x >> shift) & 255) == d;
+    }
+    src = tmp;
+    m = w;
+  }
+  return v;
+}
+
 template <class K>
 void partition_row(const KeyOps<K>& ops, const void* xv, int64_t st, int64_t n, int64_t kth, void* ov,
                    uint32_t* oi, int64_t ost, SortScratch<K>& s) {
@@ -612,21 +651,37 @@ void partition_row(const KeyOps<K>& ops, const void* xv, int64_t st, int64_t n, 
   K* k = s.keys.get(n);
   K* t = s.ktmp.get(n);
   gather_row(ops, xv, st, n, k, K{}, false);
-  std::copy(k, k + n, t);
-  std::nth_element(t, t + kth, t + n, ElemLess{});
-  const K v = t[kth];
+  K v;
+  if constexpr (std::is_unsigned_v<K>) {
+    v = radix_select(k, n, kth, t);
+  } else {
+    std::copy(k, k + n, t);
+    std::nth_element(t, t + kth, t + n, ElemLess{});
+    v = t[kth];
+  }
   int64_t lt = 0, eq = 0;
   for (int64_t i = 0; i < n; ++i) {
     lt += elem_less(k[i], v);
     eq += k[i] == v;
   }
-  // smaller values, then the kth value's equals, then larger, each in input order
-  int64_t p_lt = 0, p_eq = lt, p_gt = lt + eq;
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t& p = elem_less(k[i], v) ? p_lt : (k[i] == v ? p_eq : p_gt);
-    if (o) o[(p++) * ost] = x[i * st];
-    else oi[(p++) * ost] = static_cast<uint32_t>(i);
-  }
+  // smaller values, then the kth value's equals, then larger, each in input
+  // order; the class of each element picks its cursor without a branch
+  auto place = [&](auto put) {
+    // the three cursors in registers, picked by selects (cursors in memory
+    // chained every element of the common class through a store and a load)
+    int64_t p_lt = 0, p_eq = lt, p_gt = lt + eq;
+    for (int64_t i = 0; i < n; ++i) {
+      const bool below = elem_less(k[i], v), above = elem_less(v, k[i]);
+      // arithmetic, not a ternary (which GCC turns into a jump that random
+      // data mispredicts half the time)
+      put(p_eq + static_cast<int64_t>(below) * (p_lt - p_eq) + static_cast<int64_t>(above) * (p_gt - p_eq), i);
+      p_lt += below;
+      p_gt += above;
+      p_eq += !(below || above);
+    }
+  };
+  if (o) place([&](int64_t p, int64_t i) { o[p * ost] = x[i * st]; });
+  else place([&](int64_t p, int64_t i) { oi[p * ost] = static_cast<uint32_t>(i); });
 }
 
 template <class K>
