@@ -330,3 +330,40 @@ def test_softmax_infinities(level):
     assert got[0, 1] == 0 and got[0, 3] == 0
     assert np.isnan(got[1]).all() and np.isnan(got[3]).all()  # -inf - -inf, NaN: NaN, as NumPy
     assert np.isnan(got[2, 0])  # inf - inf
+
+
+# ---- argmax / argmin of long dense rows (the two-pass vector path) ----------
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16", "int8", "uint8", "int32", "int64"])
+@pytest.mark.parametrize("n", [64, 65, 1000, 4097])
+def test_arg_extremum_long_rows(dtype, n):
+    """Rows of >= 64 contiguous values take the vector path (the extremum,
+    then its first index): the first occurrence of a tied extremum, the
+    first NaN when there is one, as NumPy; a transposed view (the scalar
+    path) gives the same indices."""
+    rng = np.random.default_rng(n)
+    if dtype.startswith("float") or dtype == "bfloat16":
+        x = rng.integers(-50, 50, size=(6, n)).astype(np.float32)
+        x[1, [n // 3, n - 1]] = 60.0            # the max twice: the first one
+        x[1, [5, n // 2]] = -60.0               # the min twice
+        x[2, n - 1] = np.nan                    # a NaN last
+        x[3, [7, n // 2]] = np.nan              # two NaNs: the first
+        x[4, :] = 0.0
+        x[4, n // 2] = -0.0                     # -0 and +0 tie: index 0
+        x[5, :] = -np.inf
+        npdt = np.float32 if dtype == "bfloat16" else np.dtype(dtype)
+        ref = x.astype(npdt)
+    else:
+        info = np.iinfo(dtype)
+        x = rng.integers(info.min, info.max, size=(6, n), endpoint=True, dtype=dtype)
+        x[1, [n // 3, n - 1]] = info.max
+        x[1, [5, n // 2]] = info.min
+        x[4, :] = 7
+        ref = x
+    a = mx.array(ref, dtype=mx_dtype(dtype)) if dtype != "bfloat16" else mx.array(ref).astype(mx.bfloat16)
+    if dtype == "bfloat16":
+        ref = np.array(a.astype(mx.float32))
+    for op, npop in ((mx.argmax, np.argmax), (mx.argmin, np.argmin)):
+        want = npop(ref, axis=1)
+        np.testing.assert_array_equal(np.array(op(a, axis=1)), want)
+        np.testing.assert_array_equal(np.array(op(a.T, axis=0)), want)  # strided: the scalar path

@@ -956,6 +956,77 @@ void reduce_eval(const Reduce& p, const std::vector<array>& inputs, std::vector<
   });
 }
 
+// argmax / argmin of a dense row of real values (len >= 1): the extremum in
+// 16 lanes first (max and min are exact in any order, so the loop
+// vectorizes), then the first index that holds it; a NaN anywhere makes the
+// first NaN the answer (as NumPy), found by a second scan. The same index as
+// the compare-and-branch loop below, several times faster on a vocabulary
+// of logits.
+template <bool IS_MAX, class T, class C>
+uint32_t arg_extremum_dense(const T* x, int64_t len) {
+  using V = typename Vec<C>::V;
+  constexpr int W = Vec<C>::W, L = 16;  // L values a step: one or more vectors
+  constexpr int NV = L / W > 0 ? L / W : 1, S = NV * W;
+  C buf[S];
+  auto step = [&](int64_t j, V* out) {  // values j .. j+S as C, in NV vectors
+    if constexpr (std::is_same_v<T, C>) {
+      for (int q = 0; q < NV; ++q) out[q] = vload<V>(x + j + q * W);
+    } else {
+      for (int l = 0; l < S; ++l) buf[l] = static_cast<C>(x[j + l]);
+      for (int q = 0; q < NV; ++q) out[q] = vload<V>(buf + q * W);
+    }
+  };
+  using M = decltype(V{} != V{});  // a lane mask: 0 false, -1 true
+  V m[NV];
+  M nanv[NV];
+  for (int q = 0; q < NV; ++q) {
+    m[q] = splat<V>(static_cast<C>(x[0]));
+    nanv[q] = M{};
+  }
+  int64_t j = 0;
+  for (; j + S <= len; j += S) {
+    V v[NV];
+    step(j, v);
+    for (int q = 0; q < NV; ++q) {
+      if constexpr (std::is_floating_point_v<C>) nanv[q] = nanv[q] | (v[q] != v[q]);
+      m[q] = IS_MAX ? (m[q] < v[q] ? v[q] : m[q]) : (v[q] < m[q] ? v[q] : m[q]);
+    }
+  }
+  bool nan = false;
+  C best = m[0][0];
+  for (int q = 0; q < NV; ++q)
+    for (int l = 0; l < W; ++l) {
+      nan = nan || nanv[q][l];
+      best = IS_MAX ? (best < m[q][l] ? m[q][l] : best) : (m[q][l] < best ? m[q][l] : best);
+    }
+  for (int64_t t = j; t < len; ++t) {
+    const C v = static_cast<C>(x[t]);
+    if constexpr (std::is_floating_point_v<C>) nan = nan || v != v;
+    best = IS_MAX ? (best < v ? v : best) : (v < best ? v : best);
+  }
+  if constexpr (std::is_floating_point_v<C>) {
+    if (nan) {
+      for (j = 0; j < len; ++j)
+        if (static_cast<C>(x[j]) != static_cast<C>(x[j])) return static_cast<uint32_t>(j);
+    }
+  }
+  // the first index that holds it: S values compared a step, then the step
+  const V bv = splat<V>(best);
+  for (j = 0; j + S <= len; j += S) {
+    V v[NV];
+    step(j, v);
+    bool hit = false;
+    for (int q = 0; q < NV; ++q) {
+      const auto e = v[q] == bv;
+      for (int l = 0; l < W; ++l) hit = hit || e[l];
+    }
+    if (hit) break;
+  }
+  for (; j < len; ++j)
+    if (static_cast<C>(x[j]) == best) return static_cast<uint32_t>(j);
+  return 0;
+}
+
 void arg_reduce_eval(const ArgReduce& p, const std::vector<array>& inputs, std::vector<array>& outputs) {
   const auto kind = p.kind();
   const int axis = p.axis();
@@ -979,6 +1050,14 @@ void arg_reduce_eval(const ArgReduce& p, const std::vector<array>& inputs, std::
           [&](std::array<char*, 2> p, std::array<int64_t, 2> s, int64_t n) {
             uint32_t* o = reinterpret_cast<uint32_t*>(p[0]);
             const T* x = reinterpret_cast<const T*>(p[1]);
+            if constexpr (std::is_arithmetic_v<C> && !std::is_same_v<C, bool>) {
+              if (ax_stride == 1 && len >= 64) {
+                for (int64_t i = 0; i < n; ++i)
+                  o[i * s[0]] = is_max ? arg_extremum_dense<true, T, C>(x + i * s[1], len)
+                                       : arg_extremum_dense<false, T, C>(x + i * s[1], len);
+                return;
+              }
+            }
             for (int64_t i = 0; i < n; ++i) {
               const T* col = x + i * s[1];
               C best = static_cast<C>(col[0]);
