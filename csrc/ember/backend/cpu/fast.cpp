@@ -11,6 +11,7 @@
 // (norms, rope, cross entropy), the query blocks (attention) or the
 // (batch, head) pairs (gated delta rule) are spread over the pool.
 #include <cstring>
+#include <type_traits>
 
 #include "ember/backend/cpu/isa_unit.h"
 #include "ember/backend/cpu/kernel_utils.h"
@@ -392,18 +393,18 @@ void sdpa_rows(const ScaledDotProductAttention& p, const std::vector<array>& inp
       } else {
         pack(b, kh, j0, nk, KT, Vb);
       }
-      // scores: kTr rows x 2 vectors of keys at a time (fused multiply-adds,
+      // scores: TR rows (4 or kTr) x 2 vectors of keys at a time (fused multiply-adds,
       // d in order per lane), then one vector for an odd tail
-      for (int64_t i = 0; i < nrt; i += tr) {
-        int64_t j = 0;
-        if (tr == 4) {
-          for (; j + 2 * W <= nkp; j += 2 * W) score_tile<2, 4>(Q + i * D, D, KT + j, Sc + i * kBk + j);
-          for (; j < nkp; j += W) score_tile<1, 4>(Q + i * D, D, KT + j, Sc + i * kBk + j);
-          continue;
+      auto scores = [&](auto rows) {
+        constexpr int TR = decltype(rows)::value;
+        for (int64_t i = 0; i < nrt; i += TR) {
+          int64_t j = 0;
+          for (; j + 2 * W <= nkp; j += 2 * W) score_tile<2, TR>(Q + i * D, D, KT + j, Sc + i * kBk + j);
+          for (; j < nkp; j += W) score_tile<1, TR>(Q + i * D, D, KT + j, Sc + i * kBk + j);
         }
-        for (; j + 2 * W <= nkp; j += 2 * W) score_tile<2, kTr>(Q + i * D, D, KT + j, Sc + i * kBk + j);
-        for (; j < nkp; j += W) score_tile<1, kTr>(Q + i * D, D, KT + j, Sc + i * kBk + j);
-      }
+      };
+      if (tr == 4) scores(std::integral_constant<int, 4>{});
+      else scores(std::integral_constant<int, kTr>{});
       // mask, online softmax
       for (int64_t i = 0; i < nrt; ++i) {
         C* s = Sc + i * kBk;
@@ -436,18 +437,18 @@ void sdpa_rows(const ScaledDotProductAttention& p, const std::vector<array>& inp
           for (int64_t e = 0; e < Dp; ++e) a[e] = a[e] * corr;
         }
       }
-      // acc += p v: kTr rows x 2 vectors of features at a time, keys in order
-      for (int64_t i = 0; i < nrt; i += tr) {
-        C* a = st.acc.data() + i * Dp;
-        int64_t e = 0;
-        if (tr == 4) {
-          for (; e + 2 * W <= Dp; e += 2 * W) pv_tile<2, 4>(Sc + i * kBk, nk, Vb + e, Dp, a + e);
-          for (; e < Dp; e += W) pv_tile<1, 4>(Sc + i * kBk, nk, Vb + e, Dp, a + e);
-          continue;
+      // acc += p v: TR rows x 2 vectors of features at a time, keys in order
+      auto accumulate = [&](auto rows) {
+        constexpr int TR = decltype(rows)::value;
+        for (int64_t i = 0; i < nrt; i += TR) {
+          C* a = st.acc.data() + i * Dp;
+          int64_t e = 0;
+          for (; e + 2 * W <= Dp; e += 2 * W) pv_tile<2, TR>(Sc + i * kBk, nk, Vb + e, Dp, a + e);
+          for (; e < Dp; e += W) pv_tile<1, TR>(Sc + i * kBk, nk, Vb + e, Dp, a + e);
         }
-        for (; e + 2 * W <= Dp; e += 2 * W) pv_tile<2, kTr>(Sc + i * kBk, nk, Vb + e, Dp, a + e);
-        for (; e < Dp; e += W) pv_tile<1, kTr>(Sc + i * kBk, nk, Vb + e, Dp, a + e);
-      }
+      };
+      if (tr == 4) accumulate(std::integral_constant<int, 4>{});
+      else accumulate(std::integral_constant<int, kTr>{});
     }
     for (int64_t i = 0; i < nr; ++i) {
       const C inv = C(1) / st.l[i];

@@ -356,18 +356,11 @@ void QuantizedMatmul::eval_cpu(const std::vector<array>& inputs, std::vector<arr
     bd = cpu::dense(inputs[3]);
     if (inputs[3].dtype() == st) {
       a.biases = bd.p;
-    } else {  // biases of another float dtype: as the scales' kind
+    } else {  // biases of another float dtype: converted to the scales' (a float32 buffer holds either)
       const int64_t n = inputs[3].size();
-      if (a.scale_kind == 0) {
-        bconv.resize(n);
-        for (int64_t i = 0; i < n; ++i) bconv[i] = cpu::load(bd.p, inputs[3].dtype(), i);
-        a.biases = bconv.data();
-      } else {
-        bconv.resize((n + 1) / 2);
-        char* p = reinterpret_cast<char*>(bconv.data());
-        for (int64_t i = 0; i < n; ++i) cpu::store(p, st, i, cpu::load(bd.p, inputs[3].dtype(), i));
-        a.biases = p;
-      }
+      bconv.resize(n);
+      cpu::convert_dense(inputs[3].dtype(), bd.p, st, bconv.data(), n);
+      a.biases = bconv.data();
     }
   }
   std::vector<float> of;
