@@ -451,17 +451,16 @@ template <int BITS>
 constexpr int int8_chunk_cols() { return BITS == 4 ? 128 : 64; }
 
 // x rows (M of K) -> xq (M rows of K int8, laid out as above), dl (M rows
-// of K / CK * 16 floats: lane l of chunk c holds its block's d) and xs (M
-// rows of K / gs: each group's sum of the quantized x).
+// of K / 32 floats: each block's d) and xs (M rows of K / gs: each group's
+// sum of the quantized x).
 template <int BITS>
 void quantize_x_int8(const float* x, int64_t M, int64_t K, int64_t gs, int8_t* xq, float* dl, float* xs) {
   constexpr int CK = int8_chunk_cols<BITS>();
-  constexpr int cols_per_lane = CK / 16;
   const int64_t chunks = K / CK;
   std::vector<int8_t> q(K);
-  std::vector<float> d(K / kXB);
   for (int64_t m = 0; m < M; ++m) {
     const float* xm = x + m * K;
+    float* d = dl + m * (K / kXB);
     for (int64_t b = 0; b < K / kXB; ++b) {
       // max |x| of the block in 8 lanes (a max is exact in any order; one
       // chain of 32 dependent maxima was most of this function's time)
@@ -500,7 +499,6 @@ void quantize_x_int8(const float* x, int64_t M, int64_t K, int64_t gs, int8_t* x
       } else {
         std::memcpy(oc, qc, CK);
       }
-      for (int l = 0; l < 16; ++l) dl[(m * chunks + c) * 16 + l] = d[(c * CK + l * cols_per_lane) / kXB];
     }
   }
 }
@@ -566,6 +564,14 @@ struct I8V {
   static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
   static F add(F a, F b) { return _mm512_add_ps(a, b); }
   static void fstore(float* p, F a) { _mm512_storeu_ps(p, a); }
+  // lane j: p[j * CPL / 32], the block of its columns (CPL columns a lane;
+  // at most 4 blocks a register): a 16-byte load, no line split
+  template <int CPL>
+  static F expand(const float* p) {
+    const __m512i ctrl = CPL == 8 ? _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3)
+                                  : _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    return _mm512_permutevar_ps(_mm512_broadcast_f32x4(_mm_loadu_ps(p)), ctrl);
+  }
 };
 #elif EMBER_ISA_HAS_AVX2
 struct I8V {
@@ -591,6 +597,12 @@ struct I8V {
   static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
   static F add(F a, F b) { return _mm256_add_ps(a, b); }
   static void fstore(float* p, F a) { _mm256_storeu_ps(p, a); }
+  template <int CPL>  // lane j: p[j * CPL / 32] (at most 2 blocks a register)
+  static F expand(const float* p) {
+    if (CPL == 4) return _mm256_broadcast_ss(p);
+    return _mm256_permutevar_ps(_mm256_castpd_ps(_mm256_broadcast_sd(reinterpret_cast<const double*>(p))),
+                                _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
+  }
 };
 #else
 struct I8V {
@@ -616,6 +628,8 @@ struct I8V {
   static F mul(F a, F b) { return _mm_mul_ps(a, b); }
   static F add(F a, F b) { return _mm_add_ps(a, b); }
   static void fstore(float* p, F a) { _mm_storeu_ps(p, a); }
+  template <int CPL>  // lane j: p[j * CPL / 32] (one block a register)
+  static F expand(const float* p) { return _mm_set1_ps(*p); }
 };
 #endif
 
@@ -628,25 +642,59 @@ inline __m512i dpbusd(__m512i acc, __m512i u, __m512i s) {
 }
 #endif
 
+// A row's scale times x's d for each 32-column block (M0 rows of x from
+// dm, nb blocks a row; sd's rows nbp apart, padded to a multiple of 16
+// blocks): the products the lane sums are scaled by, once a row instead of
+// a full-width load and multiply a chunk.
+inline void block_products(const float* s, int lg, const float* dm, int64_t nb, int64_t nbp, int M0, float* sd) {
+  int64_t b0 = 0;
+#if EMBER_ISA_HAS_AVX512
+  // block l's group (l * 32 >> lg; groups are powers of 2, at least a
+  // block), in registers: a table on the stack, rewritten a row, stalled
+  // each row on its store forwarding
+  const __m512i gv = _mm512_srlv_epi32(
+      _mm512_setr_epi32(0, 32, 64, 96, 128, 160, 192, 224, 256, 288, 320, 352, 384, 416, 448, 480),
+      _mm512_set1_epi32(lg));
+  for (; b0 + 16 <= nbp; b0 += 16) {
+    // the 16 groups row_scales stored together (16 blocks span at most 16
+    // groups and start at a multiple of their count): a load of one store
+    // forwards, one across two stalls until they retire
+    const int64_t g0 = (b0 * kXB) >> lg;
+    const __m512 sv = _mm512_permutexvar_ps(_mm512_add_epi32(gv, _mm512_set1_epi32(static_cast<int>(g0 & 15))),
+                                            _mm512_loadu_ps(s + (g0 & ~int64_t(15))));
+    for (int m = 0; m < M0; ++m)
+      _mm512_storeu_ps(sd + m * nbp + b0, _mm512_mul_ps(sv, _mm512_loadu_ps(dm + m * nb + b0)));
+  }
+#elif EMBER_ISA_HAS_AVX2
+  const __m256i gv = _mm256_srlv_epi32(_mm256_setr_epi32(0, 32, 64, 96, 128, 160, 192, 224), _mm256_set1_epi32(lg));
+  for (; b0 + 8 <= nbp; b0 += 8) {
+    const int64_t g0 = (b0 * kXB) >> lg;  // as above, 8 groups a store
+    const __m256 sv = _mm256_permutevar8x32_ps(_mm256_loadu_ps(s + (g0 & ~int64_t(7))),
+                                               _mm256_add_epi32(gv, _mm256_set1_epi32(static_cast<int>(g0 & 7))));
+    for (int m = 0; m < M0; ++m)
+      _mm256_storeu_ps(sd + m * nbp + b0, _mm256_mul_ps(sv, _mm256_loadu_ps(dm + m * nb + b0)));
+  }
+#endif
+  for (; b0 < nb; ++b0)
+    for (int m = 0; m < M0; ++m) sd[m * nbp + b0] = s[(b0 * kXB) >> lg] * dm[m * nb + b0];
+}
+
 // Output rows [n0, n1) of batch item b for the MR rows m0.. of x.
 template <int BITS, int MR, bool VNNI>
 void qmv_int8_rows(const QmmArgs& a, int64_t b, int64_t n0, int64_t n1, int64_t m0, const int8_t* xq,
                    const float* dl, const float* xsum) {
   using V = I8V;
   constexpr int CK = int8_chunk_cols<BITS>(), R = 64 / V::B, LPR = V::B / 4;  // registers a chunk, lanes a register
-  constexpr int cols_per_reg = CK / R;
+  constexpr int CPL = CK / 16, NB = CK / kXB;                                 // columns a lane, blocks a chunk
   const int64_t M = a.M, N = a.N, K = a.K, gs = a.group_size, G = K / gs, wb = K * BITS / 8;
-  const int64_t chunks = K / CK;
+  const int64_t chunks = K / CK, nb = K / kXB, nbp = (nb + 15) / 16 * 16;
   int lg = 0;
   while ((int64_t(1) << lg) < gs) ++lg;
-  const bool one_group = cols_per_reg <= gs;  // every register lies in one group
   const typename V::I low4 = V::set1_8(0x0F), ones = V::set1_16(1), sixteen = V::set1_16(16);
+  // s is read 16 groups at a time (block_products): zeros past a row's G
   alignas(64) float s[1024 + 16] = {}, bi[1024];
-#if EMBER_ISA_HAS_AVX512
-  alignas(64) int32_t lane_gi[16];
-  for (int l = 0; l < 16; ++l) lane_gi[l] = (l * (CK / 16)) >> lg;
-  const __m512i lane_g = _mm512_load_si512(lane_gi);
-#endif
+  std::vector<float> sdv(MR * nbp + 16);
+  float* sd = sdv.data();
   // software prefetch distance: 8 KB ahead of the loads (1 KB, a row of
   // 4-bit K = 2048, left the DRAM stream 10-20% short on Zen 5: the
   // latency times the bandwidth of a core is several KB)
@@ -655,11 +703,16 @@ void qmv_int8_rows(const QmmArgs& a, int64_t b, int64_t n0, int64_t n1, int64_t 
     const int64_t row = b * N + n;
     row_scales(a, a.scales, row, G, s);
     row_scales(a, a.biases, row, G, bi);
+    block_products(s, lg, dl + m0 * nb, nb, nbp, MR, sd);
     const uint8_t* wr = reinterpret_cast<const uint8_t*>(a.w) + row * wb;
     if (n + 1 < n1) {
-      // the next row's first lines (the rest streams in behind them)
-      for (int64_t o = 0; o < std::min<int64_t>(wb, 512); o += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(wr + wb + o), _MM_HINT_T0);
+      // the next row's first lines (the rest streams in behind them), until
+      // the stream prefetch below, PFD ahead, has reached them: past the
+      // task's first PFD bytes they are in flight already (8 prefetches a
+      // row of 16 chunks were 6% of a cache-resident K = 2048 call on Zen 4)
+      if ((n + 1 - n0) * wb < PFD)
+        for (int64_t o = 0; o < std::min<int64_t>(wb, 512); o += 64)
+          _mm_prefetch(reinterpret_cast<const char*>(wr + wb + o), _MM_HINT_T0);
       // and the scales and biases of the row after it (a tenth of the bytes
       // of 4-bit weights, else a stall of their own at each row's start)
       if (n + 2 < n1) {
@@ -677,24 +730,11 @@ void qmv_int8_rows(const QmmArgs& a, int64_t b, int64_t n0, int64_t n1, int64_t 
       const uint8_t* wc = wr + c * 64;
       _mm_prefetch(reinterpret_cast<const char*>(wc + PFD), _MM_HINT_T0);
       for (int r = 0; r < R; ++r) {
-        const typename V::I w = V::load(wc + r * V::B);
+        // one load of the weights for both nibbles (else the compiler folds
+        // it into each use: a second load a chunk, in a loop bound by loads)
+        typename V::I w = V::load(wc + r * V::B);
+        __asm__("" : "+v"(w));
         const typename V::I lo = V::band(w, low4), hi = V::band(V::srl4(w), low4);
-        const int64_t col0 = c * CK + r * cols_per_reg;
-        typename V::F sv;
-        if (one_group) {
-          sv = V::fset1(s[col0 >> lg]);
-        } else {
-#if EMBER_ISA_HAS_AVX512
-          // lane l's group: g0 + (l * CK / 16 >> lg)
-          sv = _mm512_permutexvar_ps(lane_g, _mm512_loadu_ps(s + (col0 >> lg)));
-#elif EMBER_ISA_HAS_AVX2
-          // 64 columns over groups of 32: lanes 0-3 in g0, 4-7 in g0 + 1
-          sv = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_set1_ps(s[col0 >> lg])),
-                                    _mm_set1_ps(s[(col0 >> lg) + 1]), 1);
-#else
-          sv = V::fset1(s[col0 >> lg]);  // not reached: 32 columns a register lie in one group
-#endif
-        }
         for (int m = 0; m < MR; ++m) {
           const int8_t* xc = xq + (m0 + m) * K + c * CK;
           typename V::I acc;
@@ -716,8 +756,10 @@ void qmv_int8_rows(const QmmArgs& a, int64_t b, int64_t n0, int64_t n1, int64_t 
               // w = 16 hi + lo: pmaddubsw's pair sums stay below 2^15
               acc = V::add32(V::dot_u8s8(hi, xv, sixteen), V::dot_u8s8(lo, xv, ones));
           }
-          const typename V::F dv = V::fload(dl + ((m0 + m) * chunks + c) * 16 + r * LPR);
-          total[m][r] = V::add(total[m][r], V::mul(V::cvt(acc), V::mul(sv, dv)));
+          // lane l's scale times its block's d (register r's first lane is
+          // r * LPR of the chunk's 16)
+          const typename V::F sdr = V::template expand<CPL>(sd + m * nbp + c * NB + r * LPR * CPL / kXB);
+          total[m][r] = V::add(total[m][r], V::mul(V::cvt(acc), sdr));
         }
       }
     }
@@ -765,7 +807,7 @@ void qmv_int8_rows(const QmmArgs& a, int64_t b, int64_t n0, int64_t n1, int64_t 
             if (BITS == 4) acc += (wc[p] & 15) * xc[p] + (wc[p] >> 4) * xc[64 + p];
             else acc += wc[p] * xc[p];
           }
-          const float dv = dl[((m0 + m) * chunks + c) * 16 + l];
+          const float dv = dl[(m0 + m) * (K / kXB) + (c * CK + l * CPL) / kXB];
           total[m][l] = total[m][l] + static_cast<float>(acc) * (sc * dv);
         }
       }
@@ -783,11 +825,11 @@ void qmv_int8_rows(const QmmArgs& a, int64_t b, int64_t n0, int64_t n1, int64_t 
 
 template <int BITS, bool VNNI>
 void qmv_int8(const QmmArgs& a) {
-  constexpr int CK = int8_chunk_cols<BITS>();
-  const int64_t M = a.M, N = a.N, K = a.K, G = K / a.group_size, chunks = K / CK;
+  const int64_t M = a.M, N = a.N, K = a.K, G = K / a.group_size;
   const int64_t BM = a.batch * M;
   std::vector<int8_t> xq(BM * K);
-  std::vector<float> dl(BM * chunks * 16), xsum(BM * G, 0.0f);
+  // dl padded: block_products reads 16 blocks at a time
+  std::vector<float> dl(BM * (K / kXB) + 16), xsum(BM * G, 0.0f);
   quantize_x_int8<BITS>(a.x, BM, K, a.group_size, xq.data(), dl.data(), xsum.data());
   // chunks of rows handed out one at a time (a core lent elsewhere for a
   // while takes fewer): about 4 a thread, each at least 512 KB of weights
@@ -802,7 +844,7 @@ void qmv_int8(const QmmArgs& a) {
     for (int64_t t0 = c * chunk, t1 = std::min(rows, t0 + chunk); t0 < t1;) {
       const int64_t b = t0 / N, n0 = t0 % N, n1 = std::min(N, n0 + (t1 - t0));
       const int8_t* xb = xq.data() + b * M * K;
-      const float* db = dl.data() + b * M * chunks * 16;
+      const float* db = dl.data() + b * M * (K / kXB);
       const float* sb = xsum.data() + b * M * G;
       for (int64_t m0 = 0; m0 < M; m0 += 4) {
         // the row pointers are relative to m0 = 0 of the batch item
