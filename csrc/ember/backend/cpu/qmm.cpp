@@ -695,10 +695,13 @@ void qmv_int8_rows(const QmmArgs& a, int64_t b, int64_t n0, int64_t n1, int64_t 
   alignas(64) float s[1024 + 16] = {}, bi[1024];
   std::vector<float> sdv(MR * nbp + 16);
   float* sd = sdv.data();
-  // software prefetch distance: 8 KB ahead of the loads (1 KB, a row of
-  // 4-bit K = 2048, left the DRAM stream 10-20% short on Zen 5: the
-  // latency times the bandwidth of a core is several KB)
-  constexpr int64_t PFD = 8192;
+  // software prefetch: into L2 8 KB ahead of the loads (a core's DRAM
+  // latency times its bandwidth is several KB: 1 KB ahead left the stream
+  // 10-20% short on Zen 5), and from there into L1 2 KB ahead. 8 KB ahead
+  // straight into L1 evicted lines before their use in Zen 4's 32 KB L1:
+  // K = 8192 rows streamed at 20-25 GB/s there, against 27-33 with the two
+  // distances (2 threads, interleaved A/B; K = 2048 rows +7%).
+  constexpr int64_t PFD = 2048, PFD_L2 = 8192;
   for (int64_t n = n0; n < n1; ++n) {
     const int64_t row = b * N + n;
     row_scales(a, a.scales, row, G, s);
@@ -707,7 +710,7 @@ void qmv_int8_rows(const QmmArgs& a, int64_t b, int64_t n0, int64_t n1, int64_t 
     const uint8_t* wr = reinterpret_cast<const uint8_t*>(a.w) + row * wb;
     if (n + 1 < n1) {
       // the next row's first lines (the rest streams in behind them), until
-      // the stream prefetch below, PFD ahead, has reached them: past the
+      // the L1 stream prefetch below, PFD ahead, has reached them: past the
       // task's first PFD bytes they are in flight already (8 prefetches a
       // row of 16 chunks were 6% of a cache-resident K = 2048 call on Zen 4)
       if ((n + 1 - n0) * wb < PFD)
@@ -729,6 +732,7 @@ void qmv_int8_rows(const QmmArgs& a, int64_t b, int64_t n0, int64_t n1, int64_t 
     for (int64_t c = 0; c < chunks; ++c) {
       const uint8_t* wc = wr + c * 64;
       _mm_prefetch(reinterpret_cast<const char*>(wc + PFD), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(wc + PFD_L2), _MM_HINT_T1);
       for (int r = 0; r < R; ++r) {
         // one load of the weights for both nibbles (else the compiler folds
         // it into each use: a second load a chunk, in a loop bound by loads)
