@@ -92,7 +92,8 @@ def case(rng, N, K, gs, bits, M, batch=()):
 @pytest.mark.parametrize("bits", [4, 8])
 def test_int8_and_float_paths_against_float64(rng, level, int8_setting, bits):
     for gs in [32, 64, 128]:
-        for M, N, K in [(1, 33, 256), (3, 8, 384), (5, 17, 128), (8, 4, 512)]:
+        # K = 1152: 36 blocks of 32, over 16 at a time in the kernel's scale products
+        for M, N, K in [(1, 33, 256), (3, 8, 384), (5, 17, 128), (8, 4, 512), (2, 40, 1152)]:
             x, wq, s, b, W = case(rng, N, K, gs, bits, M)
             ref = x.astype(np.float64) @ W.T
             scale = np.abs(ref).max()
