@@ -572,6 +572,21 @@ struct I8V {
                                   : _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
     return _mm512_permutevar_ps(_mm512_broadcast_f32x4(_mm_loadu_ps(p)), ctrl);
   }
+  // lane j: s[(b0 + j) * 32 >> lg], the group of block b0 + j (b0 a
+  // multiple of 16, groups powers of 2 of at least a block). The indices
+  // are made in registers (a table on the stack, rewritten a row, stalled
+  // each row on its store forwarding), and the load is of the 16 groups
+  // row_scales stored together (16 blocks span at most 16 groups and start
+  // at a multiple of their count): a load across two stores stalls until
+  // they retire.
+  static F group_scales(const float* s, int64_t b0, int lg) {
+    const int64_t g0 = (b0 * kXB) >> lg;
+    const __m512i gi = _mm512_srlv_epi32(
+        _mm512_setr_epi32(0, 32, 64, 96, 128, 160, 192, 224, 256, 288, 320, 352, 384, 416, 448, 480),
+        _mm512_set1_epi32(lg));
+    return _mm512_permutexvar_ps(_mm512_add_epi32(gi, _mm512_set1_epi32(static_cast<int>(g0 & 15))),
+                                 _mm512_loadu_ps(s + (g0 & ~int64_t(15))));
+  }
 };
 #elif EMBER_ISA_HAS_AVX2
 struct I8V {
@@ -603,6 +618,12 @@ struct I8V {
     return _mm256_permutevar_ps(_mm256_castpd_ps(_mm256_broadcast_sd(reinterpret_cast<const double*>(p))),
                                 _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
   }
+  static F group_scales(const float* s, int64_t b0, int lg) {  // as above, 8 blocks (and groups a store)
+    const int64_t g0 = (b0 * kXB) >> lg;
+    const __m256i gi = _mm256_srlv_epi32(_mm256_setr_epi32(0, 32, 64, 96, 128, 160, 192, 224), _mm256_set1_epi32(lg));
+    return _mm256_permutevar8x32_ps(_mm256_loadu_ps(s + (g0 & ~int64_t(7))),
+                                    _mm256_add_epi32(gi, _mm256_set1_epi32(static_cast<int>(g0 & 7))));
+  }
 };
 #else
 struct I8V {
@@ -630,6 +651,10 @@ struct I8V {
   static void fstore(float* p, F a) { _mm_storeu_ps(p, a); }
   template <int CPL>  // lane j: p[j * CPL / 32] (one block a register)
   static F expand(const float* p) { return _mm_set1_ps(*p); }
+  static F group_scales(const float* s, int64_t b0, int lg) {  // as above, 4 blocks
+    return _mm_setr_ps(s[(b0 * kXB) >> lg], s[((b0 + 1) * kXB) >> lg], s[((b0 + 2) * kXB) >> lg],
+                       s[((b0 + 3) * kXB) >> lg]);
+  }
 };
 #endif
 
@@ -647,36 +672,11 @@ inline __m512i dpbusd(__m512i acc, __m512i u, __m512i s) {
 // blocks): the products the lane sums are scaled by, once a row instead of
 // a full-width load and multiply a chunk.
 inline void block_products(const float* s, int lg, const float* dm, int64_t nb, int64_t nbp, int M0, float* sd) {
-  int64_t b0 = 0;
-#if EMBER_ISA_HAS_AVX512
-  // block l's group (l * 32 >> lg; groups are powers of 2, at least a
-  // block), in registers: a table on the stack, rewritten a row, stalled
-  // each row on its store forwarding
-  const __m512i gv = _mm512_srlv_epi32(
-      _mm512_setr_epi32(0, 32, 64, 96, 128, 160, 192, 224, 256, 288, 320, 352, 384, 416, 448, 480),
-      _mm512_set1_epi32(lg));
-  for (; b0 + 16 <= nbp; b0 += 16) {
-    // the 16 groups row_scales stored together (16 blocks span at most 16
-    // groups and start at a multiple of their count): a load of one store
-    // forwards, one across two stalls until they retire
-    const int64_t g0 = (b0 * kXB) >> lg;
-    const __m512 sv = _mm512_permutexvar_ps(_mm512_add_epi32(gv, _mm512_set1_epi32(static_cast<int>(g0 & 15))),
-                                            _mm512_loadu_ps(s + (g0 & ~int64_t(15))));
-    for (int m = 0; m < M0; ++m)
-      _mm512_storeu_ps(sd + m * nbp + b0, _mm512_mul_ps(sv, _mm512_loadu_ps(dm + m * nb + b0)));
+  using V = I8V;
+  for (int64_t b0 = 0; b0 < nbp; b0 += V::B / 4) {
+    const V::F sv = V::group_scales(s, b0, lg);
+    for (int m = 0; m < M0; ++m) V::fstore(sd + m * nbp + b0, V::mul(sv, V::fload(dm + m * nb + b0)));
   }
-#elif EMBER_ISA_HAS_AVX2
-  const __m256i gv = _mm256_srlv_epi32(_mm256_setr_epi32(0, 32, 64, 96, 128, 160, 192, 224), _mm256_set1_epi32(lg));
-  for (; b0 + 8 <= nbp; b0 += 8) {
-    const int64_t g0 = (b0 * kXB) >> lg;  // as above, 8 groups a store
-    const __m256 sv = _mm256_permutevar8x32_ps(_mm256_loadu_ps(s + (g0 & ~int64_t(7))),
-                                               _mm256_add_epi32(gv, _mm256_set1_epi32(static_cast<int>(g0 & 7))));
-    for (int m = 0; m < M0; ++m)
-      _mm256_storeu_ps(sd + m * nbp + b0, _mm256_mul_ps(sv, _mm256_loadu_ps(dm + m * nb + b0)));
-  }
-#endif
-  for (; b0 < nb; ++b0)
-    for (int m = 0; m < M0; ++m) sd[m * nbp + b0] = s[(b0 * kXB) >> lg] * dm[m * nb + b0];
 }
 
 // Output rows [n0, n1) of batch item b for the MR rows m0.. of x.
