@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from conftest import ember_only, mx, to_numpy
-from test_conv import ref_conv
+from test_conv import ref_conv, ref_conv_transpose
 
 pytestmark = ember_only
 
@@ -368,3 +368,87 @@ def test_half_types_all_paths(level, dt):
         want = ref_conv(xr, wr, [1, 1], [1, 1], [1, 1], [1, 1], [1, 1], groups, False)
         t = 3e-2 if dt == "float16" else 2e-1
         np.testing.assert_allclose(to_numpy(got.astype(mx.float32)), want, rtol=t, atol=t * 4)
+
+
+def bf16(a):
+    """a rounded to bfloat16, as an Ember array, and its values in float64."""
+    m = mx.array(np.asarray(a, np.float32)).astype(mx.bfloat16)
+    return m, to_numpy(m.astype(mx.float32)).astype(np.float64)
+
+
+def assert_bf16_close(got, want):
+    """got (bfloat16) is want (float64) rounded to bfloat16, give or take one
+    rounding step and float32 sums: a channel pair multiplied by the wrong
+    weights is off by the size of the terms."""
+    assert got.dtype == mx.bfloat16
+    got = to_numpy(got.astype(mx.float32)).astype(np.float64)
+    scale = max(float(np.abs(want).max()), 1.0)
+    np.testing.assert_allclose(got, want, rtol=2.0 ** -7, atol=scale * 2.0 ** -12)
+
+
+# bfloat16 forward convolutions: on AVX-512 CPUs with the BF16 extension
+# they multiply pairs of input channels (VDPBF16PS) over weights packed by
+# channel pairs; elsewhere, and for odd group widths, through float32.
+@pytest.mark.parametrize("C,O,groups,stride,pad,dil", [
+    (16, 16, 1, 1, 1, 1),    # one output vector: three-tap pixel reuse
+    (8, 32, 1, 1, 1, 1),     # two vectors
+    (32, 48, 1, 2, 1, 1),    # three, strided
+    (32, 64, 1, 1, 2, 2),    # four, dilated
+    (24, 20, 1, 1, 1, 1),    # a partial vector of output channels
+    (16, 24, 2, 1, 1, 1),    # groups of 8 channels: pairs start at each group's offset
+    (12, 8, 4, 1, 0, 1),     # groups of 3 channels (odd): float32 products
+    (5, 16, 1, 1, 1, 1),     # odd channel count
+    (2, 16, 1, 3, 2, 1),     # one channel pair
+])
+def test_bfloat16_channel_pairs(level, C, O, groups, stride, pad, dil):
+    rng = np.random.default_rng(C * 7 + O + groups)
+    x, xr = bf16(rng.standard_normal((2, 9, 13, C)))
+    w, wr = bf16(rng.standard_normal((O, 3, 3, C // groups)))
+    got = mx.conv2d(x, w, stride=stride, padding=pad, dilation=dil, groups=groups)
+    want = ref_conv(xr, wr, [stride] * 2, [pad] * 2, [pad] * 2, [dil] * 2, [1, 1], groups, False)
+    assert_bf16_close(got, want)
+
+
+@pytest.mark.parametrize("D", [1, 3])
+def test_bfloat16_channel_pairs_1d_3d_long_reduction(level, D):
+    rng = np.random.default_rng(D)
+    if D == 1:
+        # 2306 channels: a kernel position's weights are cut into two
+        # chunks, each an even number of channels (1154 + 1152)
+        x, xr = bf16(rng.standard_normal((2, 7, 2306)))
+        w, wr = bf16(rng.standard_normal((64, 1, 2306)) * 0.05)
+        got = mx.conv1d(x, w)
+    else:
+        x, xr = bf16(rng.standard_normal((1, 4, 5, 6, 10)))
+        w, wr = bf16(rng.standard_normal((32, 3, 3, 3, 10)))
+        got = mx.conv3d(x, w, padding=1)
+    want = ref_conv(xr, wr, [1] * D, [D // 3] * D, [D // 3] * D, [1] * D, [1] * D, 1, False)
+    assert_bf16_close(got, want)
+
+
+def test_bfloat16_channel_pairs_flipped_and_input_gradient(level):
+    # conv_transpose and the input gradient run the forward kernel with a
+    # flipped (reverse-packed) kernel and input dilation
+    rng = np.random.default_rng(9)
+    x, xr = bf16(rng.standard_normal((2, 6, 7, 16)))
+    w, wr = bf16(rng.standard_normal((32, 3, 3, 16)))
+    ct, ctr = bf16(rng.standard_normal((2, 6, 7, 32)))
+    _, (dx,) = mx.vjp(lambda a: mx.conv2d(a, w, padding=1), [x], [ct])
+    assert_bf16_close(dx, ref_input_grad(ctr, wr, x.shape, 1))
+    wt, wtr = bf16(rng.standard_normal((16, 3, 3, 32)))
+    got = mx.conv_transpose2d(ct, wt, stride=2, padding=1)
+    want = ref_conv_transpose(ctr, wtr, [2, 2], [1, 1], [1, 1], [0, 0], 1)
+    assert_bf16_close(got, want)
+
+
+def test_bfloat16_channel_pairs_non_finite(level):
+    # an infinity or a NaN in one channel of a pair reaches every output
+    # that reads it, as with float32 products
+    x = np.ones((1, 4, 4, 8), np.float32)
+    x[0, 1, 1, 3] = np.inf
+    x[0, 2, 2, 4] = np.nan
+    w = np.ones((16, 1, 1, 8), np.float32)
+    got = to_numpy(mx.conv2d(bf16(x)[0], bf16(w)[0]).astype(mx.float32))
+    want = to_numpy(mx.conv2d(mx.array(x), mx.array(w)))
+    np.testing.assert_array_equal(got, want)
+    assert np.isposinf(got[0, 1, 1]).all() and np.isnan(got[0, 2, 2]).all()

@@ -27,7 +27,10 @@
 //             thread count), then transposed to (O, *K, Cg).
 //
 // float16/bfloat16 are converted to float32 first and the result converted
-// back; float64 runs the same kernels on double vectors.
+// back; float64 runs the same kernels on double vectors. On AVX-512 CPUs
+// with the BF16 extension, a bfloat16 forward conv (and so an input
+// gradient) whose groups have an even channel count reads its input as it
+// is and multiplies pairs of channels at once (Bf16Dot below).
 
 #include "ember/backend/cpu/isa_unit.h"
 
@@ -285,8 +288,49 @@ struct RowPointers {
 
 // ---------------------------------------------------------------- forward
 
+// The forward tiles' arithmetic, a policy D. FmaDot<A>: one input channel a
+// step, one FMA per row and weight vector. Bf16Dot (AVX-512 CPUs with its
+// BF16 extension): bfloat16 input and weights, two input channels a step,
+// VDPBF16PS adding both products of a channel pair to each float32 lane:
+// twice the multiply-adds of an FMA for the same instruction. Products of
+// bfloat16 values are exact in float32, so this is float32 arithmetic in a
+// pairwise order, except that VDPBF16PS reads denormal inputs as zero and
+// flushes denormal sums to zero. The packed weights of channel c (a multiple
+// of P) hold NR vectors of W output channels, each lane P consecutive input
+// channels: vector j at (c * NR + j * P) * W elements.
+template <class A>
+struct FmaDot {
+  using In = A;   // the input and the packed weights
+  using Acc = A;  // the accumulators and the output
+  using V = typename Vec<A>::V;
+  static constexpr int W = Vec<A>::W, P = 1;
+  static V bcast(const In* p) { return splat<V>(*p); }
+  static V madd(V acc, V a, V b) { return vfma(a, b, acc); }
+};
+
+#if EMBER_ISA_HAS_AVX512
+struct Bf16Dot {
+  using In = bfloat16_t;
+  using Acc = float;
+  using V = typename Vec<float>::V;
+  static constexpr int W = Vec<float>::W, P = 2;
+  // (x[c], x[c + 1]) in every 32-bit lane
+  static V bcast(const In* p) {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return (V)_mm512_set1_epi32(v);
+  }
+  // in assembly: the unit is compiled for AVX-512 without the extension
+  // (only a CPU that has it gets here: conv_eval asks)
+  static V madd(V acc, V a, V b) {
+    __asm__("vdpbf16ps %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
+    return acc;
+  }
+};
+#endif
+
 // out[r, 0:cols] (+)= sum over kpos in [kp0, kp1), c in [c0, c1) of
-// src[r][kpos][goff + c] * w[kpos][c][:], for MR rows (rows >= `rows` point
+// src[r][kpos][goff + c] * w[kpos][c][:] (c0, c1 multiples of D::P), for MR rows (rows >= `rows` point
 // at zeros and are not stored). w is one column block's packed weights. Full
 // tiles (MR rows, whole vectors) keep everything in registers.
 //
@@ -295,12 +339,12 @@ struct RowPointers {
 // away from the padding; pixels `cstride` apart) are one run: the inner loop
 // then runs over all their channels with one pointer per row (when the
 // chunk holds every channel of a pixel), or reuses pixels across taps.
-template <class A, int MR, int NR, bool Full>
-void fwd_tile(const A* const* src, const A* zeros, int64_t Kprod, int64_t goff, int64_t cstride, int64_t kp0,
-              int64_t kp1, int64_t c0, int64_t c1, const A* w, int64_t w_kstride, A* out, int64_t ldo, int64_t rows,
+template <class D, int MR, int NR, bool Full, class In = typename D::In, class Acc = typename D::Acc>
+void fwd_tile(const In* const* src, const In* zeros, int64_t Kprod, int64_t goff, int64_t cstride, int64_t kp0,
+              int64_t kp1, int64_t c0, int64_t c1, const In* w, int64_t w_kstride, Acc* out, int64_t ldo, int64_t rows,
               int64_t cols, bool accumulate, bool stream, bool affine, int64_t step) {
-  using V = typename Vec<A>::V;
-  constexpr int W = Vec<A>::W;
+  using V = typename D::V;
+  constexpr int W = D::W, P = D::P;
   V acc[MR][NR];
   for (int r = 0; r < MR; ++r) {
     for (int j = 0; j < NR; ++j) {
@@ -321,10 +365,10 @@ void fwd_tile(const A* const* src, const A* zeros, int64_t Kprod, int64_t goff, 
       ++kp;
       continue;
     }
-    const A* s[MR];
+    const In* s[MR];
     for (int r = 0; r < MR; ++r) s[r] = affine ? src[kp] + goff + r * step : src[r * Kprod + kp] + goff;
-    const A* wk = w + kp * w_kstride;
-    if constexpr (Full && tap_reuse<A>(NR)) {
+    const In* wk = w + kp * w_kstride;
+    if constexpr (Full && tap_reuse<Acc>(NR)) {
       // Three taps whose pixels the rows share: row r's tap k reads pixel
       // px[r + k] for every r and k (consecutive pixels along the line, the
       // padding's zero pixel at a line's ends included). Each pixel's value
@@ -332,7 +376,7 @@ void fwd_tile(const A* const* src, const A* zeros, int64_t Kprod, int64_t goff, 
       // 3 * MR * NR FMAs, where one broadcast per row serves NR, so narrow
       // tiles (NR <= 2) run FMA-bound, edge tiles too.
       bool shared = kp + 3 <= kp1;
-      const A* px[MR + 2];
+      const In* px[MR + 2];
       if (shared && affine) {
         // row 0's next two taps one and two rows' steps on
         shared = src[kp + 1] == src[kp] + step && src[kp + 2] == src[kp] + 2 * step;
@@ -347,16 +391,16 @@ void fwd_tile(const A* const* src, const A* zeros, int64_t Kprod, int64_t goff, 
         }
       }
       if (shared) {
-        for (int64_t c = c0; c < c1; ++c) {
+        for (int64_t c = c0; c < c1; c += P) {
           V b[3][NR];
           for (int k = 0; k < 3; ++k)
-            for (int j = 0; j < NR; ++j) b[k][j] = vload<V>(wk + k * w_kstride + (c * NR + j) * W);
+            for (int j = 0; j < NR; ++j) b[k][j] = vload<V>(wk + k * w_kstride + (c * NR + j * P) * W);
           for (int i = 0; i < MR + 2; ++i) {
-            const V a = splat<V>(px[i][c]);
+            const V a = D::bcast(px[i] + c);
             for (int k = 0; k < 3; ++k) {
               const int r = i - k;
               if (r < 0 || r >= MR) continue;
-              for (int j = 0; j < NR; ++j) acc[r][j] = vfma(a, b[k][j], acc[r][j]);
+              for (int j = 0; j < NR; ++j) acc[r][j] = D::madd(acc[r][j], a, b[k][j]);
             }
           }
         }
@@ -373,12 +417,12 @@ void fwd_tile(const A* const* src, const A* zeros, int64_t Kprod, int64_t goff, 
     }
     if (!whole_c) n = 1;  // a channel chunk (or a group) is not contiguous across positions
     const int64_t e = (n - 1) * cstride + c1;
-    for (int64_t c = c0; c < e; ++c) {
+    for (int64_t c = c0; c < e; c += P) {
       V b[NR];
-      for (int j = 0; j < NR; ++j) b[j] = vload<V>(wk + (c * NR + j) * W);
+      for (int j = 0; j < NR; ++j) b[j] = vload<V>(wk + (c * NR + j * P) * W);
       for (int r = 0; r < MR; ++r) {
-        const V a = splat<V>(s[r][c]);
-        for (int j = 0; j < NR; ++j) acc[r][j] = vfma(a, b[j], acc[r][j]);
+        const V a = D::bcast(s[r] + c);
+        for (int j = 0; j < NR; ++j) acc[r][j] = D::madd(acc[r][j], a, b[j]);
       }
     }
     kp += n;
@@ -400,56 +444,57 @@ void fwd_tile(const A* const* src, const A* zeros, int64_t Kprod, int64_t goff, 
 
 // fwd_tile for a tile of `rows` < MR rows (the end of an output line), still
 // with everything in registers when its columns are whole vectors.
-template <class A, int MR, int NR>
-void fwd_short_tile(const A* const* src, const A* zeros, int64_t Kprod, int64_t goff, int64_t cstride, int64_t kp0,
-                    int64_t kp1, int64_t c0, int64_t c1, const A* w, int64_t w_kstride, A* out, int64_t ldo,
+template <class D, int MR, int NR, class In = typename D::In, class Acc = typename D::Acc>
+void fwd_short_tile(const In* const* src, const In* zeros, int64_t Kprod, int64_t goff, int64_t cstride, int64_t kp0,
+                    int64_t kp1, int64_t c0, int64_t c1, const In* w, int64_t w_kstride, Acc* out, int64_t ldo,
                     int64_t rows, int64_t cols, bool accumulate, bool stream, bool, int64_t) {
   if constexpr (MR > 1) {
     if (rows < MR) {
-      return fwd_short_tile<A, MR - 1, NR>(src, zeros, Kprod, goff, cstride, kp0, kp1, c0, c1, w, w_kstride, out,
+      return fwd_short_tile<D, MR - 1, NR>(src, zeros, Kprod, goff, cstride, kp0, kp1, c0, c1, w, w_kstride, out,
                                            ldo, rows, cols, accumulate, stream, false, 0);
     }
   }
   // (the table's rows past `rows` hold zeros: not affine)
-  fwd_tile<A, MR, NR, true>(src, zeros, Kprod, goff, cstride, kp0, kp1, c0, c1, w, w_kstride, out, ldo, rows, cols,
+  fwd_tile<D, MR, NR, true>(src, zeros, Kprod, goff, cstride, kp0, kp1, c0, c1, w, w_kstride, out, ldo, rows, cols,
                             accumulate, stream, false, 0);
 }
 
 // The forward kernel's plan: the tile shape for this group width, and the
-// packed weights [g][jb][kpos][c][NR*W] (zero beyond Og). A flipped kernel
+// packed weights [g][jb][kpos][c / P][NR*W][P] (zero beyond Og). A flipped kernel
 // is packed in reverse kernel-position order and run unflipped (reversing
 // every spatial index of a row-major kernel reverses its flat index), so
 // neighbouring positions stay contiguous runs.
-template <class A>
+template <class D>
 struct ForwardPlan {
   int nr = 1, mr = 1;
   int64_t nrw = 0, blocks = 0;  // columns per block, blocks per group
   bool flipped = false;
-  std::shared_ptr<const AlignedScratch<A>> packed;
+  std::shared_ptr<const AlignedScratch<typename D::In>> packed;
 
   ForwardPlan(const Geometry& g, bool flip) : flipped(flip) {
-    constexpr int W = Vec<A>::W;
+    constexpr int W = D::W;
     const int64_t vecs = (g.Og + W - 1) / W;
-    nr = static_cast<int>(std::min<int64_t>(max_nr<A>(), std::max<int64_t>(vecs, 1)));
-    mr = rows_for<A>(nr);
+    nr = static_cast<int>(std::min<int64_t>(max_nr<typename D::Acc>(), std::max<int64_t>(vecs, 1)));
+    mr = rows_for<typename D::Acc>(nr);
     nrw = int64_t(nr) * W;
     blocks = (g.Og + nrw - 1) / nrw;
   }
   int64_t block_size(const Geometry& g) const { return g.KC * nrw; }
 };
 
-template <class A>
-std::shared_ptr<const AlignedScratch<A>> pack_forward_weights(const A* w, const Geometry& g,
-                                                              const ForwardPlan<A>& plan) {
-  auto out = std::make_shared<AlignedScratch<A>>(g.G * plan.blocks * plan.block_size(g));
+template <class D, class In = typename D::In>
+std::shared_ptr<const AlignedScratch<In>> pack_forward_weights(const In* w, const Geometry& g,
+                                                               const ForwardPlan<D>& plan) {
+  constexpr int W = D::W, P = D::P;
+  auto out = std::make_shared<AlignedScratch<In>>(g.G * plan.blocks * plan.block_size(g));
   for (int64_t gi = 0; gi < g.G; ++gi) {
     for (int64_t o = 0; o < g.Og; ++o) {
       const int64_t jb = o / plan.nrw, jj = o % plan.nrw;
-      A* dst = out->data + (gi * plan.blocks + jb) * plan.block_size(g) + jj;
-      const A* row = w + (gi * g.Og + o) * g.KC;
+      In* dst = out->data + (gi * plan.blocks + jb) * plan.block_size(g) + jj / W * W * P + jj % W * P;
+      const In* row = w + (gi * g.Og + o) * g.KC;
       for (int64_t kp = 0; kp < g.Kprod; ++kp) {
-        const A* src = row + (plan.flipped ? g.Kprod - 1 - kp : kp) * g.Cg;
-        for (int64_t c = 0; c < g.Cg; ++c) dst[(kp * g.Cg + c) * plan.nrw] = src[c];
+        const In* src = row + (plan.flipped ? g.Kprod - 1 - kp : kp) * g.Cg;
+        for (int64_t c = 0; c < g.Cg; ++c) dst[(kp * g.Cg + c - c % P) * plan.nrw + c % P] = src[c];
       }
     }
   }
@@ -461,11 +506,11 @@ std::shared_ptr<const AlignedScratch<A>> pack_forward_weights(const A* w, const 
 // descriptor: evaluated arrays are immutable, and a buffer donated to a new
 // array outlives its old descriptor only when nobody else held it) and only
 // for memory Ember allocated (borrowed memory may change under it).
-template <class A>
+template <class D, class In = typename D::In>
 class PackCache {
  public:
-  std::shared_ptr<const AlignedScratch<A>> get(const array& w, const Geometry& g, const ForwardPlan<A>& plan,
-                                        const A* wdata) {
+  std::shared_ptr<const AlignedScratch<In>> get(const array& w, const Geometry& g, const ForwardPlan<D>& plan,
+                                                const In* wdata) {
     const bool cacheable = w.buffer() && !w.buffer()->is_borrowed();
     if (!cacheable) return pack_forward_weights(wdata, g, plan);
     std::lock_guard<std::mutex> lock(mu_);
@@ -498,23 +543,23 @@ class PackCache {
     Strides strides;
     int64_t G, nrw;
     bool flipped;
-    std::shared_ptr<const AlignedScratch<A>> packed;
+    std::shared_ptr<const AlignedScratch<In>> packed;
   };
   std::mutex mu_;
   std::vector<Entry> entries_;
 };
 
-template <class A>
-PackCache<A>& pack_cache() {
-  static PackCache<A> c;
+template <class D>
+PackCache<D>& pack_cache() {
+  static PackCache<D> c;
   return c;
 }
 
-template <class A, int MR, int NR>
-void forward_blocks(const A* x, const Geometry& g, const ConvParams& p, const ForwardPlan<A>& plan, A* out) {
-  const A* wp = plan.packed->data;
+template <class D, int MR, int NR, class In = typename D::In, class Acc = typename D::Acc>
+void forward_blocks(const In* x, const Geometry& g, const ConvParams& p, const ForwardPlan<D>& plan, Acc* out) {
+  const In* wp = plan.packed->data;
   // (kpos, c) chunks whose weights fit in L1, of balanced sizes
-  const int64_t per_c = plan.nrw * static_cast<int64_t>(sizeof(A));
+  const int64_t per_c = plan.nrw * static_cast<int64_t>(sizeof(In));
   const int64_t per_kp = std::max<int64_t>(per_c * g.Cg, 1);
   int64_t kp_step, c_step = g.Cg;
   if (per_kp <= kChunkBytes) {
@@ -526,7 +571,7 @@ void forward_blocks(const A* x, const Geometry& g, const ConvParams& p, const Fo
   } else {
     kp_step = 1;
     const int64_t chunks = (per_kp + kChunkBytes - 1) / kChunkBytes;
-    c_step = (g.Cg + chunks - 1) / chunks;
+    c_step = ((g.Cg + chunks - 1) / chunks + D::P - 1) / D::P * D::P;
   }
   // whole output lines per block where a line fits (tiles end at line ends
   // anyway: a block cut inside a line would add a short tile), else a
@@ -534,23 +579,23 @@ void forward_blocks(const A* x, const Geometry& g, const ConvParams& p, const Fo
   const int64_t OL = g.OS[std::max(g.D - 1, 0)];
   const int64_t block_rows = OL <= kBlockRows ? kBlockRows / OL * OL : std::max<int64_t>(MR, kBlockRows / MR * MR);
   const int64_t nblocks = (g.rows + block_rows - 1) / block_rows;
-  const std::vector<A> zeros(static_cast<size_t>(g.C + 1), A(0));
+  const std::vector<In> zeros(static_cast<size_t>(g.C + 1), In(0));
   const OffsetTables tab(g, p);
   // an output far larger than the caches, computed in one chunk, is written
   // around them where every full tile's vectors are whole cache lines
-  constexpr int64_t line = 64 / sizeof(A);
+  constexpr int64_t line = 64 / sizeof(Acc);
   const bool stream = kp_step == g.Kprod && c_step == g.Cg && plan.nrw % line == 0 && g.O % line == 0 &&
                       (g.G == 1 || g.Og % line == 0) && reinterpret_cast<uintptr_t>(out) % 64 == 0 &&
-                      g.rows * g.O * static_cast<int64_t>(sizeof(A)) >= kStreamBytes;
+                      g.rows * g.O * static_cast<int64_t>(sizeof(Acc)) >= kStreamBytes;
   // one task per block of rows: its pointer table, then every group and column block
-  auto block = [&](RowPointers<A>& rp, int64_t blk) {
+  auto block = [&](RowPointers<In>& rp, int64_t blk) {
     const int64_t r0 = blk * block_rows, nr = std::min(block_rows, g.rows - r0);
     rp.fill(x, zeros.data(), r0, nr, MR, g);
     for (int64_t gi = 0; gi < g.G; ++gi) {
       for (int64_t jb = 0; jb < plan.blocks; ++jb) {
         const int64_t col0 = jb * plan.nrw, cols = std::min(plan.nrw, g.Og - col0);
-        const A* wb = wp + (gi * plan.blocks + jb) * plan.block_size(g);
-        A* ob = out + gi * g.Og + col0;
+        const In* wb = wp + (gi * plan.blocks + jb) * plan.block_size(g);
+        Acc* ob = out + gi * g.Og + col0;
         bool first = true;
         for (int64_t kp0 = 0; kp0 < g.Kprod; kp0 += kp_step) {
           const int64_t kp1 = std::min(g.Kprod, kp0 + kp_step);
@@ -558,9 +603,9 @@ void forward_blocks(const A* x, const Geometry& g, const ConvParams& p, const Fo
             const int64_t c1 = std::min(g.Cg, c0 + c_step);
             const int64_t cstride = g.C;  // from one pixel to the next
             for (const Tile& t : rp.tiles) {
-              auto tile = cols < plan.nrw   ? fwd_tile<A, MR, NR, false>
-                          : t.rows == MR    ? fwd_tile<A, MR, NR, true>
-                                            : fwd_short_tile<A, MR - 1, NR>;
+              auto tile = cols < plan.nrw   ? fwd_tile<D, MR, NR, false>
+                          : t.rows == MR    ? fwd_tile<D, MR, NR, true>
+                                            : fwd_short_tile<D, MR - 1, NR>;
               tile(rp.ptr.data() + t.at * g.Kprod, zeros.data(), g.Kprod, gi * g.Cg, cstride, kp0, kp1, c0, c1,
                    wb, g.Cg * plan.nrw, ob + t.row * g.O, g.O, t.rows, cols, !first, stream, t.affine, tab.step);
             }
@@ -571,25 +616,27 @@ void forward_blocks(const A* x, const Geometry& g, const ConvParams& p, const Fo
     }
   };
   dynamic_for(
-      nblocks, [&] { return RowPointers<A>(g, tab, block_rows, MR); },
-      [&](int64_t i, RowPointers<A>& st) { block(st, i); },
-      [&](RowPointers<A>&) {
+      nblocks, [&] { return RowPointers<In>(g, tab, block_rows, MR); },
+      [&](int64_t i, RowPointers<In>& st) { block(st, i); },
+      [&](RowPointers<In>&) {
         if (stream) stream_fence();
       });
 }
 
-template <class A>
-void conv_forward(const A* x, const A* w, const array& warr, const Geometry& g, const ConvParams& params, A* out) {
-  ForwardPlan<A> plan(g, params.flip);
-  plan.packed = pack_cache<A>().get(warr, g, plan, w);
+// x (the input) and w (the weights) as D::In, out as D::Acc; with Bf16Dot
+// the group width Cg is even.
+template <class D, class In = typename D::In, class A = typename D::Acc>
+void conv_forward(const In* x, const In* w, const array& warr, const Geometry& g, const ConvParams& params, A* out) {
+  ForwardPlan<D> plan(g, params.flip);
+  plan.packed = pack_cache<D>().get(warr, g, plan, w);
   ConvParams p = params;  // the packed weights carry the flip
   p.flip = false;
   switch (plan.nr) {
-    case 1: return forward_blocks<A, rows_for<A>(1), 1>(x, g, p, plan, out);
-    case 2: return forward_blocks<A, rows_for<A>(2), 2>(x, g, p, plan, out);
+    case 1: return forward_blocks<D, rows_for<A>(1), 1>(x, g, p, plan, out);
+    case 2: return forward_blocks<D, rows_for<A>(2), 2>(x, g, p, plan, out);
 #if EMBER_ISA_HAS_AVX512
-    case 3: return forward_blocks<A, rows_for<A>(3), 3>(x, g, p, plan, out);
-    case 4: return forward_blocks<A, rows_for<A>(4), 4>(x, g, p, plan, out);
+    case 3: return forward_blocks<D, rows_for<A>(3), 3>(x, g, p, plan, out);
+    case 4: return forward_blocks<D, rows_for<A>(4), 4>(x, g, p, plan, out);
 #endif
     default: break;
   }
@@ -987,9 +1034,20 @@ void conv_eval(const ConvGeneral& prim, const std::vector<array>& inputs, std::v
       std::fill(o, o + outputs[0].size(), A(0));
       return;
     }
+    const bool depthwise = g.G == g.C && g.Cg == 1 && g.Og == 1;
+#if EMBER_ISA_HAS_AVX512
+    // bfloat16 by pairs of input channels where the CPU has VDPBF16PS
+    if constexpr (std::is_same_v<A, float>) {
+      if (!depthwise && g.Cg % 2 == 0 && inputs[0].dtype() == Dtype::bfloat16 &&
+          inputs[1].dtype() == Dtype::bfloat16 && avx512_bf16_usable()) {
+        DenseAs<bfloat16_t> x(inputs[0]), w(inputs[1]);
+        return conv_forward<Bf16Dot>(x.data, w.data, inputs[1], g, p, o);
+      }
+    }
+#endif
     DenseAs<A> x(inputs[0]), w(inputs[1]);
-    if (g.G == g.C && g.Cg == 1 && g.Og == 1) return conv_depthwise(x.data, w.data, g, p, o);
-    conv_forward(x.data, w.data, inputs[1], g, p, o);
+    if (depthwise) return conv_depthwise(x.data, w.data, g, p, o);
+    conv_forward<FmaDot<A>>(x.data, w.data, inputs[1], g, p, o);
   });
 }
 

@@ -226,6 +226,7 @@ bool amx_tiles_usable() {
 }
 }  // namespace
 
+bool avx512_bf16_usable() { return features().avx512_bf16; }
 bool amx_int8_usable() { return features().amx_int8 && amx_tiles_usable(); }
 bool amx_bf16_usable() { return features().amx_bf16 && features().avx512_bf16 && amx_tiles_usable(); }
 

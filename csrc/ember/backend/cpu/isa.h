@@ -68,6 +68,9 @@ bool isa_dispatch_build();
 // ("avx2", "fma", "avx512f", "avx512_bf16", ...), present on this CPU and
 // enabled by the OS.
 std::vector<std::string> cpu_features();
+// Whether the CPU has AVX-512's BF16 extension (VDPBF16PS, VCVTNEPS2BF16)
+// and the OS saves the AVX-512 state.
+bool avx512_bf16_usable();
 // Whether the AMX tile unit's int8 products may run here: the CPU has
 // AMX-TILE and AMX-INT8, the OS saves the tile state, and (Linux) the
 // process got the permission to use it (asked for on the first call).
