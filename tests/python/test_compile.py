@@ -359,6 +359,21 @@ def test_shapeless_reuses_one_trace():
     assert len(calls) == 6
 
 
+@ember_only
+def test_shapeless_replay_of_one_element_inputs():
+    # A fused kernel reads an input of one element once, as a register
+    # constant; a shapeless replay that gives that input more elements runs
+    # the unfused graph instead.
+    fun, calls = counted(lambda x, s: (x * s + 0.5) * s - x / s)
+    f = mx.compile(fun, shapeless=True)
+    rng = np.random.default_rng(3)
+    x = mx.array(rng.standard_normal((3, 700)).astype(np.float32))
+    for s in [mx.array(np.float32(1.5)), mx.array([[0.25]], mx.float32), mx.array(rng.uniform(1, 2, (3, 700)).astype(np.float32)),
+              mx.array(rng.uniform(1, 2, (1, 700)).astype(np.float32))]:
+        assert_same(f(x, s), fun(x, s))
+    assert len(calls) == 4 + 2  # traces for the 0-d and the 2-d s; the larger s replay the 2-d one
+
+
 @ember_only  # MLX 0.32 crashes (segfault) on this function
 def test_shapeless_reductions_broadcasts_transposes():
     def fun(x, b):

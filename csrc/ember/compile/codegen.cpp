@@ -8,7 +8,8 @@
 // p: the outputs' then the inputs' first elements, s: their strides in
 // elements (0 for a broadcast input). The run goes in blocks of kBlock
 // elements: inputs with stride 1 are read in place, others gathered into a
-// block buffer (a stride-0 input filled once); each step is one loop over
+// block buffer (a stride-0 input filled once; in the one-loop form an input
+// of one element, FusedProgram::in_scalar, is read once into a register); each step is one loop over
 // the block into a block buffer of its own (buffers are reused once a step's
 // value is dead), which the compiler vectorizes; the outputs are stored last,
 // so an output may share its buffer with an input (donation). Each op is
@@ -379,14 +380,23 @@ std::string fused_loop_kernel(const FusedProgram& prog, const std::vector<const 
     src << "  " << t << "* o" << o << " = reinterpret_cast<" << t << "*>(p[" << o << "]); const int64_t so" << o
         << " = s[" << o << "];\n  alignas(64) " << t << " u" << o << "[B];\n";
   }
+  auto scalar = [&](int i) { return i < static_cast<int>(prog.in_scalar.size()) && prog.in_scalar[i]; };
   for (int i = 0; i < nin; ++i) {
     const char* t = mtype(prog.in_dtypes[i]);
-    src << "  const " << t << "* i" << i << " = reinterpret_cast<const " << t << "*>(p[" << nout + i
-        << "]); const int64_t si" << i << " = s[" << nout + i << "];\n  alignas(64) " << t << " x" << i
+    src << "  const " << t << "* i" << i << " = reinterpret_cast<const " << t << "*>(p[" << nout + i << "]);";
+    if (scalar(i)) {
+      // one value: read once, kept in a register (a block buffer of copies
+      // would cost a load per element)
+      src << " const " << ctype(prog.in_dtypes[i]) << " c" << i << " = "
+          << load_as(prog.in_dtypes[i], "i" + std::to_string(i) + "[0]") << ";\n";
+      continue;
+    }
+    src << " const int64_t si" << i << " = s[" << nout + i << "];\n  alignas(64) " << t << " x" << i
         << "[B];\n  if (si" << i << " == 0) for (int64_t j = 0; j < B; ++j) x" << i << "[j] = i" << i << "[0];\n";
   }
   src << "  for (int64_t b = 0; b < n; b += B) {\n    const int64_t m = n - b < B ? n - b : B;\n";
   for (int i = 0; i < nin; ++i) {
+    if (scalar(i)) continue;
     const char* t = mtype(prog.in_dtypes[i]);
     src << "    const " << t << "* a" << i << " = x" << i << ";\n    if (si" << i << " == 1) a" << i << " = i" << i
         << " + b; else if (si" << i << " != 0) gather(i" << i << " + b * si" << i << ", si" << i << ", x" << i
@@ -401,7 +411,9 @@ std::string fused_loop_kernel(const FusedProgram& prog, const std::vector<const 
     const auto& st = prog.steps[k];
     auto arg = [&](int i) {
       int a = st.args[i];
-      return a >= 0 ? "v" + std::to_string(a) : load_as(prog.in_dtypes[-a - 1], "a" + std::to_string(-a - 1) + "[j]");
+      if (a >= 0) return "v" + std::to_string(a);
+      if (scalar(-a - 1)) return "c" + std::to_string(-a - 1);
+      return load_as(prog.in_dtypes[-a - 1], "a" + std::to_string(-a - 1) + "[j]");
     };
     const OpGen& g = *gens[k];
     std::string expr;

@@ -51,19 +51,22 @@ struct RunCtx {
 void run_rows(void* ctx, char* const* p, const int64_t* s, int64_t n) { static_cast<RunCtx*>(ctx)->fn(p, s, n); }
 }  // namespace
 
+// The group's unfused graph, evaluated into `outputs`.
+void Compiled::eval_unfused(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  auto outs = program_->apply(inputs);
+  eval(outs);
+  for (size_t i = 0; i < outputs.size(); ++i) outputs[i].set_data(outs[i].buffer(), outs[i].strides(), outs[i].offset());
+}
+
 void Compiled::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
   FusedProgram::Kernel fn = program_->kernel(cpu::isa_level());
-  if (!fn) {
-    // The kernel was built when the graph was fused; only a level without a
-    // kernel gets here (the compiler failed for it): the unfused graph.
-    auto outs = program_->apply(inputs);
-    eval(outs);
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      outputs[i].set_data(outs[i].buffer(), outs[i].strides(), outs[i].offset());
-    }
-    return;
-  }
+  // The kernel was built when the graph was fused; only a level without a
+  // kernel gets here (the compiler failed for it): the unfused graph.
+  if (!fn) return eval_unfused(inputs, outputs);
   if (program_->rows) return eval_rows(fn, inputs, outputs);
+  for (size_t i = 0; i < inputs.size() && i < program_->in_scalar.size(); ++i) {
+    if (program_->in_scalar[i] && inputs[i].size() != 1) return eval_unfused(inputs, outputs);
+  }
   for (auto& out : outputs) cpu::alloc_or_donate(out, inputs);
   const Shape& shape = outputs[0].shape();
   if (outputs[0].size() == 0) return;
@@ -104,12 +107,7 @@ void Compiled::eval_rows(FusedProgram::Kernel fn, const std::vector<array>& inpu
     const auto& sh = inputs[i].shape();
     if (program_->in_row_bcast[i] && n != 1 && !sh.empty() && sh.back() != 1) ok = false;
   }
-  if (!ok) {
-    auto outs = program_->apply(inputs);
-    eval(outs);
-    for (int i = 0; i < nout; ++i) outputs[i].set_data(outs[i].buffer(), outs[i].strides(), outs[i].offset());
-    return;
-  }
+  if (!ok) return eval_unfused(inputs, outputs);
   for (auto& o : outputs) o.alloc();
   int64_t rows = 1;
   for (int d = 0; d + 1 < nd; ++d) rows *= shape[d];
@@ -411,6 +409,7 @@ std::vector<array> fuse(const std::vector<array>& inputs, const std::vector<arra
               ext.push_back(mapped(x));
               prog->in_dtypes.push_back(x.dtype());
               prog->in_row_bcast.push_back(x.ndim() == 0 || x.shape().back() == 1);
+              prog->in_scalar.push_back(x.size() == 1);
             } else {
               it->second = ct->second;
             }

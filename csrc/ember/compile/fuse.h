@@ -61,6 +61,10 @@ struct FusedProgram {
   std::vector<int> step_reduce;   // per step: -1 elementwise, else 0 sum, 1 max, 2 min
   std::vector<bool> row_scalar;   // per step: a row scalar (one value per row)
   std::vector<bool> in_row_bcast; // per input: broadcast along the row (last dim 1, or 0-d)
+  // per input: one element when fused (a scalar, x * 2's 2): the elementwise
+  // kernel reads it once; Compiled runs the unfused graph if a shapeless
+  // replay gives it more
+  std::vector<bool> in_scalar;
   std::string source;  // the kernel's own code (the shared prelude excluded)
   std::string label;   // "Compiled[Multiply,Add,Tanh]"
 
@@ -93,6 +97,7 @@ class Compiled final : public Primitive {
 
  private:
   void eval_rows(FusedProgram::Kernel fn, const std::vector<array>& inputs, std::vector<array>& outputs);
+  void eval_unfused(const std::vector<array>& inputs, std::vector<array>& outputs);
   std::shared_ptr<const FusedProgram> program_;
 };
 
