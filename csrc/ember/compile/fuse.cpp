@@ -116,22 +116,39 @@ void Compiled::eval_rows(FusedProgram::Kernel fn, const std::vector<array>& inpu
   for (const auto& x : inputs) strides.push_back(cpu::broadcast_strides(x, shape));
   std::vector<int64_t> inner(nout + nin, 1);
   for (int i = 0; i < nin; ++i) inner[nout + i] = strides[i][nd - 1];
-  std::vector<int64_t> orow(nout);  // elements per row of each output
-  for (int o = 0; o < nout; ++o) orow[o] = program_->row_scalar[program_->outputs[o]] ? 1 : n;
+  // per output its first element and bytes per row (one value per row for
+  // a row scalar); per input its first element, element size and strides
+  std::vector<char*> obase(nout), ibase(nin);
+  std::vector<int64_t> orow(nout), isize(nin);
+  for (int o = 0; o < nout; ++o) {
+    obase[o] = outputs[o].data<char>();
+    orow[o] = (program_->row_scalar[program_->outputs[o]] ? 1 : n) * outputs[o].itemsize();
+  }
+  for (int i = 0; i < nin; ++i) {
+    ibase[i] = inputs[i].data<char>();
+    isize[i] = inputs[i].itemsize();
+  }
+  const int lead = nd - 1;  // the dims that count rows
   const int64_t grain = std::max<int64_t>(1, cpu::kParallelGrain / std::max<int64_t>(n, 1));
   cpu::parallel_for(rows, grain, [&](int64_t begin, int64_t end) {
     std::vector<char*> p(nout + nin);
+    // an odometer over the leading dims and each input's element offset
+    std::vector<int64_t> idx(std::max(lead, 1), 0), off(nin, 0);
+    for (int64_t d = lead - 1, rem = begin; d >= 0; --d) {
+      idx[d] = rem % shape[d];
+      rem /= shape[d];
+      for (int i = 0; i < nin; ++i) off[i] += idx[d] * strides[i][d];
+    }
     for (int64_t r = begin; r < end; ++r) {
-      for (int o = 0; o < nout; ++o) p[o] = outputs[o].data<char>() + r * orow[o] * outputs[o].itemsize();
-      for (int i = 0; i < nin; ++i) {
-        int64_t rem = r, off = 0;
-        for (int d = nd - 2; d >= 0; --d) {
-          off += (rem % shape[d]) * strides[i][d];
-          rem /= shape[d];
-        }
-        p[nout + i] = inputs[i].data<char>() + off * inputs[i].itemsize();
-      }
+      for (int o = 0; o < nout; ++o) p[o] = obase[o] + r * orow[o];
+      for (int i = 0; i < nin; ++i) p[nout + i] = ibase[i] + off[i] * isize[i];
       fn(p.data(), inner.data(), n);
+      for (int d = lead - 1; d >= 0; --d) {
+        for (int i = 0; i < nin; ++i) off[i] += strides[i][d];
+        if (++idx[d] < shape[d]) break;
+        for (int i = 0; i < nin; ++i) off[i] -= shape[d] * strides[i][d];
+        idx[d] = 0;
+      }
     }
   });
 }
