@@ -5,7 +5,9 @@ K-block), the few-columns products computed transposed, several K-blocks,
 the passes that bound the packed operands, the threaded split; against a
 float64 NumPy reference. On the FMA levels each element is one fused
 multiply-add chain over k in order, so the bits do not depend on the level,
-the tile an element falls in, the operand layout or the thread count."""
+the tile an element falls in, the operand layout or the thread count.
+bfloat16 products on AVX-512 CPUs with the BF16 extension run a kernel of
+their own (pairs of k, VDPBF16PS): tested here at every level too."""
 
 import numpy as np
 import pytest
@@ -171,3 +173,59 @@ def test_same_bits_for_any_thread_count(tmp_path):
     first = np.load(paths[0])
     for p in paths[1:]:
         np.testing.assert_array_equal(np.load(p), first)
+
+
+def _bf16(a):
+    """a rounded to bfloat16 (an Ember array) and its values in float64."""
+    m = mx.array(np.asarray(a, np.float32)).astype(mx.bfloat16)
+    return m, to_numpy(m.astype(mx.float32)).astype(np.float64)
+
+
+def _assert_bf16_product(got, want):
+    # one rounding of a float32 sum: a pair of k multiplied by the wrong
+    # values is off by the size of a term
+    assert got.dtype == mx.bfloat16
+    got = to_numpy(got.astype(mx.float32)).astype(np.float64)
+    np.testing.assert_allclose(got, want, rtol=2.0 ** -7, atol=np.abs(want).max() * 2.0 ** -11)
+
+
+# bfloat16 products multiply pairs of k (VDPBF16PS) on AVX-512 CPUs with the
+# BF16 extension, from panels packed by pairs: both layouts of each operand,
+# odd K (the last pair padded), leading dimensions that are odd (the pairs of
+# a row not 4-byte aligned), tiles cut at M and N, batches.
+@pytest.mark.parametrize("M,N,K", [(8, 48, 64), (9, 50, 7), (37, 100, 1), (64, 16, 255), (5, 130, 600),
+                                   (96, 96, 2048)])
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_bfloat16_pair_products(level, M, N, K, ta, tb):
+    rng = np.random.default_rng(M * 7 + N + K)
+    a, ar = _bf16(rng.standard_normal((K, M) if ta else (M, K)))
+    b, br = _bf16(rng.standard_normal((N, K) if tb else (K, N)))
+    x, xr = (a.T, ar.T) if ta else (a, ar)
+    y, yr = (b.T, br.T) if tb else (b, br)
+    full = x @ y
+    _assert_bf16_product(full, xr @ yr)
+    # each element one sum over k, whatever tile it falls in
+    np.testing.assert_array_equal(to_numpy((x[M // 3:] @ y[:, N // 2:]).astype(mx.float32)),
+                                  to_numpy(full.astype(mx.float32))[M // 3:, N // 2:])
+
+
+def test_bfloat16_pair_products_odd_strides_batches_and_non_finite(level):
+    rng = np.random.default_rng(4)
+    big, bigr = _bf16(rng.standard_normal((40, 67)))
+    x, xr = big[:, :33], bigr[:, :33]  # rows 67 apart: odd leading dimension
+    w, wr = _bf16(rng.standard_normal((33, 70)))
+    _assert_bf16_product(x @ w, xr @ wr)
+    _assert_bf16_product(w.T @ x.T, wr.T @ xr.T)
+    xb, xbr = _bf16(rng.standard_normal((3, 20, 31)))
+    wb, wbr = _bf16(rng.standard_normal((3, 31, 50)))
+    _assert_bf16_product(xb @ wb, xbr @ wbr)
+    _assert_bf16_product(xb @ wb[1], xbr @ wbr[1])
+    # an infinity in one k of a pair, a NaN in the other operand
+    p = np.ones((16, 9), np.float32)
+    q = np.ones((9, 48), np.float32)
+    p[3, 4] = np.inf
+    q[5, 7] = np.nan
+    got = to_numpy((_bf16(p)[0] @ _bf16(q)[0]).astype(mx.float32))
+    want = to_numpy(mx.array(p) @ mx.array(q))
+    np.testing.assert_array_equal(got, want)
+    assert np.isposinf(got[3, :7]).all() and np.isnan(got[:, 7]).all()

@@ -320,12 +320,8 @@ struct Bf16Dot {
     std::memcpy(&v, p, 4);
     return (V)_mm512_set1_epi32(v);
   }
-  // in assembly: the unit is compiled for AVX-512 without the extension
-  // (only a CPU that has it gets here: conv_eval asks)
-  static V madd(V acc, V a, V b) {
-    __asm__("vdpbf16ps %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
-    return acc;
-  }
+  // (only a CPU that has the extension gets here: conv_eval asks)
+  static V madd(V acc, V a, V b) { return vdpbf16(acc, a, b); }
 };
 #endif
 

@@ -6,7 +6,8 @@
 // cores by Ember's pool (whole products of a batch; the tiles of one float32
 // product; row/column blocks of one OpenBLAS product, OpenBLAS
 // single-threaded inside). Integer and bool matmul use a plain loop; half
-// types are converted to float32 tile by tile. Compiled once per ISA level
+// types are converted to float32 tile by tile, except bfloat16 on AVX-512
+// CPUs with the BF16 extension, whose packed kernel multiplies pairs of k. Compiled once per ISA level
 // (backend/cpu/isa.h): the kernel, the conversions and the integer loop are
 // the level's.
 
@@ -367,6 +368,157 @@ void sgemm(const float* a, bool ta, int64_t lda, const float* b, bool tb, int64_
 }
 #endif  // EMBER_ISA_HAS_AVX2
 
+#if EMBER_ISA_HAS_AVX512
+// ---------------------------------------------------------------------------
+// bfloat16 products on AVX-512 CPUs with the BF16 extension: both operands
+// packed by pairs of k, A as [MR-row panel][k / 2][MR][2] and B as
+// [NR-column panel][k / 2][NR][2] (zero-padded: an odd K's last pair ends in
+// a zero), and a register tile of MR rows x NV vectors that accumulates with
+// VDPBF16PS (vec.h's vdpbf16): one instruction adds a(i, k) b(k, j) +
+// a(i, k + 1) b(k + 1, j) to 16 float32 lanes, twice the multiply-adds of an
+// FMA. Products of bfloat16 values are exact in float32, so this is float32
+// arithmetic summed by pairs of k (denormal inputs read as zero); each
+// element's float32 sum is rounded to bfloat16 once.
+constexpr int64_t kBRows = 8;  // row panels per task, against one column panel
+
+// One panel: pairs of k for the panel's values q < n (P of them, zero for
+// n <= q < P), kp < kpairs: dst[(kp * P + q) * 2 + h] = X(q, 2 kp + h), zero
+// where 2 kp + h >= K, X(q, k) = src[q * ld + k] (`along_k`) or src[k * ld + q].
+template <int P>
+void pack_pairs(const bfloat16_t* src, bool along_k, int64_t ld, int64_t n, int64_t K, int64_t kpairs,
+                uint16_t* dst) {
+  auto x = [&](int64_t q, int64_t k) -> uint16_t {
+    return k < K ? (along_k ? src[q * ld + k] : src[k * ld + q]).bits : uint16_t(0);
+  };
+  if (along_k && K % 2 == 0 && ld % 2 == 0 && reinterpret_cast<uintptr_t>(src) % 4 == 0) {
+    // each value's pairs are adjacent 32-bit words: the float32 packing
+    // (register transposes) moves them as they are
+    pack_panel<P>(reinterpret_cast<const float*>(src), true, ld / 2, n, kpairs, reinterpret_cast<float*>(dst));
+    return;
+  }
+  if (!along_k) {
+    // rows 2 kp and 2 kp + 1 interleaved, 16 values at a time
+    alignas(64) static constexpr uint16_t kIdx[32] = {0, 32, 1, 33, 2, 34, 3, 35, 4, 36, 5, 37, 6, 38, 7, 39,
+                                                      8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+    const __m512i idx = _mm512_load_si512(kIdx);
+    for (int64_t kp = 0; kp < kpairs; ++kp) {
+      const bfloat16_t* r0 = src + 2 * kp * ld;
+      uint16_t* d = dst + kp * P * 2;
+      int64_t q = 0;
+      if (2 * kp + 1 < K) {
+        for (; q + 16 <= n; q += 16) {
+          const __m512i lo = _mm512_maskz_loadu_epi16(0xffff, r0 + q);  // 16 values, the rest zero
+          const __m512i hi = _mm512_maskz_loadu_epi16(0xffff, r0 + ld + q);
+          _mm512_storeu_si512(d + 2 * q, _mm512_permutex2var_epi16(lo, idx, hi));
+        }
+      }
+      for (; q < n; ++q) {
+        d[2 * q] = x(q, 2 * kp);
+        d[2 * q + 1] = x(q, 2 * kp + 1);
+      }
+      for (; q < P; ++q) d[2 * q] = d[2 * q + 1] = 0;
+    }
+    return;
+  }
+  for (int64_t kp = 0; kp < kpairs; ++kp) {
+    uint16_t* d = dst + kp * P * 2;
+    for (int64_t q = 0; q < P; ++q) {
+      d[2 * q] = q < n ? x(q, 2 * kp) : uint16_t(0);
+      d[2 * q + 1] = q < n ? x(q, 2 * kp + 1) : uint16_t(0);
+    }
+  }
+}
+
+// 16 float32 values rounded to bfloat16 as bfloat16_t(float) rounds them
+// (to nearest even, a NaN kept quiet)
+inline VecN<uint16_t, 16> round_bf16(FV v) {
+  using U = VecN<uint32_t, 16>;
+  U u;
+  std::memcpy(&u, &v, sizeof u);
+  const U r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  const U nan = (u >> 16) | 0x40u;
+  return __builtin_convertvector((u & 0x7fffffffu) > 0x7f800000u ? nan : r, VecN<uint16_t, 16>);
+}
+
+// C tile (MR x NV vectors) = the packed panels ap (A) and bp (B) over all
+// kpairs pairs of k, rounded to bfloat16 at c (row stride ldc); with
+// Whole false, the `rows` x `cols` part of it.
+template <int NV, bool Whole>
+void bf16_tile(int64_t kpairs, const uint16_t* __restrict ap, const uint16_t* __restrict bp, bfloat16_t* c,
+               int64_t ldc, int64_t rows, int64_t cols) {
+  FV acc[kMR][NV];
+  for (int r = 0; r < kMR; ++r)
+    for (int j = 0; j < NV; ++j) acc[r][j] = FV{};
+  for (int64_t kp = 0; kp < kpairs; ++kp) {
+    FV bv[NV];
+    for (int j = 0; j < NV; ++j) bv[j] = vload<FV>(bp + (kp * kNR + j * kW) * 2);
+    for (int r = 0; r < kMR; ++r) {
+      int32_t pair;
+      std::memcpy(&pair, ap + (kp * kMR + r) * 2, 4);
+      const FV av = (FV)_mm512_set1_epi32(pair);
+      for (int j = 0; j < NV; ++j) acc[r][j] = vdpbf16(acc[r][j], av, bv[j]);
+    }
+  }
+  if constexpr (Whole) {
+    for (int r = 0; r < kMR; ++r)
+      for (int j = 0; j < NV; ++j)
+        vstore(c + r * ldc + j * kW, round_bf16(acc[r][j]));
+  } else {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t q = 0; q < cols; ++q) c[r * ldc + q] = bfloat16_t(acc[r][q / kW][q % kW]);
+  }
+}
+
+// C (M x N bfloat16, row-major, leading dim ldc) = op(A) op(B) for bfloat16
+// A and B (op as Sgemm's), each element summed in float32 over all of k
+// in registers and rounded once; tiles spread over the pool when `threaded`.
+void bf16_gemm(const bfloat16_t* a, bool ta, int64_t lda, const bfloat16_t* b, bool tb, int64_t ldb,
+               bfloat16_t* c, int64_t ldc, int64_t M, int64_t N, int64_t K, bool threaded) {
+  const int64_t mp = ceil_div(M, kMR), np = ceil_div(N, kNR), kpairs = ceil_div(K, 2);
+  const int64_t apan = kpairs * kMR * 2, bpan = kpairs * kNR * 2;  // elements of one packed panel
+  AlignedScratch<uint16_t> pa(mp * apan, false), pb(np * bpan, false);
+  auto tasks = [&](int64_t n, auto&& f) {
+    if (!threaded) {
+      for (int64_t i = 0; i < n; ++i) f(i);
+    } else {
+      dynamic_for(n, no_state, [&](int64_t i, NoState&) { f(i); });
+    }
+  };
+  tasks(mp + np, [&](int64_t u) {
+    if (u < mp) {
+      const int64_t i0 = u * kMR;
+      pack_pairs<kMR>(ta ? a + i0 : a + i0 * lda, !ta, lda, std::min<int64_t>(kMR, M - i0), K, kpairs,
+                      pa.data + u * apan);
+    } else {
+      const int64_t j0 = (u - mp) * kNR;
+      pack_pairs<kNR>(tb ? b + j0 * ldb : b + j0, tb, ldb, std::min<int64_t>(kNR, N - j0), K, kpairs,
+                      pb.data + (u - mp) * bpan);
+    }
+  });
+  // tasks: kBRows row panels x one column panel (B's panel from L2 for each)
+  const int64_t rg = ceil_div(mp, kBRows);
+  tasks(rg * np, [&](int64_t t) {
+    const int64_t pm0 = (t % rg) * kBRows, pm1 = std::min(mp, pm0 + kBRows), pn = t / rg;
+    const int64_t j0 = pn * kNR, cols = std::min<int64_t>(kNR, N - j0), nv = ceil_div(cols, kW);
+    const uint16_t* bp = pb.data + pn * bpan;
+    for (int64_t pm = pm0; pm < pm1; ++pm) {
+      const int64_t i0 = pm * kMR, rows = std::min<int64_t>(kMR, M - i0);
+      const uint16_t* ap = pa.data + pm * apan;
+      bfloat16_t* ct = c + i0 * ldc + j0;
+      if (rows == kMR && cols == kNR) bf16_tile<kNV, true>(kpairs, ap, bp, ct, ldc, rows, cols);
+      else if (nv >= 3) bf16_tile<3, false>(kpairs, ap, bp, ct, ldc, rows, cols);
+      else if (nv == 2) bf16_tile<2, false>(kpairs, ap, bp, ct, ldc, rows, cols);
+      else bf16_tile<1, false>(kpairs, ap, bp, ct, ldc, rows, cols);
+    }
+  });
+}
+
+// Whether a bfloat16 product goes through bf16_gemm: the CPU has the BF16
+// extension, and the product is not a few rows against a transposed B
+// (half_gemm's dot products, which read B once)
+inline bool bf16_pairs(bool tb, int64_t M) { return avx512_bf16_usable() && !(tb && M <= 4); }
+#endif  // EMBER_ISA_HAS_AVX512
+
 // Half-precision operands: tiles of kTileK columns of A and rows of B are
 // converted to float32 and accumulated by sgemm into a float32 product,
 // rounded to the output type once. Memory stays O(M * kTileK + kTileK * N +
@@ -376,6 +528,11 @@ constexpr int64_t kTileK = 256;
 template <class T>
 void half_gemm(const T* a, bool ta, int64_t lda, const T* b, bool tb, int64_t ldb, T* c, int64_t ldc, int64_t M,
                int64_t N, int64_t K) {
+#if EMBER_ISA_HAS_AVX512
+  if constexpr (std::is_same_v<T, bfloat16_t>) {
+    if (bf16_pairs(tb, M)) return bf16_gemm(a, ta, lda, b, tb, ldb, c, ldc, M, N, K, false);
+  }
+#endif
   if (tb && M <= 4) {
     // a few rows against B^T stored row-major (a Linear's weight while
     // decoding): dot products against B's rows converted a chunk at a time
@@ -503,6 +660,11 @@ void matmul_eval(const std::vector<array>& inputs, std::vector<array>& outputs) 
     if constexpr (std::is_same_v<T, float>) {  // one product: sgemm splits its tiles itself
       sgemm(a, A.trans, A.ld, b, B.trans, B.ld, pc, N, M, N, K, flops >= kParallelFlops);
       return;
+    }
+#endif
+#if EMBER_ISA_HAS_AVX512
+    if constexpr (std::is_same_v<T, bfloat16_t>) {  // so does bf16_gemm
+      if (bf16_pairs(B.trans, M)) return bf16_gemm(a, A.trans, A.ld, b, B.trans, B.ld, pc, N, M, N, K, flops >= kParallelFlops);
     }
 #endif
     // one product: split the rows of C (or its columns when there are few rows)

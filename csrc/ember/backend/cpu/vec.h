@@ -85,6 +85,18 @@ inline V vfma(V a, V b, V c) {
   return a * b + c;
 }
 
+#if EMBER_ISA_HAS_AVX512
+// acc + a[2i] b[2i] + a[2i+1] b[2i+1] in each float32 lane i of acc, a and
+// b holding 32 bfloat16 values each (VDPBF16PS: the products are exact,
+// denormal inputs read as zero, denormal sums flushed to zero). In assembly:
+// the AVX-512 units are compiled without the BF16 extension, so call it only
+// where avx512_bf16_usable() (conv.cpp's and matmul.cpp's bfloat16 paths).
+inline Vec<float>::V vdpbf16(Vec<float>::V acc, Vec<float>::V a, Vec<float>::V b) {
+  __asm__("vdpbf16ps %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
+  return acc;
+}
+#endif
+
 // unaligned loads and stores of one vector
 template <class V, class A>
 inline V vload(const A* p) {
