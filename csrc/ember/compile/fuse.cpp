@@ -55,7 +55,8 @@ void run_rows(void* ctx, char* const* p, const int64_t* s, int64_t n) { static_c
 void Compiled::eval_unfused(const std::vector<array>& inputs, std::vector<array>& outputs) {
   auto outs = program_->apply(inputs);
   eval(outs);
-  for (size_t i = 0; i < outputs.size(); ++i) outputs[i].set_data(outs[i].buffer(), outs[i].strides(), outs[i].offset());
+  for (size_t i = 0; i < outputs.size(); ++i)
+    outputs[i].set_data(outs[i].buffer(), outs[i].strides(), outs[i].offset());
 }
 
 void Compiled::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {

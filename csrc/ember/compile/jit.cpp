@@ -187,7 +187,8 @@ FusedProgram::Kernel open_kernel(const std::string& so) {
 // Starts the compiler on `args` (after the flags); its output goes to `log`.
 // -1 when it cannot start.
 // `idle`: at the idle scheduling priority (Linux's SCHED_IDLE), so that a
-// build in the background takes no time from the process's own work.
+// build in the background takes no time from the process's own work, and in
+// a process group of its own (pid = the group).
 pid_t spawn_compiler(const std::vector<std::string>& tail, int level, const std::string& log, bool idle = false) {
   std::vector<std::string> args = {compiler().path};
   if (const char* cxx = std::getenv("CXX"); cxx && *cxx) {  // extra words of $CXX
@@ -214,16 +215,19 @@ pid_t spawn_compiler(const std::vector<std::string>& tail, int level, const std:
   pid_t pid;
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
-#ifdef SCHED_IDLE
   if (idle) {
+    // a process group of its own, so that stop_pch_builds stops the
+    // compiler proper (cc1plus) too, not only the driver
+    short flags = POSIX_SPAWN_SETPGROUP;
+    posix_spawnattr_setpgroup(&attr, 0);
+#ifdef SCHED_IDLE
     struct sched_param sp {};
     posix_spawnattr_setschedpolicy(&attr, SCHED_IDLE);
     posix_spawnattr_setschedparam(&attr, &sp);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSCHEDULER);
-  }
-#else
-  (void)idle;
+    flags |= POSIX_SPAWN_SETSCHEDULER;
 #endif
+    posix_spawnattr_setflags(&attr, flags);
+  }
   int rc = posix_spawn(&pid, args[0].c_str(), &fa, &attr, argv.data(), environ);
   posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&fa);
@@ -298,7 +302,7 @@ void stop_pch_builds() {
   if (S.owner != ::getpid()) return;
   for (Pch& p : S.pch) {
     if (p.pid <= 0) continue;
-    ::kill(p.pid, SIGKILL);
+    ::kill(-p.pid, SIGKILL);  // the driver's group: the driver and the compiler it runs
     exited_ok(p.pid);
     ::unlink(p.tmp.c_str());
     ::unlink((p.tmp + ".log").c_str());

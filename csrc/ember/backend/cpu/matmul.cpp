@@ -7,9 +7,9 @@
 // product; row/column blocks of one OpenBLAS product, OpenBLAS
 // single-threaded inside). Integer and bool matmul use a plain loop; half
 // types are converted to float32 tile by tile, except bfloat16 on AVX-512
-// CPUs with the BF16 extension, whose packed kernel multiplies pairs of k. Compiled once per ISA level
-// (backend/cpu/isa.h): the kernel, the conversions and the integer loop are
-// the level's.
+// CPUs with the BF16 extension, whose packed kernel multiplies pairs of k.
+// Compiled once per ISA level (backend/cpu/isa.h): the kernel, the
+// conversions and the integer loop are the level's.
 
 #include "ember/backend/cpu/isa_unit.h"
 
@@ -461,8 +461,7 @@ void bf16_tile(int64_t kpairs, const uint16_t* __restrict ap, const uint16_t* __
   }
   if constexpr (Whole) {
     for (int r = 0; r < kMR; ++r)
-      for (int j = 0; j < NV; ++j)
-        vstore(c + r * ldc + j * kW, round_bf16(acc[r][j]));
+      for (int j = 0; j < NV; ++j) vstore(c + r * ldc + j * kW, round_bf16(acc[r][j]));
   } else {
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t q = 0; q < cols; ++q) c[r * ldc + q] = bfloat16_t(acc[r][q / kW][q % kW]);
@@ -664,7 +663,8 @@ void matmul_eval(const std::vector<array>& inputs, std::vector<array>& outputs) 
 #endif
 #if EMBER_ISA_HAS_AVX512
     if constexpr (std::is_same_v<T, bfloat16_t>) {  // so does bf16_gemm
-      if (bf16_pairs(B.trans, M)) return bf16_gemm(a, A.trans, A.ld, b, B.trans, B.ld, pc, N, M, N, K, flops >= kParallelFlops);
+      if (bf16_pairs(B.trans, M))
+        return bf16_gemm(a, A.trans, A.ld, b, B.trans, B.ld, pc, N, M, N, K, flops >= kParallelFlops);
     }
 #endif
     // one product: split the rows of C (or its columns when there are few rows)
