@@ -8,10 +8,11 @@
 // p: the outputs' then the inputs' first elements, s: their strides in
 // elements (0 for a broadcast input). The run goes in blocks of kBlock
 // elements: inputs with stride 1 are read in place, others gathered into a
-// block buffer (a stride-0 input filled once; in the one-loop form an input
-// of one element, FusedProgram::in_scalar, is read once into a register); each step is one loop over
-// the block into a block buffer of its own (buffers are reused once a step's
-// value is dead), which the compiler vectorizes; the outputs are stored last,
+// block buffer (a stride-0 input filled once; the one-loop form reads an
+// input of one element, FusedProgram::in_scalar, once into a register);
+// each step is one loop over the block into a block buffer of its own
+// (buffers are reused once a step's value is dead), which the compiler
+// vectorizes; the outputs are stored last,
 // so an output may share its buffer with an input (donation). Each op is
 // computed as its eager kernel computes it (backend/cpu/functors.h): float32
 // transcendental math through simd_math.h (its text is embedded in the
@@ -380,7 +381,7 @@ std::string fused_loop_kernel(const FusedProgram& prog, const std::vector<const 
     src << "  " << t << "* o" << o << " = reinterpret_cast<" << t << "*>(p[" << o << "]); const int64_t so" << o
         << " = s[" << o << "];\n  alignas(64) " << t << " u" << o << "[B];\n";
   }
-  auto scalar = [&](int i) { return i < static_cast<int>(prog.in_scalar.size()) && prog.in_scalar[i]; };
+  auto scalar = [&](int i) { return static_cast<bool>(prog.in_scalar[i]); };
   for (int i = 0; i < nin; ++i) {
     const char* t = mtype(prog.in_dtypes[i]);
     src << "  const " << t << "* i" << i << " = reinterpret_cast<const " << t << "*>(p[" << nout + i << "]);";

@@ -65,7 +65,7 @@ void Compiled::eval_cpu(const std::vector<array>& inputs, std::vector<array>& ou
   // kernel gets here (the compiler failed for it): the unfused graph.
   if (!fn) return eval_unfused(inputs, outputs);
   if (program_->rows) return eval_rows(fn, inputs, outputs);
-  for (size_t i = 0; i < inputs.size() && i < program_->in_scalar.size(); ++i) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
     if (program_->in_scalar[i] && inputs[i].size() != 1) return eval_unfused(inputs, outputs);
   }
   for (auto& out : outputs) cpu::alloc_or_donate(out, inputs);

@@ -314,12 +314,7 @@ struct Bf16Dot {
   using Acc = float;
   using V = typename Vec<float>::V;
   static constexpr int W = Vec<float>::W, P = 2;
-  // (x[c], x[c + 1]) in every 32-bit lane
-  static V bcast(const In* p) {
-    int32_t v;
-    std::memcpy(&v, p, 4);
-    return (V)_mm512_set1_epi32(v);
-  }
+  static V bcast(const In* p) { return splat_pair(p); }  // (x[c], x[c + 1])
   // (only a CPU that has the extension gets here: conv_eval asks)
   static V madd(V acc, V a, V b) { return vdpbf16(acc, a, b); }
 };

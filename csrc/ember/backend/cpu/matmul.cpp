@@ -430,7 +430,8 @@ void pack_pairs(const bfloat16_t* src, bool along_k, int64_t ld, int64_t n, int6
 }
 
 // 16 float32 values rounded to bfloat16 as bfloat16_t(float) rounds them
-// (to nearest even, a NaN kept quiet)
+// (to nearest even, a NaN kept quiet), in vector lanes: GCC leaves the
+// constructor's loop scalar and branchy
 inline VecN<uint16_t, 16> round_bf16(FV v) {
   using U = VecN<uint32_t, 16>;
   U u;
@@ -453,9 +454,7 @@ void bf16_tile(int64_t kpairs, const uint16_t* __restrict ap, const uint16_t* __
     FV bv[NV];
     for (int j = 0; j < NV; ++j) bv[j] = vload<FV>(bp + (kp * kNR + j * kW) * 2);
     for (int r = 0; r < kMR; ++r) {
-      int32_t pair;
-      std::memcpy(&pair, ap + (kp * kMR + r) * 2, 4);
-      const FV av = (FV)_mm512_set1_epi32(pair);
+      const FV av = splat_pair(ap + (kp * kMR + r) * 2);
       for (int j = 0; j < NV; ++j) acc[r][j] = vdpbf16(acc[r][j], av, bv[j]);
     }
   }

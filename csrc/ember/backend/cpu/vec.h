@@ -95,6 +95,13 @@ inline Vec<float>::V vdpbf16(Vec<float>::V acc, Vec<float>::V a, Vec<float>::V b
   __asm__("vdpbf16ps %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
   return acc;
 }
+// the two bfloat16 values at p (p[0] low, p[1] high) in every 32-bit lane:
+// vdpbf16's broadcast operand
+inline Vec<float>::V splat_pair(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return (Vec<float>::V)_mm512_set1_epi32(v);
+}
 #endif
 
 // unaligned loads and stores of one vector
