@@ -136,7 +136,8 @@ def test_forward_1d_3d_lines(level, D):
     np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-3)
 
 
-@pytest.mark.parametrize("C", [1, 5, 16, 32, 33, 48])
+# channel blocks are 128 bytes: 48 and 80 end in a half block, 33 in a ragged one
+@pytest.mark.parametrize("C", [1, 5, 16, 32, 33, 48, 80])
 @pytest.mark.parametrize("stride,pad,dil", [(1, 1, 1), (2, 1, 1), (1, 2, 2), (1, 0, 1)])
 def test_depthwise(level, C, stride, pad, dil):
     rng = np.random.default_rng(C + stride)
@@ -173,11 +174,12 @@ def test_forward_large_output_streams(level, O):
     np.testing.assert_allclose(big[-1:], want, rtol=2e-4, atol=2e-3)
 
 
-@pytest.mark.parametrize("C,dt", [(64, np.float32), (32, np.float64), (40, np.float32)])
+@pytest.mark.parametrize("C,dt", [(64, np.float32), (48, np.float32), (32, np.float64), (40, np.float32)])
 def test_depthwise_large_output_streams(level, C, dt):
     # an output of 16 MB or more is written around the caches (whole lines
     # only: C=40 float32 pixels do not start on a line and are stored as
-    # usual): each image gets the bits it gets alone (a 4 MB output), and
+    # usual; C=48 ends in half a channel block): each image gets the bits it
+    # gets alone (a 4 MB output), and
     # the values of the float64 reference
     rng = np.random.default_rng(C)
     n = -(-(16 << 20) // (48 * 40 * C * np.dtype(dt).itemsize)) + 1

@@ -681,46 +681,49 @@ void dw_tile(const A* base, const int64_t* lead, int64_t nlead, const int64_t* t
   }
 }
 
-// The common interior case: three taps along the line at unit stride and
-// dilation. The MR outputs read MR + 2 neighbouring pixels; each is loaded
+// Three taps along the line at unit stride and dilation (the common case).
+// The MR outputs of a tile read MR + 2 neighbouring pixels; each is loaded
 // once and used by up to three taps (a third of the loads of dw_tile).
-template <class A, int MR, int NR>
-void dw_tile3(const A* base, const int64_t* lead, int64_t nlead, const int64_t* tl, int64_t w0, int64_t step,
-              const A* wt, int64_t ldw, int64_t c0, A* out, int64_t ldo, bool stream, A* held) {
+// px[h]: the tile's first pixel in leading position h's input row (nullptr:
+// padding), pixels `step` apart; nv whole vectors of channels, one at a time.
+template <class A, int MR>
+void dw_tile3(const A* const* px, int64_t nlead, int64_t step, const A* wt, int64_t ldw, int nv, A* out, int64_t ldo,
+              bool stream, A* held) {
   using V = typename Vec<A>::V;
   constexpr int W = Vec<A>::W;
-  for (int j = 0; j < NR; ++j) {
+  // a cache line is P vectors: the first P - 1 wait in `held` and go out
+  // with the last, so each line is streamed whole and at once (a line
+  // streamed in pieces far apart is written to memory twice)
+  constexpr int P = sizeof(V) >= 64 ? 1 : static_cast<int>(64 / sizeof(V));
+  stream = stream && nv % P == 0;
+  for (int j = 0; j < nv; ++j) {
     V acc[MR];
     for (int r = 0; r < MR; ++r) acc[r] = V{};
     for (int64_t h = 0; h < nlead; ++h) {
-      if (lead[h] < 0) continue;
-      const A* px = base + lead[h] + tl[w0 * 3] + c0 + j * W;
-      const A* wk = wt + h * 3 * ldw + c0 + j * W;
+      if (px[h] == nullptr) continue;
+      const A* pj = px[h] + j * W;
+      const A* wk = wt + h * 3 * ldw + j * W;
       const V k0 = vload<V>(wk), k1 = vload<V>(wk + ldw), k2 = vload<V>(wk + 2 * ldw);
-      V in[MR + 2];
-      for (int i = 0; i < MR + 2; ++i) in[i] = vload<V>(px + i * step);
+      // a sliding window of three pixels
+      V a0 = vload<V>(pj), a1 = vload<V>(pj + step);
       for (int r = 0; r < MR; ++r) {
-        acc[r] = vfma(in[r], k0, acc[r]);
-        acc[r] = vfma(in[r + 1], k1, acc[r]);
-        acc[r] = vfma(in[r + 2], k2, acc[r]);
+        const V a2 = vload<V>(pj + (r + 2) * step);
+        acc[r] = vfma(a0, k0, acc[r]);
+        acc[r] = vfma(a1, k1, acc[r]);
+        acc[r] = vfma(a2, k2, acc[r]);
+        a0 = a1;
+        a1 = a2;
       }
     }
     if (stream) {
-      if constexpr (sizeof(V) >= 64) {
-        for (int r = 0; r < MR; ++r) vstream(out + r * ldo + j * W, acc[r]);
-      } else if constexpr (NR == 2 && 2 * sizeof(V) == 64) {
-        // half-line vectors: a line's two halves go out back to back (a
-        // line streamed in pieces far apart is written to memory twice)
-        if (j == 0) {
-          for (int r = 0; r < MR; ++r) vstore(held + r * W, acc[r]);
-        } else {
-          for (int r = 0; r < MR; ++r) {
-            vstream(out + r * ldo, vload<V>(held + r * W));
-            vstream(out + r * ldo + W, acc[r]);
-          }
+      if (j % P != P - 1) {
+        for (int r = 0; r < MR; ++r) vstore(held + ((j % P) * MR + r) * W, acc[r]);
+      } else {
+        const int j0 = j - (P - 1);
+        for (int r = 0; r < MR; ++r) {
+          for (int i = 0; i < P - 1; ++i) vstream(out + r * ldo + (j0 + i) * W, vload<V>(held + (i * MR + r) * W));
+          vstream(out + r * ldo + j * W, acc[r]);
         }
-      } else {  // narrower vectors: conv_depthwise never streams
-        for (int r = 0; r < MR; ++r) vstore(out + r * ldo + j * W, acc[r]);
       }
     } else {
       for (int r = 0; r < MR; ++r) vstore(out + r * ldo + j * W, acc[r]);
@@ -730,12 +733,19 @@ void dw_tile3(const A* base, const int64_t* lead, int64_t nlead, const int64_t* 
 
 template <class A>
 void conv_depthwise(const A* x, const A* w, const Geometry& g, const ConvParams& params, A* out) {
-  constexpr int NR = 2, MR = EMBER_ISA_HAS_AVX512 ? 8 : 6;
+  // A block of channels is 128 bytes, two cache lines (with 32 float32
+  // channels, a whole pixel): a pass along a line that reads every other
+  // line of its input defeats the hardware prefetchers (AVX2, 64-byte
+  // blocks: half the speed once the input is out of the caches). dw_tile3
+  // holds one vector of the block at a time; dw_tile, which holds the
+  // block's MR x NE accumulators, goes through it NE vectors at a time.
   constexpr int64_t W = Vec<A>::W;
+  constexpr int NR = std::max<int>(2, 128 / static_cast<int>(W * sizeof(A)));
+  constexpr int MR = EMBER_ISA_HAS_AVX512 ? 8 : 6, NE = 2;
   const int L = g.D - 1;
   const int64_t KL = g.K[L], OL = g.OS[L], lines = g.rows / std::max<int64_t>(OL, 1);
-  const int64_t cpad = (g.C + W - 1) / W * W;
-  // wt[kpos][c], zero-padded to whole vectors
+  const int64_t cpad = (g.C + NE * W - 1) / (NE * W) * (NE * W);
+  // wt[kpos][c], zero-padded to whole dw_tile blocks (which load NE vectors)
   // (a flipped kernel in reverse position order, run unflipped: see ForwardPlan)
   AlignedScratch<A> wt(g.Kprod * cpad);
   for (int64_t c = 0; c < g.C; ++c)
@@ -759,17 +769,17 @@ void conv_depthwise(const A* x, const A* w, const Geometry& g, const ConvParams&
   // an output far larger than the caches is written around them, where a
   // tile writes whole cache lines (pixels start on a line, NR vectors make
   // whole lines)
-  const bool stream = NR * Vec<A>::W * sizeof(A) % 64 == 0 &&
+  const bool stream = NR * W * sizeof(A) % 64 == 0 &&
                       g.rows * g.O * static_cast<int64_t>(sizeof(A)) >= kStreamBytes &&
                       (g.O * sizeof(A)) % 64 == 0 && reinterpret_cast<uintptr_t>(out) % 64 == 0;
   struct State {
     std::vector<int64_t> lead;
-    std::vector<A> held;  // dw_tile3's first halves of streamed lines
+    std::vector<A> held;  // dw_tile3's first vectors of streamed lines
+    std::vector<const A*> px;  // dw_tile3's input rows
   };
   // one task per `grain` output lines
   auto task = [&](State& st, int64_t t) {
     std::vector<int64_t>& lead = st.lead;
-    std::vector<A>& held = st.held;
     for (int64_t line = t * grain, l1 = std::min(lines, line + grain); line < l1; ++line) {
       // the line's batch item and leading positions
       int64_t rem = line, pos[3] = {0, 0, 0};
@@ -799,23 +809,33 @@ void conv_depthwise(const A* x, const A* w, const Geometry& g, const ConvParams&
           if (interior) {
             for (int64_t r = 1; r < MR && interior; ++r) interior = tl[(w0 + r) * KL] == tl[w0 * KL] + r * step;
           }
-          const bool whole = cols == NR * W;
-          if (interior && whole && taps3) {
-            dw_tile3<A, MR, NR>(base, lead.data(), nlead, tl, w0, step, wt.data, cpad, c0, ol + w0 * g.O + c0, g.O,
-                                stream, held.data());
+          if (interior && taps3 && cols % W == 0) {
+            const A** px = st.px.data();
+            for (int64_t h = 0; h < nlead; ++h) px[h] = lead[h] < 0 ? nullptr : base + lead[h] + tl[w0 * 3] + c0;
+            dw_tile3<A, MR>(px, nlead, step, wt.data + c0, cpad, static_cast<int>(cols / W),
+                            ol + w0 * g.O + c0, g.O, stream, st.held.data());
             continue;
           }
-          auto tile = interior ? (whole ? dw_tile<A, MR, NR, true, true> : dw_tile<A, MR, NR, true, false>)
-                               : (whole ? dw_tile<A, MR, NR, false, true> : dw_tile<A, MR, NR, false, false>);
-          tile(base, lead.data(), nlead, tl, KL, w0, rows, step, wt.data, cpad, c0, cols, ol + w0 * g.O + c0, g.O,
-               stream);
+          // NE vectors at a time; streamed only where NE vectors are whole lines
+          const bool stream_e = stream && NE * W * sizeof(A) % 64 == 0;
+          for (int64_t s0 = 0; s0 < cols; s0 += NE * W) {
+            const int64_t ce = std::min<int64_t>(NE * W, cols - s0);
+            const bool we = ce == NE * W;
+            auto tile = interior ? (we ? dw_tile<A, MR, NE, true, true> : dw_tile<A, MR, NE, true, false>)
+                                 : (we ? dw_tile<A, MR, NE, false, true> : dw_tile<A, MR, NE, false, false>);
+            tile(base, lead.data(), nlead, tl, KL, w0, rows, step, wt.data, cpad, c0 + s0, ce,
+                 ol + w0 * g.O + c0 + s0, g.O, stream_e);
+          }
         }
       }
     }
   };
   dynamic_for(
       (lines + grain - 1) / grain,
-      [&] { return State{std::vector<int64_t>(static_cast<size_t>(nlead)), std::vector<A>(MR * W)}; },
+      [&] {
+        return State{std::vector<int64_t>(static_cast<size_t>(nlead)), std::vector<A>(MR * NR * W),
+                     std::vector<const A*>(static_cast<size_t>(nlead))};
+      },
       [&](int64_t i, State& st) { task(st, i); },
       [&](State&) {
         if (stream) stream_fence();
