@@ -11,7 +11,10 @@ SwiGLU 8192, vocabulary 128256, tied embeddings; random weights drawn with
 NumPy from a seed per tensor (so every framework quantizes the same float
 weights; std K^-1/2). Prompt: ``--prompt`` random token ids (128), then
 ``--gen`` greedy tokens (64), ``--threads`` threads (2); best of ``--rounds``
-rounds (3) after a warm-up.
+rounds (3) after a warm-up, Ember and llama.cpp loaded side by side and
+taking turns a round at a time (the order reversed each round), with the
+round-by-round ratios printed: the VM's memory bandwidth drifts by 15-20%
+within minutes, and a decode token reads every weight once.
 
 - Ember and MLX: mlx-lm 0.32's ``llama.py`` unchanged, ``nn.quantize(model,
   64, 4)``, a ``make_prompt_cache`` KV cache, and the loop of mlx-lm's
@@ -70,7 +73,9 @@ def prompt_ids(n):
 # mlx-lm (Ember or MLX)
 # --------------------------------------------------------------------------
 
-def mlx_lm_worker(backend, prompt_len, gen, rounds, threads):
+def mlx_lm_worker(backend, prompt_len, gen):
+    """Loads the model; returns (info, one_round), one_round() -> (prefill
+    tok/s, decode tok/s, tokens)."""
     if backend == "ember":
         import ember
 
@@ -116,8 +121,7 @@ def mlx_lm_worker(backend, prompt_len, gen, rounds, threads):
         logits = model(y, cache=cache)
         return mx.argmax(logits[:, -1, :], axis=-1)
 
-    pre, dec, tokens = [], [], None
-    for r in range(rounds + 1):
+    def one_round():
         cache = make_prompt_cache(model)
         t0 = time.perf_counter()
         # generate_step's prefill: all but the last prompt token fill the
@@ -137,12 +141,9 @@ def mlx_lm_worker(backend, prompt_len, gen, rounds, threads):
             y = nxt
         mx.eval(y)
         t2 = time.perf_counter()
-        if r or rounds == 0:
-            pre.append(prompt_len / (t1 - t0))
-            dec.append(gen / (t2 - t1))
-        tokens = out
-    return dict(prefill_tps=max(pre), decode_tps=max(dec), prefill_all=pre, decode_all=dec, tokens=tokens,
-                weight_bytes=int(nbytes), load_s=t_load, prompt=prompt_len, gen=gen)
+        return prompt_len / (t1 - t0), gen / (t2 - t1), out
+
+    return dict(weight_bytes=int(nbytes), load_s=t_load, prompt=prompt_len, gen=gen), one_round
 
 
 # --------------------------------------------------------------------------
@@ -207,7 +208,8 @@ def write_gguf(path):
     os.replace(path + ".tmp", path)
 
 
-def llama_cpp_worker(out, prompt_len, gen, rounds, threads):
+def llama_cpp_worker(out, prompt_len, gen, threads):
+    """As mlx_lm_worker, for llama.cpp (the GGUF written on first use)."""
     path = os.path.join(out, "llama1b-shaped-q4_0.gguf")
     t_load = time.perf_counter()
     if not os.path.exists(path):
@@ -223,8 +225,7 @@ def llama_cpp_worker(out, prompt_len, gen, rounds, threads):
     def last_argmax():  # the greedy token from the last evaluated position's logits
         return int(np.argmax(np.ctypeslib.as_array(llm._ctx.get_logits_ith(-1), shape=(nv,))))
 
-    pre, dec, tokens = [], [], None
-    for r in range(rounds + 1):
+    def one_round():
         llm.reset()
         t0 = time.perf_counter()
         llm.eval(prompt)
@@ -236,13 +237,70 @@ def llama_cpp_worker(out, prompt_len, gen, rounds, threads):
             llm.eval([y])
             y = last_argmax()
         t2 = time.perf_counter()
-        if r or rounds == 0:
-            pre.append(prompt_len / (t1 - t0))
-            dec.append(gen / (t2 - t1))
-        tokens = out_toks
-    return dict(prefill_tps=max(pre), decode_tps=max(dec), prefill_all=pre, decode_all=dec, tokens=tokens,
-                weight_bytes=os.path.getsize(path), load_s=t_load, prompt=prompt_len, gen=gen,
-                version=llama_cpp.__version__)
+        return prompt_len / (t1 - t0), gen / (t2 - t1), out_toks
+
+    return dict(weight_bytes=os.path.getsize(path), load_s=t_load, prompt=prompt_len, gen=gen,
+                version=llama_cpp.__version__), one_round
+
+
+def serve(args):
+    """A worker process: loads its model, says so with one JSON line on
+    stdout, then runs one round (prefill and decode) for each "round" line
+    on stdin, answering with a JSON line; ends at "quit" or end of input.
+    Between rounds it blocks on stdin, so it takes no CPU from the others."""
+    # replies on a descriptor of their own: anything else written to stdout
+    # (Python or C) goes to stderr and cannot break the protocol
+    sys.stdout.flush()
+    reply = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    if args.worker == "llama.cpp":
+        info, one_round = llama_cpp_worker(args.out, args.prompt, args.gen, args.threads)
+    else:
+        info, one_round = mlx_lm_worker(args.worker, args.prompt, args.gen)
+    reply.write(json.dumps(info) + "\n")
+    reply.flush()
+    for line in sys.stdin:
+        if line.strip() != "round":
+            break
+        pre, dec, toks = one_round()
+        reply.write(json.dumps(dict(prefill_tps=pre, decode_tps=dec, tokens=toks)) + "\n")
+        reply.flush()
+    return 0
+
+
+class Worker:
+    def __init__(self, name, python, args, prompt, gen, env):
+        cmd = [python, os.path.abspath(__file__), "--out", args.out, "--prompt", str(prompt), "--gen", str(gen),
+               "--threads", str(args.threads), "--worker", name]
+        self.name = name
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True)
+        self.info = self._read()
+        self.pre, self.dec, self.tokens = [], [], None
+
+    def _read(self):
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the {self.name} worker ended (exit status {self.proc.wait()})")
+        return json.loads(line)
+
+    def round(self, keep):
+        self.proc.stdin.write("round\n")
+        self.proc.stdin.flush()
+        r = self._read()
+        if keep:
+            self.pre.append(r["prefill_tps"])
+            self.dec.append(r["decode_tps"])
+        self.tokens = r["tokens"]
+
+    def close(self):
+        self.proc.stdin.write("quit\n")
+        self.proc.stdin.close()
+        self.proc.wait()
+
+    def result(self):
+        return dict(self.info, prefill_tps=max(self.pre), decode_tps=max(self.dec), prefill_all=self.pre,
+                    decode_all=self.dec, tokens=self.tokens)
 
 
 # --------------------------------------------------------------------------
@@ -256,20 +314,14 @@ def main():
     ap.add_argument("--gen", type=int, default=64)
     ap.add_argument("--mlx-prompt", type=int, default=32)
     ap.add_argument("--mlx-gen", type=int, default=4)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=3, help="timed rounds after a warm-up, taken in turns")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--only", help="comma-separated: ember,llama.cpp,mlx")
     ap.add_argument("--worker", choices=["ember", "mlx", "llama.cpp"], help=argparse.SUPPRESS)
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     if args.worker:
-        if args.worker == "llama.cpp":
-            res = llama_cpp_worker(args.out, args.prompt, args.gen, args.rounds, args.threads)
-        else:
-            res = mlx_lm_worker(args.worker, args.prompt, args.gen, args.rounds, args.threads)
-        with open(os.path.join(args.out, f"{args.worker}.json"), "w") as f:
-            json.dump(res, f)
-        return 0
+        return serve(args)
 
     from machine import LoadMeter, cpu_info
     import mem_bw
@@ -284,27 +336,46 @@ def main():
     extras = [f for f in ("avx512_vnni", "avx512_bf16", "amx_int8", "amx_bf16") if f in cfg["cpu_features"]]
     print(f"CPU: {model} ({os.cpu_count()} CPUs), Ember ISA level {cfg['isa']}"
           f"{''.join(' + ' + f for f in extras)}; {args.threads} threads")
-    runs = [("ember", sys.executable, args.prompt, args.gen, args.rounds)]
+    runs = [("ember", sys.executable, args.prompt, args.gen)]
     if args.llama_python:
-        runs.append(("llama.cpp", args.llama_python, args.prompt, args.gen, args.rounds))
+        runs.append(("llama.cpp", args.llama_python, args.prompt, args.gen))
     if args.mlx_python:
-        runs.append(("mlx", args.mlx_python, args.mlx_prompt, args.mlx_gen, 0))
+        runs.append(("mlx", args.mlx_python, args.mlx_prompt, args.mlx_gen))
     if args.only:
         keep = set(args.only.split(","))
         runs = [r for r in runs if r[0] in keep]
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), EMBER_NUM_THREADS=str(args.threads))
     load = LoadMeter()
     res = {}
-    for name, py, p, g, rounds in runs:
-        cmd = [py, os.path.abspath(__file__), "--out", args.out, "--prompt", str(p), "--gen", str(g),
-               "--rounds", str(rounds), "--threads", str(args.threads), "--worker", name]
-        subprocess.run(cmd, check=True, env=env)
-        with open(os.path.join(args.out, f"{name}.json")) as f:
-            res[name] = json.load(f)
-        r = res[name]
+    # Ember and llama.cpp stay loaded and take turns, a round each (the order
+    # reversed every round), so that the VM's drift in memory bandwidth
+    # (decode rates of one framework 15-20% apart within minutes) falls on
+    # both alike; the per-round ratios are paired. MLX (~1 token/s) runs one
+    # short round of its own afterwards.
+    paired = [Worker(n, py, args, p, g, env) for n, py, p, g in runs if n != "mlx"]
+    for r in range(args.rounds + 1):  # round 0: warm-up
+        for w in (paired if r % 2 == 0 else paired[::-1]):
+            time.sleep(0.5)  # the other framework's spinning threads settle
+            w.round(keep=r > 0 or args.rounds == 0)
+    for w in paired:
+        w.close()
+        res[w.name] = w.result()
+    for n, py, p, g in runs:
+        if n == "mlx":
+            w = Worker(n, py, args, p, g, env)
+            w.round(keep=True)
+            w.close()
+            res[n] = w.result()
+    for name, r in res.items():
         print(f"  {name}: prefill {r['prefill_tps']:.1f} tok/s, decode {r['decode_tps']:.1f} tok/s "
               f"(all rounds: {[round(v, 1) for v in r['prefill_all']]}, {[round(v, 1) for v in r['decode_all']]})",
               flush=True)
+    if "ember" in res and "llama.cpp" in res:
+        e, l = res["ember"], res["llama.cpp"]
+        for what in ("prefill", "decode"):
+            ratios = sorted(a / b for a, b in zip(e[f"{what}_all"], l[f"{what}_all"]))
+            print(f"  Ember / llama.cpp {what}, round by round: {[round(x, 2) for x in ratios]}"
+                  f" (median {ratios[len(ratios) // 2]:.2f})")
     other = load.other_cores()
     wb = res["ember"]["weight_bytes"] if "ember" in res else None
     print(f"\nDRAM read bandwidth ({args.threads} threads, mem_bw.py): {gbps:.1f} GB/s"

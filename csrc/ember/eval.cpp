@@ -1,6 +1,9 @@
 #include "ember/eval.h"
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -11,6 +14,7 @@
 #include <mutex>
 #include <queue>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <unordered_map>
 
@@ -66,6 +70,51 @@ class EvalLock {
   bool paused_ = false;
 };
 
+// EMBER_PROFILE=1: wall time per primitive and output shape, summed over
+// the process and printed to stderr at exit (slowest first). Off: one
+// predictable branch per node.
+class Profile {
+ public:
+  static Profile* get() {
+    static Profile* p = [] {
+      const char* e = std::getenv("EMBER_PROFILE");
+      return e && *e && std::strcmp(e, "0") != 0 ? new Profile() : nullptr;
+    }();
+    return p;
+  }
+  void add(const Primitive& prim, const array& out, double seconds) {
+    std::string key = std::string(prim.name()) + " " + shape_text(out.shape());
+    std::lock_guard<std::mutex> g(m_);
+    auto& e = by_[key];
+    e.first += seconds;
+    e.second += 1;
+  }
+
+ private:
+  Profile() { std::atexit([] { get()->print(); }); }
+  static std::string shape_text(const Shape& s) {
+    std::string t = "(";
+    for (size_t i = 0; i < s.size(); ++i) t += (i ? "," : "") + std::to_string(s[i]);
+    return t + ")";
+  }
+  void print() {
+    std::lock_guard<std::mutex> g(m_);
+    std::vector<std::pair<std::string, std::pair<double, uint64_t>>> rows(by_.begin(), by_.end());
+    std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+    double total = 0;
+    for (auto& r : rows) total += r.second.first;
+    std::fprintf(stderr, "EMBER_PROFILE: %.3f s in %zu kinds of node\n%10s %6s %10s %9s  %s\n", total, rows.size(),
+                 "ms", "%", "calls", "us/call", "primitive output-shape");
+    for (auto& r : rows) {
+      double ms = r.second.first * 1e3;
+      std::fprintf(stderr, "%10.2f %6.2f %10llu %9.2f  %s\n", ms, total > 0 ? 100 * r.second.first / total : 0.0,
+                   static_cast<unsigned long long>(r.second.second), 1e3 * ms / r.second.second, r.first.c_str());
+    }
+  }
+  std::mutex m_;
+  std::unordered_map<std::string, std::pair<double, uint64_t>> by_;
+};
+
 // Run one node's primitive and detach it (its outputs become plain data).
 void run_node(Node* n) {
   std::vector<array> outs;
@@ -86,7 +135,13 @@ void run_node(Node* n) {
     }
   }
   try {
-    n->prim->eval_cpu(n->inputs, outs);
+    if (Profile* p = Profile::get()) {
+      auto t0 = std::chrono::steady_clock::now();
+      n->prim->eval_cpu(n->inputs, outs);
+      p->add(*n->prim, outs[0], std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    } else {
+      n->prim->eval_cpu(n->inputs, outs);
+    }
   } catch (...) {
     // A failed kernel may have given its outputs storage already: take it
     // back, so that the outputs still count as not computed (and a later

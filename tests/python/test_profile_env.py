@@ -1,0 +1,53 @@
+"""EMBER_PROFILE=1: a table of wall time per primitive and output shape,
+printed to stderr at exit; nothing without it."""
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PY = os.path.join(HERE, "..", "..", "python")
+
+SCRIPT = """
+import ember.core as mx
+a = mx.ones((2, 3))
+for _ in range(3):
+    mx.eval(mx.exp(a + 1.0))
+mx.eval(mx.ones((4, 5)) @ mx.ones((5, 6)))
+print("done")
+"""
+
+
+def run(value):
+    env = dict(os.environ, PYTHONPATH=PY + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop("EMBER_PROFILE", None)
+    if value is not None:
+        env["EMBER_PROFILE"] = value
+    r = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "done"  # the table goes to stderr only
+    return r.stderr
+
+
+def test_profile_table():
+    err = run("1")
+    lines = err.splitlines()
+    head = [i for i, l in enumerate(lines) if l.startswith("EMBER_PROFILE:")]
+    assert len(head) == 1, err
+    rows = {}
+    for l in lines[head[0] + 2:]:
+        ms, pct, calls, us, name = l.split(None, 4)
+        rows[name] = (float(ms), float(pct), int(calls), float(us))
+    # each node kind with its output shape, and its call count
+    assert rows["Exp (2,3)"][2] == 3, rows
+    assert rows["Add (2,3)"][2] == 3, rows
+    assert rows["Matmul (4,6)"][2] == 1, rows
+    assert all(v[0] >= 0 and v[3] >= 0 for v in rows.values())
+    assert abs(sum(v[1] for v in rows.values()) - 100) < 1, rows
+    # slowest first
+    times = [v[0] for v in rows.values()]
+    assert times == sorted(times, reverse=True)
+
+
+def test_no_profile_without_the_variable():
+    assert "EMBER_PROFILE" not in run(None)
+    assert "EMBER_PROFILE" not in run("0")
