@@ -71,19 +71,23 @@ class EvalLock {
 };
 
 // EMBER_PROFILE=1: wall time per primitive and output shape, summed over
-// the process and printed to stderr at exit (slowest first). Off: one
-// predictable branch per node.
+// the process and printed to stderr at exit (slowest first); =2: keyed by
+// the input shapes too. Off: one predictable branch per node.
 class Profile {
  public:
   static Profile* get() {
     static Profile* p = [] {
       const char* e = std::getenv("EMBER_PROFILE");
-      return e && *e && std::strcmp(e, "0") != 0 ? new Profile() : nullptr;
+      return e && *e && std::strcmp(e, "0") != 0 ? new Profile(std::strcmp(e, "2") == 0) : nullptr;
     }();
     return p;
   }
-  void add(const Primitive& prim, const array& out, double seconds) {
+  void add(const Primitive& prim, const std::vector<array>& inputs, const array& out, double seconds) {
     std::string key = std::string(prim.name()) + " " + shape_text(out.shape());
+    if (with_inputs_) {
+      key += " <-";
+      for (const auto& in : inputs) key += " " + shape_text(in.shape());
+    }
     std::lock_guard<std::mutex> g(m_);
     auto& e = by_[key];
     e.first += seconds;
@@ -91,7 +95,7 @@ class Profile {
   }
 
  private:
-  Profile() { std::atexit([] { get()->print(); }); }
+  explicit Profile(bool with_inputs) : with_inputs_(with_inputs) { std::atexit([] { get()->print(); }); }
   static std::string shape_text(const Shape& s) {
     std::string t = "(";
     for (size_t i = 0; i < s.size(); ++i) t += (i ? "," : "") + std::to_string(s[i]);
@@ -111,6 +115,7 @@ class Profile {
                    static_cast<unsigned long long>(r.second.second), 1e3 * ms / r.second.second, r.first.c_str());
     }
   }
+  bool with_inputs_;
   std::mutex m_;
   std::unordered_map<std::string, std::pair<double, uint64_t>> by_;
 };
@@ -138,7 +143,7 @@ void run_node(Node* n) {
     if (Profile* p = Profile::get()) {
       auto t0 = std::chrono::steady_clock::now();
       n->prim->eval_cpu(n->inputs, outs);
-      p->add(*n->prim, outs[0], std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      p->add(*n->prim, n->inputs, outs[0], std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     } else {
       n->prim->eval_cpu(n->inputs, outs);
     }

@@ -51,3 +51,9 @@ def test_profile_table():
 def test_no_profile_without_the_variable():
     assert "EMBER_PROFILE" not in run(None)
     assert "EMBER_PROFILE" not in run("0")
+
+
+def test_profile_with_input_shapes():
+    err = run("2")
+    assert "Add (2,3) <- (2,3) ()" in err, err
+    assert "Matmul (4,6) <- (4,5) (5,6)" in err, err
