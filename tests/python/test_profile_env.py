@@ -1,11 +1,10 @@
 """EMBER_PROFILE=1: a table of wall time per primitive and output shape,
 printed to stderr at exit; nothing without it."""
-import os
-import subprocess
-import sys
+import pytest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-PY = os.path.join(HERE, "..", "..", "python")
+from conftest import ember_only, run_python
+
+pytestmark = ember_only  # an Ember environment variable
 
 SCRIPT = """
 import ember.core as mx
@@ -17,13 +16,13 @@ print("done")
 """
 
 
+@pytest.fixture(autouse=True)
+def _no_inherited_profile(monkeypatch):
+    monkeypatch.delenv("EMBER_PROFILE", raising=False)  # the child sees only what a test sets
+
+
 def run(value):
-    env = dict(os.environ, PYTHONPATH=PY + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    env.pop("EMBER_PROFILE", None)
-    if value is not None:
-        env["EMBER_PROFILE"] = value
-    r = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
+    r = run_python(SCRIPT, env=None if value is None else {"EMBER_PROFILE": value}, timeout=120)
     assert r.stdout.strip() == "done"  # the table goes to stderr only
     return r.stderr
 
