@@ -300,6 +300,30 @@ def test_sdpa(dt, case):
     close(out, sdpa_ref(back(q), back(k), back(v), scale, mask), dt, 4)
 
 
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("S", [1, 7, 129, 200])
+def test_sdpa_decode_over_cache_views(dt, S, level):
+    # a decoding step as mlx-lm takes it: one query row per head over the
+    # first S rows of a larger cache (rows 64 apart, values read in place for
+    # float32 and bfloat16), and the same values through a transposed view
+    # (the last axis strided: packed instead)
+    B, Hq, Hk, D, cap = 1, 8, 2, 64, 256
+    q = arr(rnd(B, Hq, 1, D), dt)
+    kc, vc = arr(rnd(B, Hk, cap, D), dt), arr(rnd(B, Hk, cap, D), dt)
+    k, v = kc[:, :, :S], vc[:, :, :S]
+    vt = mx.swapaxes(arr(np.ascontiguousarray(np.swapaxes(back(vc), 2, 3)), dt), 2, 3)[:, :, :S]
+    assert vt.shape == v.shape and vt.dtype == v.dtype
+    ref = sdpa_ref(back(q), back(k), back(v), 0.125, None)
+    out = F.scaled_dot_product_attention(q, k, v, scale=0.125)
+    close(out, ref, dt, 4)
+    out_t = F.scaled_dot_product_attention(q, k, vt, scale=0.125)
+    assert np.array_equal(np.array(out_t.astype(mx.float32)), np.array(out.astype(mx.float32)))
+    # rows of the values 96 apart (features sliced from wider rows)
+    vw = arr(rnd(B, Hk, cap, 96), dt)[:, :, :S, 16:80]
+    close(F.scaled_dot_product_attention(q, k, vw, scale=0.125), sdpa_ref(back(q), back(k), back(vw), 0.125, None),
+          dt, 4)
+
+
 def test_sdpa_sinks_layouts_mixed():
     q, k, v = rnd(2, 4, 5, 8), rnd(2, 2, 7, 8), rnd(2, 2, 7, 8)
     sk = rnd(4)

@@ -235,6 +235,45 @@ void pv_tile(const C* P, int64_t nk, const C* Vb, int64_t Dp, C* A) {
     for (int n = 0; n < NV; ++n) vstore(A + r * Dp + n * W, a[r][n]);
 }
 
+// W values of V's element type at p as the compute type C: float itself, or
+// bfloat16 widened exactly (its bits the upper half of a float's)
+template <class Vt, class C, class T>
+inline Vt vload_as(const T* p) {
+  if constexpr (std::is_same_v<T, C>) {
+    return vload<Vt>(p);
+  } else {
+    static_assert(std::is_same_v<T, bfloat16_t> && std::is_same_v<C, float>, "vload_as: float or bfloat16");
+    constexpr int W = sizeof(Vt) / sizeof(C);
+    using U16 = VecN<uint16_t, W>;
+    using U32 = VecN<uint32_t, W>;
+    const U32 u = __builtin_convertvector(vload<U16>(p), U32) << 16;
+    Vt v;
+    std::memcpy(&v, &u, sizeof v);
+    return v;
+  }
+}
+
+// pv_tile with the values read in place: rows of T, vstride apart (a
+// decoding step's cache, unpacked; the same products in the same order)
+template <int NV, int R, class C, class T>
+void pv_tile_in_place(const C* P, int64_t nk, const T* Vr, int64_t vstride, int64_t Dp, C* A) {
+  using V = typename Vec<C>::V;
+  constexpr int W = Vec<C>::W;
+  V a[R][NV];
+  for (int r = 0; r < R; ++r)
+    for (int n = 0; n < NV; ++n) a[r][n] = vload<V>(A + r * Dp + n * W);
+  for (int64_t j = 0; j < nk; ++j) {
+    V vv[NV];
+    for (int n = 0; n < NV; ++n) vv[n] = vload_as<V, C>(Vr + j * vstride + n * W);
+    for (int r = 0; r < R; ++r) {
+      const V pr = splat<V>(P[r * kBk + j]);
+      for (int n = 0; n < NV; ++n) a[r][n] = vfma(pr, vv[n], a[r][n]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int n = 0; n < NV; ++n) vstore(A + r * Dp + n * W, a[r][n]);
+}
+
 // the largest of s[0:n] (NaNs skipped, as std::max skips them)
 template <class C, class V, int W>
 C row_max(const C* s, int64_t n) {
@@ -280,19 +319,32 @@ void sdpa_rows(const ScaledDotProductAttention& p, const std::vector<array>& inp
     std::vector<C> Q, KT, Vb, Sc, acc, m, l;
     std::vector<int64_t> hrow, lrow;
   };
-  auto make = [&] {
-    State st;
-    st.Q.resize(kBq * D);
-    st.KT.assign(D * kBk, C(0));
-    st.Vb.assign(kBk * Dp, C(0));
-    st.Sc.resize(kBq * kBk);
-    st.acc.resize(kBq * Dp);
-    st.m.resize(kBq);
-    st.l.resize(kBq);
-    st.hrow.resize(kBq);
-    st.lrow.resize(kBq);
-    return st;
+  // each thread's scratch, kept between calls (a decoding step's attention
+  // is tens of microseconds: allocating and clearing 64 KB of it a call
+  // showed); its lanes past a call's keys and features hold zeros or an
+  // earlier call's values, which feed only scores and accumulators that
+  // are never read (as the packings' padding below)
+  auto make = [&]() -> State* {
+    thread_local State st;
+    auto grow = [](auto& v, size_t n) {
+      if (v.size() < n) v.resize(n);
+    };
+    grow(st.Q, kBq * D);
+    grow(st.KT, D * kBk);
+    grow(st.Vb, kBk * Dp);
+    grow(st.Sc, kBq * kBk);
+    grow(st.acc, kBq * Dp);
+    grow(st.m, kBq);
+    grow(st.l, kBq);
+    grow(st.hrow, kBq);
+    grow(st.lrow, kBq);
+    return &st;
   };
+  // values read in place by the accumulation instead of packed (no prepack:
+  // each key block is used once): contiguous rows of float or bfloat16,
+  // whole vectors (Dv = Dp)
+  constexpr bool kInPlaceType = std::is_same_v<T, C> || (std::is_same_v<T, bfloat16_t> && std::is_same_v<C, float>);
+  const bool v_in_place = kInPlaceType && nblk == 1 && vs[3] == 1 && Dv == Dp;
   // k transposed and v, a block of kBk keys at a time, in the compute type
   auto pack = [&](int64_t b, int64_t kh, int64_t j0, int64_t nk, C* KT, C* Vb) {
     int64_t j = 0;
@@ -318,6 +370,7 @@ void sdpa_rows(const ScaledDotProductAttention& p, const std::vector<array>& inp
       const T* kr = kd + b * ks[0] + kh * ks[1] + (j0 + j) * ks[2];
       for (int64_t d = 0; d < D; ++d) KT[d * kBk + j] = convert<C>(kr[d * ks[3]]);
     }
+    if (v_in_place) return;  // (nblk == 1: no prepack)
     for (j = 0; j < nk; ++j) {
       const T* vr = vd + b * vs[0] + kh * vs[1] + (j0 + j) * vs[2];
       for (int64_t e = 0; e < Dv; ++e) Vb[j * Dp + e] = convert<C>(vr[e * vs[3]]);
@@ -354,7 +407,8 @@ void sdpa_rows(const ScaledDotProductAttention& p, const std::vector<array>& inp
       }
     });
   }
-  dynamic_for(B * Hk * nblk, make, [&](int64_t task, State& st) {
+  dynamic_for(B * Hk * nblk, make, [&](int64_t task, State* stp) {
+    State& st = *stp;
     const int64_t blk = task % nblk, kh = (task / nblk) % Hk, b = task / (nblk * Hk);
     // a block of at most 4 rows (a decoding step's query heads of one kv
     // head) in tiles of 4, not kTr: no padded rows to score and exponentiate
@@ -443,6 +497,15 @@ void sdpa_rows(const ScaledDotProductAttention& p, const std::vector<array>& inp
         for (int64_t i = 0; i < nrt; i += TR) {
           C* a = st.acc.data() + i * Dp;
           int64_t e = 0;
+          if constexpr (kInPlaceType) {
+            if (v_in_place) {
+              const T* vr = vd + b * vs[0] + kh * vs[1] + j0 * vs[2];
+              for (; e + 2 * W <= Dp; e += 2 * W)
+                pv_tile_in_place<2, TR, C>(Sc + i * kBk, nk, vr + e, vs[2], Dp, a + e);
+              for (; e < Dp; e += W) pv_tile_in_place<1, TR, C>(Sc + i * kBk, nk, vr + e, vs[2], Dp, a + e);
+              continue;
+            }
+          }
           for (; e + 2 * W <= Dp; e += 2 * W) pv_tile<2, TR>(Sc + i * kBk, nk, Vb + e, Dp, a + e);
           for (; e < Dp; e += W) pv_tile<1, TR>(Sc + i * kBk, nk, Vb + e, Dp, a + e);
         }
