@@ -214,27 +214,6 @@ void score_tile(const C* Q, int64_t D, const C* KT, C* Sc) {
     for (int n = 0; n < NV; ++n) vstore(Sc + r * kBk + n * W, a[r][n]);
 }
 
-// A[r][0:NV W] += sum over the nk keys j of P[r][j] Vb[j][0:NV W] (P rows
-// kBk apart, Vb and A rows Dp apart)
-template <int NV, int R, class C>
-void pv_tile(const C* P, int64_t nk, const C* Vb, int64_t Dp, C* A) {
-  using V = typename Vec<C>::V;
-  constexpr int W = Vec<C>::W;
-  V a[R][NV];
-  for (int r = 0; r < R; ++r)
-    for (int n = 0; n < NV; ++n) a[r][n] = vload<V>(A + r * Dp + n * W);
-  for (int64_t j = 0; j < nk; ++j) {
-    V vv[NV];
-    for (int n = 0; n < NV; ++n) vv[n] = vload<V>(Vb + j * Dp + n * W);
-    for (int r = 0; r < R; ++r) {
-      const V pr = splat<V>(P[r * kBk + j]);
-      for (int n = 0; n < NV; ++n) a[r][n] = vfma(pr, vv[n], a[r][n]);
-    }
-  }
-  for (int r = 0; r < R; ++r)
-    for (int n = 0; n < NV; ++n) vstore(A + r * Dp + n * W, a[r][n]);
-}
-
 // W values of V's element type at p as the compute type C: float itself, or
 // bfloat16 widened exactly (its bits the upper half of a float's)
 template <class Vt, class C, class T>
@@ -253,10 +232,11 @@ inline Vt vload_as(const T* p) {
   }
 }
 
-// pv_tile with the values read in place: rows of T, vstride apart (a
-// decoding step's cache, unpacked; the same products in the same order)
+// A[r][0:NV W] += sum over the nk keys j of P[r][j] Vb[j][0:NV W] (P rows
+// kBk apart, Vb's rows vstride apart: the packed block, or a decoding
+// step's cache read in place; A's rows Dp apart)
 template <int NV, int R, class C, class T>
-void pv_tile_in_place(const C* P, int64_t nk, const T* Vr, int64_t vstride, int64_t Dp, C* A) {
+void pv_tile(const C* P, int64_t nk, const T* Vb, int64_t vstride, int64_t Dp, C* A) {
   using V = typename Vec<C>::V;
   constexpr int W = Vec<C>::W;
   V a[R][NV];
@@ -264,7 +244,7 @@ void pv_tile_in_place(const C* P, int64_t nk, const T* Vr, int64_t vstride, int6
     for (int n = 0; n < NV; ++n) a[r][n] = vload<V>(A + r * Dp + n * W);
   for (int64_t j = 0; j < nk; ++j) {
     V vv[NV];
-    for (int n = 0; n < NV; ++n) vv[n] = vload_as<V, C>(Vr + j * vstride + n * W);
+    for (int n = 0; n < NV; ++n) vv[n] = vload_as<V, C>(Vb + j * vstride + n * W);
     for (int r = 0; r < R; ++r) {
       const V pr = splat<V>(P[r * kBk + j]);
       for (int n = 0; n < NV; ++n) a[r][n] = vfma(pr, vv[n], a[r][n]);
@@ -501,13 +481,13 @@ void sdpa_rows(const ScaledDotProductAttention& p, const std::vector<array>& inp
             if (v_in_place) {
               const T* vr = vd + b * vs[0] + kh * vs[1] + j0 * vs[2];
               for (; e + 2 * W <= Dp; e += 2 * W)
-                pv_tile_in_place<2, TR, C>(Sc + i * kBk, nk, vr + e, vs[2], Dp, a + e);
-              for (; e < Dp; e += W) pv_tile_in_place<1, TR, C>(Sc + i * kBk, nk, vr + e, vs[2], Dp, a + e);
+                pv_tile<2, TR, C>(Sc + i * kBk, nk, vr + e, vs[2], Dp, a + e);
+              for (; e < Dp; e += W) pv_tile<1, TR, C>(Sc + i * kBk, nk, vr + e, vs[2], Dp, a + e);
               continue;
             }
           }
-          for (; e + 2 * W <= Dp; e += 2 * W) pv_tile<2, TR>(Sc + i * kBk, nk, Vb + e, Dp, a + e);
-          for (; e < Dp; e += W) pv_tile<1, TR>(Sc + i * kBk, nk, Vb + e, Dp, a + e);
+          for (; e + 2 * W <= Dp; e += 2 * W) pv_tile<2, TR, C>(Sc + i * kBk, nk, Vb + e, Dp, Dp, a + e);
+          for (; e < Dp; e += W) pv_tile<1, TR, C>(Sc + i * kBk, nk, Vb + e, Dp, Dp, a + e);
         }
       };
       if (tr == 4) accumulate(std::integral_constant<int, 4>{});
