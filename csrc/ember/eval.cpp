@@ -83,10 +83,10 @@ class Profile {
     return p;
   }
   void add(const Primitive& prim, const std::vector<array>& inputs, const array& out, double seconds) {
-    std::string key = std::string(prim.name()) + " " + shape_text(out.shape());
+    std::string key = std::string(prim.name()) + " " + shape_str(out.shape());
     if (with_inputs_) {
       key += " <-";
-      for (const auto& in : inputs) key += " " + shape_text(in.shape());
+      for (const auto& in : inputs) key += " " + shape_str(in.shape());
     }
     std::lock_guard<std::mutex> g(m_);
     auto& e = by_[key];
@@ -96,11 +96,6 @@ class Profile {
 
  private:
   explicit Profile(bool with_inputs) : with_inputs_(with_inputs) { std::atexit([] { get()->print(); }); }
-  static std::string shape_text(const Shape& s) {
-    std::string t = "(";
-    for (size_t i = 0; i < s.size(); ++i) t += (i ? "," : "") + std::to_string(s[i]);
-    return t + ")";
-  }
   void print() {
     std::lock_guard<std::mutex> g(m_);
     std::vector<std::pair<std::string, std::pair<double, uint64_t>>> rows(by_.begin(), by_.end());
