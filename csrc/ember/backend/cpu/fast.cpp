@@ -476,18 +476,19 @@ void sdpa_rows(const ScaledDotProductAttention& p, const std::vector<array>& inp
         constexpr int TR = decltype(rows)::value;
         for (int64_t i = 0; i < nrt; i += TR) {
           C* a = st.acc.data() + i * Dp;
-          int64_t e = 0;
+          // the values' rows: the packed block (Dp apart), or the cache's in place
+          auto tiles = [&](const auto* src, int64_t stride) {
+            int64_t e = 0;
+            for (; e + 2 * W <= Dp; e += 2 * W) pv_tile<2, TR, C>(Sc + i * kBk, nk, src + e, stride, Dp, a + e);
+            for (; e < Dp; e += W) pv_tile<1, TR, C>(Sc + i * kBk, nk, src + e, stride, Dp, a + e);
+          };
           if constexpr (kInPlaceType) {
             if (v_in_place) {
-              const T* vr = vd + b * vs[0] + kh * vs[1] + j0 * vs[2];
-              for (; e + 2 * W <= Dp; e += 2 * W)
-                pv_tile<2, TR, C>(Sc + i * kBk, nk, vr + e, vs[2], Dp, a + e);
-              for (; e < Dp; e += W) pv_tile<1, TR, C>(Sc + i * kBk, nk, vr + e, vs[2], Dp, a + e);
+              tiles(vd + b * vs[0] + kh * vs[1] + j0 * vs[2], vs[2]);
               continue;
             }
           }
-          for (; e + 2 * W <= Dp; e += 2 * W) pv_tile<2, TR, C>(Sc + i * kBk, nk, Vb + e, Dp, Dp, a + e);
-          for (; e < Dp; e += W) pv_tile<1, TR, C>(Sc + i * kBk, nk, Vb + e, Dp, Dp, a + e);
+          tiles(static_cast<const C*>(Vb), Dp);
         }
       };
       if (tr == 4) accumulate(std::integral_constant<int, 4>{});
