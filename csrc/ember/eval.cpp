@@ -82,8 +82,9 @@ class Profile {
     }();
     return p;
   }
-  void add(const Primitive& prim, const std::vector<array>& inputs, const array& out, double seconds) {
-    std::string key = std::string(prim.name()) + " " + shape_str(out.shape());
+  // (a batch of siblings as one row: the first one's shapes, "xN")
+  void add(const Primitive& prim, const std::vector<array>& inputs, const array& out, double seconds, size_t batch = 1) {
+    std::string key = std::string(prim.name()) + (batch > 1 ? " x" + std::to_string(batch) : "") + " " + shape_str(out.shape());
     if (with_inputs_) {
       key += " <-";
       for (const auto& in : inputs) key += " " + shape_str(in.shape());
@@ -115,8 +116,9 @@ class Profile {
   std::unordered_map<std::string, std::pair<double, uint64_t>> by_;
 };
 
-// Run one node's primitive and detach it (its outputs become plain data).
-void run_node(Node* n) {
+// A node's outputs to compute into: its arrays, or scratch for an output
+// that everyone has dropped.
+std::vector<array> node_outputs(Node* n) {
   std::vector<array> outs;
   outs.reserve(n->outputs.size());
   for (size_t i = 0; i < n->outputs.size(); ++i) {
@@ -124,7 +126,6 @@ void run_node(Node* n) {
     if (d) {
       outs.emplace_back(std::move(d));
     } else {
-      // Output dropped by everyone: compute it into scratch.
       auto s = std::make_shared<ArrayDesc>();
       s->shape = n->out_shapes.at(i);
       s->strides = row_strides(s->shape);
@@ -134,6 +135,32 @@ void run_node(Node* n) {
       outs.emplace_back(std::move(s));
     }
   }
+  return outs;
+}
+
+// After a node's kernel: its outputs become plain data, and the node (and,
+// if unshared, its inputs) go.
+void detach(std::vector<array>& outs) {
+  // A tracer keeps its graph for the transform that is tracing it.
+  if (in_tracing()) {
+    for (auto& o : outs)
+      if (o.desc()->tracer) return;
+  }
+  std::shared_ptr<Node> keep = outs[0].desc()->node;  // the node stays alive until here
+  for (auto& o : outs) clear_node(o.desc());
+  // `keep` is released last: the node and, if unshared, its inputs go now.
+}
+
+// A failed kernel may have given its outputs storage already: take it back,
+// so that the outputs still count as not computed (and a later evaluation
+// raises again instead of reading garbage).
+void unalloc(std::vector<array>& outs) {
+  for (auto& o : outs) o.desc()->buf.reset();
+}
+
+// Run one node's primitive and detach it.
+void run_node(Node* n) {
+  std::vector<array> outs = node_outputs(n);
   try {
     if (Profile* p = Profile::get()) {
       auto t0 = std::chrono::steady_clock::now();
@@ -143,20 +170,74 @@ void run_node(Node* n) {
       n->prim->eval_cpu(n->inputs, outs);
     }
   } catch (...) {
-    // A failed kernel may have given its outputs storage already: take it
-    // back, so that the outputs still count as not computed (and a later
-    // evaluation raises again instead of reading garbage).
-    for (auto& o : outs) o.desc()->buf.reset();
+    unalloc(outs);
     throw;
   }
-  // A tracer keeps its graph for the transform that is tracing it.
-  if (in_tracing()) {
-    for (auto& o : outs)
-      if (o.desc()->tracer) return;
+  detach(outs);
+}
+
+// Run a batch of sibling nodes (Primitive::batches_with) as one call of the
+// first one's eval_cpu_batch, and detach them all.
+void run_batch(const std::vector<Node*>& nodes) {
+  std::vector<Primitive*> prims;
+  std::vector<const std::vector<array>*> ins;
+  std::vector<std::vector<array>> outs;
+  for (Node* n : nodes) {
+    prims.push_back(n->prim.get());
+    ins.push_back(&n->inputs);
+    outs.push_back(node_outputs(n));
   }
-  std::shared_ptr<Node> keep = outs[0].desc()->node;  // n stays alive until here
-  for (auto& o : outs) clear_node(o.desc());
-  // `keep` is released last: the node and, if unshared, its inputs go now.
+  try {
+    if (Profile* p = Profile::get()) {
+      auto t0 = std::chrono::steady_clock::now();
+      prims[0]->eval_cpu_batch(prims, ins, outs);
+      p->add(*prims[0], *ins[0], outs[0][0], std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+             nodes.size());
+    } else {
+      prims[0]->eval_cpu_batch(prims, ins, outs);
+    }
+  } catch (...) {
+    for (auto& o : outs) unalloc(o);
+    throw;
+  }
+  for (auto& o : outs) detach(o);
+}
+
+// Sibling batches in an evaluation's order: a node whose primitive batches
+// with an earlier one's, that reads the same first input (the same array)
+// and no other input computed in this evaluation (mark == epoch), can run
+// at that earlier node's place (it needs nothing computed after it). Each
+// batch's later members leave order (null entries); batches[i] lists the
+// batch that order[i] leads, empty for most.
+std::vector<std::vector<Node*>> sibling_batches(std::vector<Node*>& order, uint64_t epoch) {
+  std::vector<std::vector<Node*>> batches;
+  std::unordered_map<const ArrayDesc*, std::vector<size_t>> leaders;  // by first input: indices in order
+  if (in_tracing()) return batches;
+  for (size_t i = 0; i < order.size(); ++i) {
+    Node* n = order[i];
+    if (!n->prim->batches() || n->inputs.empty() || n->outputs.size() != 1) continue;
+    bool settled_rest = true;
+    for (size_t k = 1; k < n->inputs.size() && settled_rest; ++k) {
+      Node* m = n->inputs[k].desc()->node.get();
+      settled_rest = !m || m->mark != epoch;
+    }
+    auto& cands = leaders[n->inputs[0].desc().get()];
+    bool joined = false;
+    if (settled_rest) {
+      for (size_t l : cands) {
+        if (order[l]->prim->batches_with(*n->prim)) {
+          if (batches.empty()) batches.resize(order.size());
+          if (batches[l].empty()) batches[l].push_back(order[l]);
+          batches[l].push_back(n);
+          order[i] = nullptr;
+          joined = true;
+          break;
+        }
+      }
+    }
+    if (!joined) cands.push_back(i);
+  }
+  return batches;
 }
 
 // run_node, returning its error instead of throwing it (for the scheduler,
@@ -185,7 +266,7 @@ Node* pending(const array& a) {
 // ---- communication beside compute ------------------------------------------
 
 std::atomic<bool (*)(const Primitive&)> g_is_comm{nullptr};
-std::atomic<uint64_t> g_offloaded{0}, g_inline{0}, g_async_jobs{0};
+std::atomic<uint64_t> g_offloaded{0}, g_inline{0}, g_async_jobs{0}, g_batched{0};
 
 // One evaluation's schedule, shared by the evaluating thread and the
 // communication thread (every field below `mu` is guarded by it).
@@ -404,6 +485,7 @@ EvalStats eval_stats() {
   st.comm_offloaded = g_offloaded.load();
   st.comm_inline = g_inline.load();
   st.async_jobs = g_async_jobs.load();
+  st.batched = g_batched.load();
   return st;
 }
 
@@ -449,7 +531,19 @@ void eval_locked(const std::vector<array>& outputs) {
       return;
     }
   }
-  for (Node* n : order) run_node(n);
+  std::vector<std::vector<Node*>> batches = sibling_batches(order, epoch);
+  if (batches.empty()) {
+    for (Node* n : order) run_node(n);
+    return;
+  }
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (!batches[i].empty()) {
+      g_batched.fetch_add(batches[i].size(), std::memory_order_relaxed);
+      run_batch(batches[i]);
+    } else if (order[i]) {
+      run_node(order[i]);
+    }
+  }
 }
 
 

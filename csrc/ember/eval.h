@@ -51,6 +51,7 @@ struct EvalStats {
   uint64_t comm_offloaded = 0;  // communication nodes run on the communication thread
   uint64_t comm_inline = 0;     // ... and on the evaluating thread
   uint64_t async_jobs = 0;      // async_eval jobs handed to the asynchronous worker
+  uint64_t batched = 0;         // nodes run in a batch of siblings (Primitive::batches_with)
 };
 EvalStats eval_stats();
 

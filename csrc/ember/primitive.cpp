@@ -19,4 +19,9 @@ std::pair<std::vector<array>, std::vector<int>> Primitive::vmap(const std::vecto
   no_rule("vmap");
 }
 
+void Primitive::eval_cpu_batch(const std::vector<Primitive*>& prims, const std::vector<const std::vector<array>*>& inputs,
+                               std::vector<std::vector<array>>& outputs) {
+  for (size_t i = 0; i < prims.size(); ++i) prims[i]->eval_cpu(*inputs[i], outputs[i]);
+}
+
 }  // namespace ember

@@ -66,6 +66,17 @@ class Primitive {
   virtual bool is_view() const { return false; }  // output aliases input 0's buffer
   // vjp/jvp treat the outputs as constants (their walks do not enter them)
   virtual bool stops_gradient() const { return false; }
+  // Siblings: eval may run nodes whose primitives batch with each other,
+  // that read the same first input and nothing else computed in the same
+  // evaluation, as one call of the first one's eval_cpu_batch (a decoding
+  // step's q, k and v projections of one x: one job, not three ramps).
+  // batches() is the cheap test of whether a primitive ever does.
+  virtual bool batches() const { return false; }
+  virtual bool batches_with(const Primitive& /*other*/) const { return false; }
+  // outputs[i] of node i from inputs[i] (every inputs[i][0] the same
+  // array); the default runs the nodes' eval_cpu one after another
+  virtual void eval_cpu_batch(const std::vector<Primitive*>& prims, const std::vector<const std::vector<array>*>& inputs,
+                              std::vector<std::vector<array>>& outputs);
 
   Stream stream() const { return stream_; }
 

@@ -392,11 +392,13 @@ void init_trees(py::module_& m) {
         d["async_jobs"] = s.async_jobs;
         d["comm_offloaded"] = s.comm_offloaded;
         d["comm_inline"] = s.comm_inline;
+        d["batched"] = s.batched;
         return d;
       },
       "Evaluation counters (for tests and benchmarks): async_jobs, the async_eval jobs handed to the "
       "asynchronous worker; comm_offloaded and comm_inline, the collectives run on the communication "
-      "thread and on the evaluating thread.");
+      "thread and on the evaluating thread; batched, the nodes run in a batch of siblings (one kernel "
+      "call for several products of one x).");
   m.def(
       "async_eval",
       [](py::args args) {

@@ -297,3 +297,109 @@ def test_int8_gemm_rows_and_columns_alone(rng, int8_setting):
             np.testing.assert_array_equal(run(x[:41], wq, s, b, 64, bits, setting), full[:41])
             np.testing.assert_array_equal(run(x, wq[:65], s[:65], b[:65], 64, bits, setting), full[:, :65])
             np.testing.assert_array_equal(run(x, wq[17:18], s[17:18], b[17:18], 64, bits, setting), full[:, 17:18])
+
+
+# --------------------------------------------------------------------------
+# siblings: products of one x evaluated together run as one kernel call
+# (eval's sibling batches; the matrix-vector path shares x's quantization
+# and one pool job)
+
+def batched_count():
+    return mx._eval_stats()["batched"]
+
+
+@pytest.mark.parametrize("setting", [0, 2])
+def test_siblings_of_one_x_give_the_bits_of_each_alone(rng, level, int8_setting, setting):
+    before = mx._set_qmm_int8(setting)
+    try:
+        for M, batch, xdt in [(1, (), mx.bfloat16), (3, (), mx.float32), (2, (2,), mx.float16), (12, (), mx.float32)]:
+            K = 256
+            mats = []
+            # scales of x's dtype (else each product would convert x apart)
+            for N in [33, 8, 200]:
+                w = rng.standard_normal((*batch, N, K)).astype(np.float32)
+                mats.append(mx.quantize(mx.array(w).astype(xdt), 64, 4))
+            x = mx.array(rng.standard_normal((*batch, M, K)).astype(np.float32)).astype(xdt)
+            mx.eval(x, *[m for t in mats for m in t])
+            alone = []
+            for wq, s, b in mats:
+                o = mx.quantized_matmul(x, wq, s, b, True, 64, 4)
+                mx.eval(o)
+                alone.append(np.array(o.astype(mx.float32)))
+            n0 = batched_count()
+            outs = [mx.quantized_matmul(x, wq, s, b, True, 64, 4) for wq, s, b in mats]
+            mx.eval(*outs)
+            assert batched_count() - n0 == 3, (M, batch)
+            for o, a in zip(outs, alone):
+                assert o.dtype == xdt
+                np.testing.assert_array_equal(np.array(o.astype(mx.float32)), a)
+    finally:
+        mx._set_qmm_int8(before)
+
+
+def test_siblings_that_do_not_batch(rng, int8_setting):
+    """A weight computed in the same evaluation, another format, another x
+    or a non-finite x: each product still gives its own bits."""
+    K = 256
+    w = rng.standard_normal((3, 40, K)).astype(np.float32)
+    mats = [mx.quantize(mx.array(w[i]), 64, 4) for i in range(3)]
+    x = mx.array(rng.standard_normal((1, K)).astype(np.float32))
+    mx.eval(x, *[m for t in mats for m in t])
+
+    def alone(x, wq, s, b, gs=64, bits=4):
+        o = mx.quantized_matmul(x, wq, s, b, True, gs, bits)
+        mx.eval(o)
+        return np.array(o)
+
+    ref = [alone(x, *m) for m in mats]
+    n0 = batched_count()
+    # the third's weights computed in this evaluation: it waits for them
+    late = mats[2][0] + mx.array(0, mx.uint32)
+    outs = [mx.quantized_matmul(x, *mats[0], True, 64, 4), mx.quantized_matmul(x, *mats[1], True, 64, 4),
+            mx.quantized_matmul(x, late, *mats[2][1:], True, 64, 4)]
+    mx.eval(*outs)
+    assert batched_count() - n0 == 2
+    for o, r in zip(outs, ref):
+        np.testing.assert_array_equal(np.array(o), r)
+    # another group size or bit width, and another x: no batch
+    w8 = mx.quantize(mx.array(w[0]), 32, 8)
+    x2 = x + 0
+    n0 = batched_count()
+    outs = [mx.quantized_matmul(x, *mats[0], True, 64, 4), mx.quantized_matmul(x, *w8, True, 32, 8),
+            mx.quantized_matmul(x2, *mats[1], True, 64, 4)]
+    mx.eval(*outs)
+    assert batched_count() == n0
+    np.testing.assert_array_equal(np.array(outs[1]), alone(x, *w8, 32, 8))
+    # a non-finite x: the batch takes the float path, product by product
+    xn = np.array(x)
+    xn[0, 3] = np.nan
+    xn[0, 9] = np.inf
+    xn = mx.array(xn)
+    ref = [alone(xn, *m) for m in mats]
+    outs = [mx.quantized_matmul(xn, *m, True, 64, 4) for m in mats]
+    mx.eval(*outs)
+    for o, r in zip(outs, ref):
+        np.testing.assert_array_equal(np.array(o), r)
+    # one empty product among them
+    we = mx.quantize(mx.zeros((0, K)), 64, 4)
+    outs = [mx.quantized_matmul(x, *mats[0], True, 64, 4), mx.quantized_matmul(x, *we, True, 64, 4)]
+    mx.eval(*outs)
+    assert outs[1].shape == (1, 0)
+    np.testing.assert_array_equal(np.array(outs[0]), alone(x, *mats[0]))
+
+
+def test_siblings_in_transforms(rng, int8_setting):
+    """Under grad and vmap the products still agree with each alone."""
+    K = 128
+    mats = [mx.quantize(mx.array(rng.standard_normal((n, K)).astype(np.float32)), 64, 4) for n in (16, 24)]
+    x = mx.array(rng.standard_normal((2, K)).astype(np.float32))
+
+    def f(x):
+        return sum((mx.quantized_matmul(x, *m, True, 64, 4) ** 2).sum() for m in mats)
+
+    g = mx.grad(f)(x)
+    g1 = sum(mx.grad(lambda x, m=m: (mx.quantized_matmul(x, *m, True, 64, 4) ** 2).sum())(x) for m in mats)
+    np.testing.assert_allclose(np.array(g), np.array(g1), rtol=1e-6, atol=1e-6)
+    v = mx.vmap(lambda r: [mx.quantized_matmul(r, *m, True, 64, 4) for m in mats])(x)
+    for vi, m in zip(v, mats):
+        np.testing.assert_array_equal(np.array(vi), np.array(mx.quantized_matmul(x, *m, True, 64, 4)))

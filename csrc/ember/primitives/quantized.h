@@ -80,6 +80,10 @@ class QuantizedMatmul final : public Primitive {
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
   EMBER_TRANSFORM_RULES
   bool is_equivalent(const Primitive& o) const override;
+  bool batches() const override { return true; }
+  bool batches_with(const Primitive& o) const override { return is_equivalent(o); }
+  void eval_cpu_batch(const std::vector<Primitive*>& prims, const std::vector<const std::vector<array>*>& inputs,
+                      std::vector<std::vector<array>>& outputs) override;
   int group_size() const { return group_size_; }
   int bits() const { return bits_; }
   QuantMode mode() const { return mode_; }

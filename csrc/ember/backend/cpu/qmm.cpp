@@ -827,25 +827,41 @@ void qmv_int8_rows(const QmmArgs& a, int64_t b, int64_t n0, int64_t n1, int64_t 
 }
 #endif
 
+// The products of na matrices with one x (as[i] differ only in the weights,
+// scales, biases and outputs: a decoding step's q, k and v projections, say):
+// x quantized once, and the rows of every matrix in one pool job, so that
+// the small ones start and end no ramp of their own.
 template <int BITS, bool VNNI>
-void qmv_int8(const QmmArgs& a) {
-  const int64_t M = a.M, N = a.N, K = a.K, G = K / a.group_size;
-  const int64_t BM = a.batch * M;
+void qmv_int8(const QmmArgs* as, int na) {
+  const QmmArgs& a0 = as[0];
+  const int64_t M = a0.M, K = a0.K, G = K / a0.group_size;
+  const int64_t BM = a0.batch * M;
   std::vector<int8_t> xq(BM * K);
   // dl padded: block_products reads 16 blocks at a time
   std::vector<float> dl(BM * (K / kXB) + 16), xsum(BM * G, 0.0f);
-  quantize_x_int8<BITS>(a.x, BM, K, a.group_size, xq.data(), dl.data(), xsum.data());
+  quantize_x_int8<BITS>(a0.x, BM, K, a0.group_size, xq.data(), dl.data(), xsum.data());
   // chunks of rows handed out one at a time (a core lent elsewhere for a
   // while takes fewer): about 4 a thread, each at least 512 KB of weights
   // unless that would leave a thread without one. Each chunk starts a new stream from DRAM
   // whose first lines the prefetchers have not seen coming: 16 chunks a
   // thread of a 0.5-2 MB matrix (the attention projections of a decode
   // step) ran 25-30% slower than 2-4 on Zen 5.
-  const int64_t rows = a.batch * N, nt = num_threads();
+  struct Chunk {
+    int i;
+    int64_t t0, t1;
+  };
+  std::vector<Chunk> chunks;
+  const int64_t nt = num_threads();
   const int64_t min_rows = std::max<int64_t>(1, (int64_t(512) << 13) / (K * BITS));
-  const int64_t chunk = std::min(std::max<int64_t>(min_rows, (rows + 4 * nt - 1) / (4 * nt)), (rows + nt - 1) / nt);
-  dynamic_for((rows + chunk - 1) / chunk, no_state, [&](int64_t c, NoState&) {
-    for (int64_t t0 = c * chunk, t1 = std::min(rows, t0 + chunk); t0 < t1;) {
+  for (int i = 0; i < na; ++i) {
+    const int64_t rows = as[i].batch * as[i].N;
+    const int64_t chunk = std::min(std::max<int64_t>(min_rows, (rows + 4 * nt - 1) / (4 * nt)), (rows + nt - 1) / nt);
+    for (int64_t t0 = 0; t0 < rows; t0 += chunk) chunks.push_back({i, t0, std::min(rows, t0 + chunk)});
+  }
+  dynamic_for(static_cast<int64_t>(chunks.size()), no_state, [&](int64_t c, NoState&) {
+    const QmmArgs& a = as[chunks[c].i];
+    const int64_t N = a.N;
+    for (int64_t t0 = chunks[c].t0, t1 = chunks[c].t1; t0 < t1;) {
       const int64_t b = t0 / N, n0 = t0 % N, n1 = std::min(N, n0 + (t1 - t0));
       const int8_t* xb = xq.data() + b * M * K;
       const float* db = dl.data() + b * M * (K / kXB);
@@ -1602,6 +1618,22 @@ bool all_finite(const float* x, int64_t n) {
   return any == 0;
 }
 
+// the int8 matrix-vector path takes a: the int8 setting on, affine 4/8 bits,
+// transpose, M <= 8, K a multiple of 128 and finite x
+bool int8_vec(const QmmArgs& a) {
+  return a.int8 && a.mode == 0 && (a.bits == 4 || a.bits == 8) && a.transpose && a.M <= kMaxVecRows &&
+         a.group_size % kXB == 0 && a.K % int8_chunk_cols<4>() == 0 && a.K / a.group_size <= 1024 &&
+         all_finite(a.x, a.batch * a.M * a.K);
+}
+
+void int8_vec_run(const QmmArgs* as, int n) {
+#if EMBER_ISA_HAS_AVX512
+  if (as[0].int8 >= 2 && __builtin_cpu_supports("avx512vnni"))
+    return as[0].bits == 4 ? qmv_int8<4, true>(as, n) : qmv_int8<8, true>(as, n);
+#endif
+  return as[0].bits == 4 ? qmv_int8<4, false>(as, n) : qmv_int8<8, false>(as, n);
+}
+
 }  // namespace
 
 void qmm_run(const QmmArgs& a) {
@@ -1611,15 +1643,7 @@ void qmm_run(const QmmArgs& a) {
     return;
   }
   const bool pow2 = (a.bits & (a.bits - 1)) == 0;
-  if (a.int8 && a.mode == 0 && (a.bits == 4 || a.bits == 8) && a.transpose && a.M <= kMaxVecRows &&
-      a.group_size % kXB == 0 && a.K % int8_chunk_cols<4>() == 0 && a.K / a.group_size <= 1024 &&
-      all_finite(a.x, a.batch * a.M * a.K)) {
-#if EMBER_ISA_HAS_AVX512
-    if (a.int8 >= 2 && __builtin_cpu_supports("avx512vnni"))
-      return a.bits == 4 ? qmv_int8<4, true>(a) : qmv_int8<8, true>(a);
-#endif
-    return a.bits == 4 ? qmv_int8<4, false>(a) : qmv_int8<8, false>(a);
-  }
+  if (int8_vec(a)) return int8_vec_run(&a, 1);
   if (a.int8 && a.mode == 0 && (a.bits == 4 || a.bits == 8) && a.transpose && a.M > kMaxVecRows &&
       a.group_size % kXB == 0 && all_finite(a.x, a.batch * a.M * a.K)) {
 #if EMBER_ISA_HAS_AVX512 && defined(__x86_64__)
@@ -1642,6 +1666,19 @@ void qmm_run(const QmmArgs& a) {
     return qmv<4, 1>(a);
   }
   qmm_panels(a);
+}
+
+void qmm_run_batch(const QmmArgs* as, int n) {
+  // one job when every product takes the int8 matrix-vector path with the
+  // same x, shapes and format (only their weights and outputs differ)
+  bool one = n > 1 && as[0].N > 0 && int8_vec(as[0]);
+  for (int i = 1; one && i < n; ++i) {
+    const QmmArgs &a = as[i], &f = as[0];
+    one = a.x == f.x && a.batch == f.batch && a.M == f.M && a.K == f.K && a.N > 0 && a.bits == f.bits &&
+          a.group_size == f.group_size && a.mode == f.mode && a.transpose && a.int8 == f.int8;
+  }
+  if (one) return int8_vec_run(as, n);
+  for (int i = 0; i < n; ++i) qmm_run(as[i]);
 }
 
 }  // namespace ember::cpu::EMBER_ISA_NS

@@ -34,12 +34,27 @@ struct QmmArgs {
   int int8 = 0;
 };
 
+// qmm_run_batch: the n products as[i], which share x (the same pointer, M,
+// K and format), as one job where the matrix-vector path takes them all
+// (else one after another)
 #if defined(EMBER_ISA_SINGLE)
-namespace native { void qmm_run(const QmmArgs& a); }
+namespace native {
+void qmm_run(const QmmArgs& a);
+void qmm_run_batch(const QmmArgs* a, int n);
+}  // namespace native
 #else
-namespace v2 { void qmm_run(const QmmArgs& a); }
-namespace v3 { void qmm_run(const QmmArgs& a); }
-namespace v4 { void qmm_run(const QmmArgs& a); }
+namespace v2 {
+void qmm_run(const QmmArgs& a);
+void qmm_run_batch(const QmmArgs* a, int n);
+}  // namespace v2
+namespace v3 {
+void qmm_run(const QmmArgs& a);
+void qmm_run_batch(const QmmArgs* a, int n);
+}  // namespace v3
+namespace v4 {
+void qmm_run(const QmmArgs& a);
+void qmm_run_batch(const QmmArgs* a, int n);
+}  // namespace v4
 #endif
 
 // The value tables shared by the kernels and Dequantize (defined in

@@ -320,60 +320,101 @@ void Dequantize::eval_cpu(const std::vector<array>& inputs, std::vector<array>& 
   });
 }
 
-void QuantizedMatmul::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
-  array& out = outputs[0];
-  out.alloc();
-  if (out.size() == 0) return;
-  const array& x = inputs[0];
-  const array& w = inputs[1];
+namespace {
+// One product's kernel arguments and the buffers they point into: dense
+// copies of strided operands, biases converted to the scales' dtype, and a
+// float32 output where out is of another dtype (store() converts it back).
+struct QmmCall {
   cpu::QmmArgs a;
-  const int64_t R = w.shape(-2), C = w.shape(-1) * 32 / bits_;
-  a.K = transpose_ ? C : R;
-  a.N = transpose_ ? R : C;
+  Dense wd, sd, bd;
+  std::vector<float> bconv, of;
+  array* out = nullptr;
+  void store() {
+    if (!of.empty()) cpu::convert_dense(Dtype::float32, of.data(), out->dtype(), out->data<char>(), out->size());
+  }
+};
+
+// x as dense float32: its own data, or a converted copy kept in xf
+const float* float_x(const array& x, std::vector<float>& xf, Dense& xd) {
+  xd = cpu::dense(x);
+  if (x.dtype() == Dtype::float32) return reinterpret_cast<const float*>(xd.p);
+  xf.resize(x.size());
+  cpu::convert_dense(x.dtype(), xd.p, Dtype::float32, xf.data(), x.size());
+  return xf.data();
+}
+
+// c's arguments for out = x w (x already as float32 at xf); false when out
+// is empty (nothing to compute)
+bool setup(QmmCall& c, const std::vector<array>& inputs, array& out, const float* xf, int group_size, int bits,
+           QuantMode mode, bool transpose) {
+  out.alloc();
+  if (out.size() == 0) return false;
+  const array& w = inputs[1];
+  cpu::QmmArgs& a = c.a;
+  const int64_t R = w.shape(-2), C = w.shape(-1) * 32 / bits;
+  a.K = transpose ? C : R;
+  a.N = transpose ? R : C;
   a.batch = 1;  // the batch dims of w (those of x are then the same); else x's rows are all M
   for (int d = 0; d + 2 < w.ndim(); ++d) a.batch *= w.shape(d);
   a.M = out.size() / (a.batch * a.N);
-  a.bits = bits_;
-  a.group_size = group_size_;
-  a.mode = static_cast<int>(mode_);
-  a.transpose = transpose_;
+  a.bits = bits;
+  a.group_size = group_size;
+  a.mode = static_cast<int>(mode);
+  a.transpose = transpose;
   a.int8 = cpu::qmm_int8();
-  Dense xd = cpu::dense(x), wd = cpu::dense(w), sd = cpu::dense(inputs[2]), bd;
-  std::vector<float> xf;
-  if (x.dtype() == Dtype::float32) {
-    a.x = reinterpret_cast<const float*>(xd.p);
-  } else {
-    xf.resize(x.size());
-    cpu::convert_dense(x.dtype(), xd.p, Dtype::float32, xf.data(), x.size());
-    a.x = xf.data();
-  }
-  a.w = reinterpret_cast<const uint32_t*>(wd.p);
-  a.scales = sd.p;
+  a.x = xf;
+  c.wd = cpu::dense(w);
+  c.sd = cpu::dense(inputs[2]);
+  a.w = reinterpret_cast<const uint32_t*>(c.wd.p);
+  a.scales = c.sd.p;
   const Dtype st = inputs[2].dtype();
   a.scale_kind = st == Dtype::float32 ? 0 : st == Dtype::float16 ? 1 : st == Dtype::bfloat16 ? 2 : 3;
-  std::vector<float> bconv;
-  if (mode_ == QuantMode::Affine) {
-    bd = cpu::dense(inputs[3]);
+  if (mode == QuantMode::Affine) {
+    c.bd = cpu::dense(inputs[3]);
     if (inputs[3].dtype() == st) {
-      a.biases = bd.p;
+      a.biases = c.bd.p;
     } else {  // biases of another float dtype: converted to the scales' (a float32 buffer holds either)
       const int64_t n = inputs[3].size();
-      bconv.resize(n);
-      cpu::convert_dense(inputs[3].dtype(), bd.p, st, bconv.data(), n);
-      a.biases = bconv.data();
+      c.bconv.resize(n);
+      cpu::convert_dense(inputs[3].dtype(), c.bd.p, st, c.bconv.data(), n);
+      a.biases = c.bconv.data();
     }
   }
-  std::vector<float> of;
+  c.out = &out;
   if (out.dtype() == Dtype::float32) {
     a.out = out.data<float>();
   } else {
-    of.resize(out.size());
-    a.out = of.data();
+    c.of.resize(out.size());
+    a.out = c.of.data();
   }
-  EMBER_ISA_CALL(qmm_run)(a);
-  if (!of.empty()) {
-    cpu::convert_dense(Dtype::float32, of.data(), out.dtype(), out.data<char>(), out.size());
-  }
+  return true;
+}
+}  // namespace
+
+void QuantizedMatmul::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  std::vector<float> xf;
+  Dense xd;
+  QmmCall c;
+  if (!setup(c, inputs, outputs[0], float_x(inputs[0], xf, xd), group_size_, bits_, mode_, transpose_)) return;
+  EMBER_ISA_CALL(qmm_run)(c.a);
+  c.store();
+}
+
+// products of one x (is_equivalent primitives: the same format): x
+// converted once, and the matrix-vector kernel's job shared
+void QuantizedMatmul::eval_cpu_batch(const std::vector<Primitive*>&, const std::vector<const std::vector<array>*>& inputs,
+                                     std::vector<std::vector<array>>& outputs) {
+  std::vector<float> xf;
+  Dense xd;
+  const float* x = float_x((*inputs[0])[0], xf, xd);
+  std::vector<QmmCall> calls(inputs.size());
+  std::vector<cpu::QmmArgs> args;
+  args.reserve(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (setup(calls[i], *inputs[i], outputs[i][0], x, group_size_, bits_, mode_, transpose_)) args.push_back(calls[i].a);
+  EMBER_ISA_CALL(qmm_run_batch)(args.data(), static_cast<int>(args.size()));
+  for (auto& c : calls)
+    if (c.out) c.store();
 }
 
 bool Quantize::is_equivalent(const Primitive& o) const {
