@@ -677,6 +677,29 @@ def test_half_types_exact(dtype, rng):
         np.testing.assert_array_equal(bits(np.array(o.astype(mx.float32))), bits(np.array(e.astype(mx.float32))))
 
 
+def test_bfloat16_rounding_edges_exact():
+    """Each step's rounding to bfloat16 in a fused group, on the values
+    where it can go wrong: ties either way, a carry into the exponent,
+    overflow to infinity, NaNs of either sign with every payload bit set,
+    infinities, zeros of both signs and denormals, as the eager kernels
+    round them (the same bits)."""
+    words = np.array([0x3F80, 0x3F81, 0x3F7F, 0x7F7F, 0xFF7F, 0x7F80, 0xFF80, 0x7FFF, 0xFFFF, 0x7FC1, 0xFFC0,
+                      0x0000, 0x8000, 0x0001, 0x807F, 0x4049, 0xC0A0, 0x3C00, 0x7F81, 0xFF81], np.uint16)
+    vals = (words.astype(np.uint32) << 16).view(np.float32)
+    x = mx.array(vals).astype(mx.bfloat16)
+    # factors whose products land on ties and on the carry: 1 + 2^-8 and
+    # 1 + 2^-9 (in bfloat16: 1.00390625 and, rounded, 1)
+    y = mx.array(np.float32(1.00390625) * np.ones_like(vals)).astype(mx.bfloat16)
+    # (a select passes signaling NaNs through to the rounding, which quiets them)
+    cases = [x * y * y + x, mx.exp(x * 0.5) * x - y, (x * 1.5 + x * y) * 255.0, mx.where(mx.abs(y) > 1, x, y)]
+    outs = mx._fuse(cases, [x, y])
+    for o, e in zip(outs, cases):
+        assert fused_name(o).startswith("Compiled["), fused_name(e)
+        mx.eval(o, e)
+        assert o.dtype == e.dtype == mx.bfloat16
+        np.testing.assert_array_equal(bits(np.array(o.astype(mx.float32))), bits(np.array(e.astype(mx.float32))))
+
+
 def test_transposed_product_is_computed_transposed(rng):
     """compile's pipeline rewrites (a @ b).T, the product used nowhere else,
     to b.T @ a.T: a row-major product in the transposed shape, so the
