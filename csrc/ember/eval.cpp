@@ -209,10 +209,18 @@ void run_batch(const std::vector<Node*>& nodes) {
 // at that earlier node's place (it needs nothing computed after it). Each
 // batch's later members leave order (null entries); batches[i] lists the
 // batch that order[i] leads, empty for most.
+std::atomic<bool>& sibling_batches_on() {
+  static std::atomic<bool> on{[] {
+    const char* e = std::getenv("EMBER_SIBLING_BATCHES");
+    return !(e && std::strcmp(e, "0") == 0);
+  }()};
+  return on;
+}
+
 std::vector<std::vector<Node*>> sibling_batches(std::vector<Node*>& order, uint64_t epoch) {
   std::vector<std::vector<Node*>> batches;
   std::unordered_map<const ArrayDesc*, std::vector<size_t>> leaders;  // by first input: indices in order
-  if (in_tracing()) return batches;
+  if (in_tracing() || !sibling_batches_on().load(std::memory_order_relaxed)) return batches;
   for (size_t i = 0; i < order.size(); ++i) {
     Node* n = order[i];
     if (!n->prim->batches() || n->inputs.empty() || n->outputs.size() != 1) continue;
@@ -681,6 +689,8 @@ bool all_settled(const std::vector<array>& outputs) {
 void set_blocking_hook(void (*hook)(const std::function<void()>&)) { g_blocking_hook = hook; }
 
 void set_async_eval(bool on) { async_worker().set_enabled(on); }
+
+bool set_sibling_batches(bool on) { return sibling_batches_on().exchange(on); }
 
 void wait_async() {
   EvalLock lock;  // the running job, if any, has ended

@@ -27,6 +27,10 @@ void async_eval(const std::vector<array>& outputs);
 // transforms and graph walkers call it before they inspect a graph).
 void wait_async();
 void set_async_eval(bool on);
+// Sibling batches on (the default) or off (EMBER_SIBLING_BATCHES=0): off,
+// every node runs alone (for measuring what batching gives); returns the
+// setting before.
+bool set_sibling_batches(bool on);
 // Called as a TraceScope opens, before anything is traced (defined in
 // array.cpp, so that array.cpp needs nothing of eval.cpp): the asynchronous
 // worker registers wait_async there when it starts.

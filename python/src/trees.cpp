@@ -384,6 +384,9 @@ void init_trees(py::module_& m) {
   // a job still running when the interpreter shuts down would compute while
   // Python and the engine's statics go away: wait for it first
   py::module_::import("atexit").attr("register")(py::cpp_function([] { wait_async(); }));
+  m.def("_set_sibling_batches", &set_sibling_batches, "on"_a,
+        "Turns eval's sibling batches (several products of one x as one kernel call) on or off (also "
+        "EMBER_SIBLING_BATCHES=0); returns the setting before. For measuring what they give.");
   m.def(
       "_eval_stats",
       [] {

@@ -403,3 +403,22 @@ def test_siblings_in_transforms(rng, int8_setting):
     v = mx.vmap(lambda r: [mx.quantized_matmul(r, *m, True, 64, 4) for m in mats])(x)
     for vi, m in zip(v, mats):
         np.testing.assert_array_equal(np.array(vi), np.array(mx.quantized_matmul(x, *m, True, 64, 4)))
+
+
+def test_sibling_batches_switch(rng, int8_setting):
+    mats = [mx.quantize(mx.array(rng.standard_normal((n, 128)).astype(np.float32)), 64, 4) for n in (16, 8)]
+    x = mx.array(rng.standard_normal((1, 128)).astype(np.float32))
+    mx.eval(x, *[m for t in mats for m in t])
+    outs = {}
+    for on in (False, True):
+        before = mx._set_sibling_batches(on)
+        try:
+            n0 = batched_count()
+            o = [mx.quantized_matmul(x, *m, True, 64, 4) for m in mats]
+            mx.eval(*o)
+            assert batched_count() - n0 == (2 if on else 0)
+            outs[on] = [np.array(a) for a in o]
+        finally:
+            mx._set_sibling_batches(before)
+    for a, b in zip(outs[False], outs[True]):
+        np.testing.assert_array_equal(a, b)
