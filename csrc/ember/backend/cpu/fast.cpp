@@ -415,8 +415,24 @@ void sdpa_rows(const ScaledDotProductAttention& p, const std::vector<array>& inp
     std::fill(st.acc.begin(), st.acc.begin() + nrt * Dp, C(0));
     int64_t send = S;
     if (mk == MK::Causal) send = std::min(S, std::max<int64_t>(0, lmax + S - L + 1));
+    // a decoding step's cache arrives cold (the step's weights have streamed
+    // through the caches since): while a task computes, it prefetches the
+    // keys and values of the task its thread likely takes next (tasks go
+    // round the threads), a share of them each key block
+    const int64_t ahead = task + num_threads();
+    const bool pf = !prepack && ks[3] == 1 && vs[3] == 1 && ahead < B * Hk * nblk;
     for (int64_t j0 = 0; j0 < send; j0 += kBk) {
       const int64_t nk = std::min(kBk, send - j0), nkp = (nk + W - 1) / W * W;
+      if (pf) {
+        const int64_t kh2 = ahead % Hk, b2 = ahead / Hk, nb = (send + kBk - 1) / kBk, bi = j0 / kBk;
+        const char* kb = reinterpret_cast<const char*>(kd + b2 * ks[0] + kh2 * ks[1]);
+        const char* vb = reinterpret_cast<const char*>(vd + b2 * vs[0] + kh2 * vs[1]);
+        const int64_t kr = D * int64_t(sizeof(T)), vr = Dv * int64_t(sizeof(T));
+        for (int64_t j = bi * S / nb, j1 = (bi + 1) * S / nb; j < j1; ++j) {
+          for (int64_t o = 0; o < kr; o += 64) __builtin_prefetch(kb + j * ks[2] * int64_t(sizeof(T)) + o, 0, 2);
+          for (int64_t o = 0; o < vr; o += 64) __builtin_prefetch(vb + j * vs[2] * int64_t(sizeof(T)) + o, 0, 2);
+        }
+      }
       C* KT = st.KT.data();
       C* Vb = st.Vb.data();
       C* Sc = st.Sc.data();
