@@ -158,22 +158,31 @@ void unalloc(std::vector<array>& outs) {
   for (auto& o : outs) o.desc()->buf.reset();
 }
 
-// Run one node's primitive and detach it.
-void run_node(Node* n) {
-  std::vector<array> outs = node_outputs(n);
+// Calls eval(), the kernel of the n nodes whose outputs are outs[0..n)
+// (one node, or a batch of siblings led by prim), timed for EMBER_PROFILE
+// when that is on, then detaches them; a failed kernel's outputs get their
+// storage taken back.
+template <class F>
+void run_kernel(const Primitive& prim, const std::vector<array>& inputs, std::vector<array>* outs, size_t n, F&& eval) {
   try {
     if (Profile* p = Profile::get()) {
       auto t0 = std::chrono::steady_clock::now();
-      n->prim->eval_cpu(n->inputs, outs);
-      p->add(*n->prim, n->inputs, outs[0], std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      eval();
+      p->add(prim, inputs, outs[0][0], std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), n);
     } else {
-      n->prim->eval_cpu(n->inputs, outs);
+      eval();
     }
   } catch (...) {
-    unalloc(outs);
+    for (size_t i = 0; i < n; ++i) unalloc(outs[i]);
     throw;
   }
-  detach(outs);
+  for (size_t i = 0; i < n; ++i) detach(outs[i]);
+}
+
+// Run one node's primitive and detach it.
+void run_node(Node* n) {
+  std::vector<array> outs = node_outputs(n);
+  run_kernel(*n->prim, n->inputs, &outs, 1, [&] { n->prim->eval_cpu(n->inputs, outs); });
 }
 
 // Run a batch of sibling nodes (Primitive::batches_with) as one call of the
@@ -187,28 +196,10 @@ void run_batch(const std::vector<Node*>& nodes) {
     ins.push_back(&n->inputs);
     outs.push_back(node_outputs(n));
   }
-  try {
-    if (Profile* p = Profile::get()) {
-      auto t0 = std::chrono::steady_clock::now();
-      prims[0]->eval_cpu_batch(prims, ins, outs);
-      p->add(*prims[0], *ins[0], outs[0][0], std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
-             nodes.size());
-    } else {
-      prims[0]->eval_cpu_batch(prims, ins, outs);
-    }
-  } catch (...) {
-    for (auto& o : outs) unalloc(o);
-    throw;
-  }
-  for (auto& o : outs) detach(o);
+  run_kernel(*prims[0], *ins[0], outs.data(), outs.size(), [&] { prims[0]->eval_cpu_batch(prims, ins, outs); });
 }
 
-// Sibling batches in an evaluation's order: a node whose primitive batches
-// with an earlier one's, that reads the same first input (the same array)
-// and no other input computed in this evaluation (mark == epoch), can run
-// at that earlier node's place (it needs nothing computed after it). Each
-// batch's later members leave order (null entries); batches[i] lists the
-// batch that order[i] leads, empty for most.
+// Sibling batches on (EMBER_SIBLING_BATCHES=0: off; set_sibling_batches)
 std::atomic<bool>& sibling_batches_on() {
   static std::atomic<bool> on{[] {
     const char* e = std::getenv("EMBER_SIBLING_BATCHES");
@@ -217,6 +208,12 @@ std::atomic<bool>& sibling_batches_on() {
   return on;
 }
 
+// Sibling batches in an evaluation's order: a node whose primitive batches
+// with an earlier one's, that reads the same first input (the same array)
+// and no other input computed in this evaluation (mark == epoch), can run
+// at that earlier node's place (it needs nothing computed after it). Each
+// batch's later members leave order (null entries); batches[i] lists the
+// batch that order[i] leads, empty for most.
 std::vector<std::vector<Node*>> sibling_batches(std::vector<Node*>& order, uint64_t epoch) {
   std::vector<std::vector<Node*>> batches;
   std::unordered_map<const ArrayDesc*, std::vector<size_t>> leaders;  // by first input: indices in order
@@ -539,16 +536,12 @@ void eval_locked(const std::vector<array>& outputs) {
       return;
     }
   }
-  std::vector<std::vector<Node*>> batches = sibling_batches(order, epoch);
-  if (batches.empty()) {
-    for (Node* n : order) run_node(n);
-    return;
-  }
+  std::vector<std::vector<Node*>> batches = sibling_batches(order, epoch);  // empty: none
   for (size_t i = 0; i < order.size(); ++i) {
-    if (!batches[i].empty()) {
+    if (!batches.empty() && !batches[i].empty()) {
       g_batched.fetch_add(batches[i].size(), std::memory_order_relaxed);
       run_batch(batches[i]);
-    } else if (order[i]) {
+    } else if (order[i]) {  // (null: run in an earlier node's batch)
       run_node(order[i]);
     }
   }

@@ -428,7 +428,8 @@ void sdpa_rows(const ScaledDotProductAttention& p, const std::vector<array>& inp
         const char* kb = reinterpret_cast<const char*>(kd + b2 * ks[0] + kh2 * ks[1]);
         const char* vb = reinterpret_cast<const char*>(vd + b2 * vs[0] + kh2 * vs[1]);
         const int64_t kr = D * int64_t(sizeof(T)), vr = Dv * int64_t(sizeof(T));
-        for (int64_t j = bi * S / nb, j1 = (bi + 1) * S / nb; j < j1; ++j) {
+        // (no prepack: one row block a kv head, every task the same send)
+        for (int64_t j = bi * send / nb, j1 = (bi + 1) * send / nb; j < j1; ++j) {
           for (int64_t o = 0; o < kr; o += 64) __builtin_prefetch(kb + j * ks[2] * int64_t(sizeof(T)) + o, 0, 2);
           for (int64_t o = 0; o < vr; o += 64) __builtin_prefetch(vb + j * vs[2] * int64_t(sizeof(T)) + o, 0, 2);
         }
