@@ -102,6 +102,41 @@ inline Vec<float>::V splat_pair(const void* p) {
   std::memcpy(&v, p, 4);
   return (Vec<float>::V)_mm512_set1_epi32(v);
 }
+
+// A 16 x 16 matrix of 32-bit words, one row a register, transposed in place
+// (r[j] becomes column j).
+inline void transpose16_epi32(__m512i (&r)[16]) {
+  __m512i t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+    r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+    r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+    r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+  }
+  // r[4i + c]: 128-bit lane l holds word 4l + c of rows 4i..4i+3
+  for (int c = 0; c < 4; ++c) {
+    const __m512i v0 = _mm512_shuffle_i32x4(r[c], r[4 + c], 0x88), v1 = _mm512_shuffle_i32x4(r[c], r[4 + c], 0xDD);
+    const __m512i u0 = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0x88);
+    const __m512i u1 = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0xDD);
+    t[c] = _mm512_shuffle_i32x4(v0, u0, 0x88);       // word c
+    t[4 + c] = _mm512_shuffle_i32x4(v1, u1, 0x88);   // word 4 + c
+    t[8 + c] = _mm512_shuffle_i32x4(v0, u0, 0xDD);   // word 8 + c
+    t[12 + c] = _mm512_shuffle_i32x4(v1, u1, 0xDD);  // word 12 + c
+  }
+  for (int j = 0; j < 16; ++j) r[j] = t[j];
+}
+
+// The AMX tile configuration of palette 1 (ldtilecfg): per tile, its rows
+// and the bytes of a row (qmm.cpp's and matmul.cpp's tile paths).
+struct alignas(64) AmxConfig {
+  uint8_t palette = 1, start_row = 0, reserved[14] = {};
+  uint16_t colsb[16] = {};  // bytes a row, per tile
+  uint8_t rows[16] = {};
+};
 #endif
 
 // unaligned loads and stores of one vector
