@@ -514,6 +514,7 @@ class EmberAdapter(MlxLikeAdapter):
         blas = _openblas_text(cores or openblas_cores())
         return (f"{cfg['isa']} of {cfg['isa_supported']} supported"
                 + ("" if cfg.get("isa_dispatch", True) else ", no dispatch")
+                + (", AMX tiles" if cfg.get("amx") else "")
                 + (f", {blas}" if blas else ""))
 
 

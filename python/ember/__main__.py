@@ -68,6 +68,7 @@ def info() -> Dict[str, Any]:
         "isa_levels": list(cfg["isa_levels"]),
         "isa_dispatch": bool(cfg["isa_dispatch"]),
         "cpu_features": list(cfg["cpu_features"]),
+        "amx": bool(cfg.get("amx", False)),
         "num_threads": cfg["num_threads"],
         "blas": dict(cfg["blas"]),
         "compiler": _compiler_path() if compiler else None,
@@ -85,6 +86,7 @@ def _report(d: Dict[str, Any]) -> str:
         f"ISA supported:    {d['isa_supported']} (build contains: {levels}; "
         f"{'runtime dispatch' if d['isa_dispatch'] else 'single level, no dispatch'})",
         f"CPU features:     {' '.join(d['cpu_features']) or '-'}",
+        "AMX tiles:        " + ("in use (EMBER_AMX=0 turns them off)" if d["amx"] else "not in use"),
         f"threads:          {d['num_threads']}",
         f"BLAS:             {blas['config']}",
         f"BLAS core:        {blas['core']} ({blas['num_threads']} threads)",

@@ -125,6 +125,7 @@ void init_device(py::module_& m) {
         d["isa_levels"] = c.isa_levels;
         d["cpu_features"] = c.features;
         d["isa_dispatch"] = c.dispatch;
+        d["amx"] = c.amx;
         d["num_threads"] = c.threads;
         d["version"] = ember::version();
         BlasInfo b = blas_info();
@@ -136,12 +137,16 @@ void init_device(py::module_& m) {
       "(``isa``: baseline, avx2 or avx512; ``native`` for a -march=native build), the best\n"
       "one the CPU supports (``isa_supported``), the levels the build contains, the CPU\n"
       "features the kernels use, whether kernels are chosen at run time\n"
-      "(``isa_dispatch``), the kernel thread count, Ember's ``version`` and the BLAS\n"
+      "(``isa_dispatch``), whether kernels use the AMX tile unit (``amx``; the\n"
+      "environment variable ``EMBER_AMX=0`` turns it off), the kernel thread count, Ember's ``version`` and the BLAS\n"
       "library the matrix kernels call (``blas``: name, build string, the kernel set it\n"
       "chose for this CPU, its own thread count). Set the environment variable\n"
       "``EMBER_ISA`` before import to cap the level.");
   m.def("_set_cpu_isa", [](const std::string& level) { return set_cpu_isa(level); }, "level"_a,
         "Cap the kernels' instruction-set level (testing: call it while nothing is evaluating).");
+  m.def("_set_amx", [](bool on) { return cpu::set_amx(on); }, "on"_a,
+        "Let kernels use the AMX tile unit where the CPU has it, or not; returns the previous\n"
+        "setting (testing: call it while nothing is evaluating).");
   auto metal = m.def_submodule("metal", "Apple GPU backend (not available on this platform).");
   metal.def("is_available", []() { return false; });
   auto cuda = m.def_submodule("cuda", "CUDA backend (not available in this build).");

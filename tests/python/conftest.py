@@ -503,6 +503,26 @@ def level(request):
     mx._set_cpu_isa(before)
 
 
+# the levels again with the AMX tile unit off, plus the avx512 level with it
+# on where the CPU lets Ember use it (bfloat16 matmul's and the quantized
+# products' tile paths)
+LEVELS_AMX = [(lv, False) for lv in ISA_LEVELS] + (
+    [("avx512", True)] if not IS_MLX and mx.__config__().get("amx") else [])
+
+
+@pytest.fixture(params=LEVELS_AMX, ids=lambda p: p[0] + ("+amx" if p[1] else ""))
+def level_amx(request):
+    """Runs the test once per ISA level with the AMX tile unit off, and once
+    at avx512 with it on where this CPU has it (settings restored
+    afterwards); yields (level, amx)."""
+    level, amx = request.param
+    before, amx_before = mx.__config__()["isa"], mx._set_amx(amx)
+    mx._set_cpu_isa(level)
+    yield level, amx
+    mx._set_cpu_isa(before)
+    mx._set_amx(amx_before)
+
+
 @pytest.fixture
 def rng(request):
     """A numpy Generator seeded from the test id (reproducible per test)."""

@@ -111,7 +111,7 @@ V4_FEATURES = V3_FEATURES | {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx
 def test_config_keys_and_types():
     c = mx.__config__()
     types = {"isa": str, "isa_supported": str, "isa_levels": list, "cpu_features": list,
-             "isa_dispatch": bool, "num_threads": int, "version": str, "blas": dict}
+             "isa_dispatch": bool, "amx": bool, "num_threads": int, "version": str, "blas": dict}
     assert set(c) == set(types)
     assert set(c["blas"]) == {"name", "config", "core", "num_threads"}
     for key, t in types.items():

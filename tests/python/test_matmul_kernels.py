@@ -7,7 +7,8 @@ float64 NumPy reference. On the FMA levels each element is one fused
 multiply-add chain over k in order, so the bits do not depend on the level,
 the tile an element falls in, the operand layout or the thread count.
 bfloat16 products on AVX-512 CPUs with the BF16 extension run a kernel of
-their own (pairs of k, VDPBF16PS): tested here at every level too."""
+their own (pairs of k, VDPBF16PS), and on CPUs with AMX-BF16 the tile unit
+(TDPBF16PS): both tested here at every level, with AMX off and on."""
 
 import numpy as np
 import pytest
@@ -196,7 +197,7 @@ def _assert_bf16_product(got, want):
 @pytest.mark.parametrize("M,N,K", [(8, 48, 64), (9, 50, 7), (37, 100, 1), (64, 16, 255), (5, 130, 600),
                                    (96, 96, 2048)])
 @pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
-def test_bfloat16_pair_products(level, M, N, K, ta, tb):
+def test_bfloat16_pair_products(level_amx, M, N, K, ta, tb):
     rng = np.random.default_rng(M * 7 + N + K)
     a, ar = _bf16(rng.standard_normal((K, M) if ta else (M, K)))
     b, br = _bf16(rng.standard_normal((N, K) if tb else (K, N)))
@@ -209,7 +210,7 @@ def test_bfloat16_pair_products(level, M, N, K, ta, tb):
                                   to_numpy(full.astype(mx.float32))[M // 3:, N // 2:])
 
 
-def test_bfloat16_pair_products_odd_strides_batches_and_non_finite(level):
+def test_bfloat16_pair_products_odd_strides_batches_and_non_finite(level_amx):
     rng = np.random.default_rng(4)
     big, bigr = _bf16(rng.standard_normal((40, 67)))
     x, xr = big[:, :33], bigr[:, :33]  # rows 67 apart: odd leading dimension
@@ -229,3 +230,38 @@ def test_bfloat16_pair_products_odd_strides_batches_and_non_finite(level):
     want = to_numpy(mx.array(p) @ mx.array(q))
     np.testing.assert_array_equal(got, want)
     assert np.isposinf(got[3, :7]).all() and np.isnan(got[:, 7]).all()
+
+
+# The tile path: each element one sum over k in steps of 32 from k = 0,
+# whatever 32 x 32 block, task, k chunk (1024 values of k) or thread computes
+# it. A product large enough to be split over the pool, with k past one chunk
+# and not a multiple of 32, against rows and columns of it computed alone
+# (one thread) and against a float64 reference.
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, True), (True, False)])
+def test_bfloat16_products_tiles_chunks_and_threads(level_amx, ta, tb):
+    rng = np.random.default_rng(17)
+    M, N, K = 400, 424, 1100  # 2 M N K > 2^28: threaded on the tile unit
+    a, ar = _bf16(rng.standard_normal((K, M) if ta else (M, K)))
+    b, br = _bf16(rng.standard_normal((N, K) if tb else (K, N)))
+    x, xr = (a.T, ar.T) if ta else (a, ar)
+    y, yr = (b.T, br.T) if tb else (b, br)
+    full = x @ y
+    _assert_bf16_product(full, xr @ yr)
+    full = to_numpy(full.astype(mx.float32))
+    for rows, cols in [(slice(0, 1), slice(0, N)), (slice(37, 70), slice(5, 58)), (slice(383, 400), slice(400, 424))]:
+        part = to_numpy((x[rows] @ y[:, cols]).astype(mx.float32))
+        np.testing.assert_array_equal(part, full[rows, cols])
+
+
+def test_amx_switch():
+    cfg = mx.__config__()
+    has = {"amx_bf16", "avx512_bf16"} <= set(cfg["cpu_features"]) or "amx_int8" in cfg["cpu_features"]
+    before = mx._set_amx(False)
+    try:
+        assert mx.__config__()["amx"] is False
+        assert mx._set_amx(True) is False
+        assert mx.__config__()["amx"] is has
+    finally:
+        mx._set_amx(before)
+    env_off = run_python("import ember.core as mx; print(mx.__config__()['amx'])", env={"EMBER_AMX": "0"})
+    assert env_off.stdout.strip() == "False"

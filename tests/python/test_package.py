@@ -91,7 +91,7 @@ def test_main_json_fields():
     assert os.path.realpath(d["location"]) == os.path.realpath(PKG)
     assert d["isa"] == cfg["isa"] and d["isa_supported"] == cfg["isa_supported"]
     assert d["isa_levels"] == list(cfg["isa_levels"]) and d["isa_dispatch"] == cfg["isa_dispatch"]
-    assert d["num_threads"] == cfg["num_threads"] >= 1
+    assert d["num_threads"] == cfg["num_threads"] >= 1 and d["amx"] == cfg["amx"]
     blas = d["blas"]
     assert blas["name"] == "OpenBLAS" and "OpenBLAS" in blas["config"] and blas["core"]
     assert isinstance(blas["num_threads"], int) and blas["num_threads"] >= 1

@@ -3,6 +3,7 @@
 #include "ember/backend/cpu/isa.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -226,9 +227,20 @@ bool amx_tiles_usable() {
 }
 }  // namespace
 
+namespace {
+std::atomic<bool> g_amx_on{[] {
+  const char* env = std::getenv("EMBER_AMX");
+  return !(env && std::strcmp(env, "0") == 0);
+}()};
+}  // namespace
+
+bool amx_enabled() { return g_amx_on.load(std::memory_order_relaxed); }
+bool set_amx(bool on) { return g_amx_on.exchange(on); }
 bool avx512_bf16_usable() { return features().avx512_bf16; }
-bool amx_int8_usable() { return features().amx_int8 && amx_tiles_usable(); }
-bool amx_bf16_usable() { return features().amx_bf16 && features().avx512_bf16 && amx_tiles_usable(); }
+bool amx_int8_usable() { return amx_enabled() && features().amx_int8 && amx_tiles_usable(); }
+bool amx_bf16_usable() {
+  return amx_enabled() && features().amx_bf16 && features().avx512_bf16 && amx_tiles_usable();
+}
 
 }  // namespace ember::cpu
 
@@ -241,6 +253,7 @@ CpuConfig cpu_config() {
   for (int l = cpu::kIsaBaseline; l <= cpu::isa_supported_level(); ++l) c.isa_levels.push_back(cpu::isa_level_name(l));
   c.features = cpu::cpu_features();
   c.dispatch = cpu::isa_dispatch_build();
+  c.amx = cpu::amx_bf16_usable() || cpu::amx_int8_usable();
   c.threads = cpu::num_threads();
   return c;
 }

@@ -77,6 +77,12 @@ bool avx512_bf16_usable();
 bool amx_int8_usable();
 // The same for AMX-BF16 (with AVX512-BF16 for the conversions).
 bool amx_bf16_usable();
+// Whether kernels may use the AMX tile unit at all where the CPU has it
+// (default yes; EMBER_AMX=0 in the environment, or set_amx(false), makes
+// both of the above false: the AVX-512 paths run instead). set_amx returns
+// the previous setting; call it while nothing is evaluating.
+bool amx_enabled();
+bool set_amx(bool on);
 
 }  // namespace ember::cpu
 
@@ -93,6 +99,7 @@ struct CpuConfig {
   std::vector<std::string> isa_levels;
   std::vector<std::string> features;
   bool dispatch = false;  // kernels compiled once per level, chosen at run time
+  bool amx = false;       // kernels use the AMX tile unit (the CPU has it, EMBER_AMX allows it)
   int threads = 1;
 };
 CpuConfig cpu_config();

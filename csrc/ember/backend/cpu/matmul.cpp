@@ -7,7 +7,8 @@
 // product; row/column blocks of one OpenBLAS product, OpenBLAS
 // single-threaded inside). Integer and bool matmul use a plain loop; half
 // types are converted to float32 tile by tile, except bfloat16 on AVX-512
-// CPUs with the BF16 extension, whose packed kernel multiplies pairs of k.
+// CPUs with the BF16 extension, whose packed kernel multiplies pairs of k,
+// and on CPUs with AMX-BF16, whose tile unit multiplies 32 values of k a step.
 // Compiled once per ISA level (backend/cpu/isa.h): the kernel, the
 // conversions and the integer loop are the level's.
 
@@ -381,6 +382,11 @@ void sgemm(const float* a, bool ta, int64_t lda, const float* b, bool tb, int64_
 // element's float32 sum is rounded to bfloat16 once.
 constexpr int64_t kBRows = 8;  // row panels per task, against one column panel
 
+// word indices of vpermt2w that interleave the first 16 words of two
+// registers: (lo[0], hi[0], lo[1], hi[1], ...)
+alignas(64) constexpr uint16_t kPairIdx[32] = {0, 32, 1, 33, 2, 34, 3, 35, 4, 36, 5, 37, 6, 38, 7, 39,
+                                               8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+
 // One panel: pairs of k for the panel's values q < n (P of them, zero for
 // n <= q < P), kp < kpairs: dst[(kp * P + q) * 2 + h] = X(q, 2 kp + h), zero
 // where 2 kp + h >= K, X(q, k) = src[q * ld + k] (`along_k`) or src[k * ld + q].
@@ -398,9 +404,7 @@ void pack_pairs(const bfloat16_t* src, bool along_k, int64_t ld, int64_t n, int6
   }
   if (!along_k) {
     // rows 2 kp and 2 kp + 1 interleaved, 16 values at a time
-    alignas(64) static constexpr uint16_t kIdx[32] = {0, 32, 1, 33, 2, 34, 3, 35, 4, 36, 5, 37, 6, 38, 7, 39,
-                                                      8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
-    const __m512i idx = _mm512_load_si512(kIdx);
+    const __m512i idx = _mm512_load_si512(kPairIdx);
     for (int64_t kp = 0; kp < kpairs; ++kp) {
       const bfloat16_t* r0 = src + 2 * kp * ld;
       uint16_t* d = dst + kp * P * 2;
@@ -467,11 +471,203 @@ void bf16_tile(int64_t kpairs, const uint16_t* __restrict ap, const uint16_t* __
   }
 }
 
+// ---------------------------------------------------------------------------
+// bfloat16 products on the AMX tile unit (CPUs with AMX-BF16, where
+// amx_bf16_usable()). TDPBF16PS adds to each float32 element of a 16 x 16 C
+// tile the 32 products of a row of a 16 x 32 A tile and a column of a B tile
+// (16 pairs of k x 16 columns x 2): exact products summed with the unit's own
+// rounding, which is finer than VDPBF16PS's two roundings a pair (so the
+// bits differ from bf16_gemm's; denormal inputs read as zero, as there).
+// Each element's sum runs over k in steps of 32 from k = 0 inside one C
+// tile, so the bits depend neither on the tile it falls in nor on the thread
+// split. Both operands are packed once into contiguous 1 KB tiles (rows a
+// power-of-two stride apart would share L1 sets; see pack_amx), zero past M,
+// N and K. Blocks of 32 x 32 outputs (four C tiles from two A
+// and two B tiles); a task runs R x S blocks over R row pairs and S column
+// pairs of the packed operands, sized to stay in L2.
+constexpr int64_t kAmxK = 32;  // k a tile step
+
+// (GCC 12 takes the intrinsics' deliberately undefined inputs in
+// transpose16_epi32 for uninitialized values once inlined here)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// The packing of both operands: 32 values q of one side (n <= 32 of them
+// real) over all of k, as two tiles of 16 rows x 64 bytes a k step (tile u
+// of step ks at dst + ks * 1024 + u * 512 words: q in [16 u, 16 u + 16)),
+// zero past n and K; X(q, k) = src[q * ld + k] when `along_k`, else
+// src[k * ld + q].
+//   Rows (A tiles): row q of a tile holds X(q, k) for its 32 values of k.
+//   Pairs (B tiles): row kp holds (X(q, 2 kp), X(q, 2 kp + 1)) for each q.
+// The two layouts are each other's 16 x 16 transpose of 32-bit pairs, so
+// each packing reads whole 64-byte lines — straight rows, or pairs of rows
+// interleaved by vpermt2w — then (when the other layout is wanted) one
+// register transpose per tile.
+template <bool Pairs>
+void pack_amx(const bfloat16_t* src, bool along_k, int64_t ld, int64_t n, int64_t K, int64_t nks, uint16_t* dst) {
+  const __m512i lo_idx = _mm512_load_si512(kPairIdx);
+  const __m512i hi_idx = _mm512_add_epi16(lo_idx, _mm512_set1_epi16(16));  // words 16..31 of each
+  const __mmask32 qm = n >= 32 ? ~__mmask32(0) : (__mmask32(1) << n) - 1;
+  for (int64_t ks = 0; ks < nks; ++ks) {
+    const int64_t k0 = ks * kAmxK, kn = std::min<int64_t>(kAmxK, K - k0);
+    uint16_t* d = dst + ks * 1024;
+    if (along_k) {  // row q: its 32 values of k (rows past n and values past K: masked, not read)
+      const __mmask32 km = kn >= 32 ? ~__mmask32(0) : (__mmask32(1) << kn) - 1;
+      for (int u = 0; u < 2; ++u) {
+        __m512i r[16];
+        for (int q = 0; q < 16; ++q) {
+          const int64_t row = 16 * u + q;
+          r[q] = _mm512_maskz_loadu_epi16(row < n ? km : 0, src + std::min<int64_t>(row, n - 1) * ld + k0);
+        }
+        if constexpr (Pairs) transpose16_epi32(r);
+        for (int q = 0; q < 16; ++q) _mm512_storeu_si512(d + u * 512 + q * 32, r[q]);
+      }
+    } else {  // row kp: the pairs of k 2 kp, 2 kp + 1 of each value
+      __m512i r0[16], r1[16];
+      for (int kp = 0; kp < 16; ++kp) {
+        const int64_t k = std::min<int64_t>(k0 + 2 * kp, K - 1);
+        const __mmask32 m0 = 2 * kp < kn ? qm : 0, m1 = 2 * kp + 1 < kn ? qm : 0;
+        const __m512i lo = _mm512_maskz_loadu_epi16(m0, src + k * ld);
+        const __m512i hi = _mm512_maskz_loadu_epi16(m1, src + std::min(k + 1, K - 1) * ld);
+        r0[kp] = _mm512_permutex2var_epi16(lo, lo_idx, hi);
+        r1[kp] = _mm512_permutex2var_epi16(lo, hi_idx, hi);
+      }
+      if constexpr (!Pairs) {
+        transpose16_epi32(r0);
+        transpose16_epi32(r1);
+      }
+      for (int q = 0; q < 16; ++q) {
+        _mm512_storeu_si512(d + q * 32, r0[q]);
+        _mm512_storeu_si512(d + 512 + q * 32, r1[q]);
+      }
+    }
+  }
+}
+#pragma GCC diagnostic pop
+
+// A 32 x 32 block of float32 sums (tmp, rows 32 apart) rounded to bfloat16
+// into c (rows ldc apart), its first `rows` x `cols`
+void store_bf16_block(const float* tmp, bfloat16_t* c, int64_t ldc, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r) {
+    if (cols == 32) {
+      vstore(c + r * ldc, round_bf16(vload<FV>(tmp + r * 32)));
+      vstore(c + r * ldc + 16, round_bf16(vload<FV>(tmp + r * 32 + 16)));
+    } else {
+      for (int64_t q = 0; q < cols; ++q) c[r * ldc + q] = bfloat16_t(tmp[r * 32 + q]);
+    }
+  }
+}
+
+// The blocks (row pair r, column pair s) for r in [r0, r1), s in [s0, s1)
+// of C (M x N, row-major, leading dim ldc) from the packed operands (tile
+// pair r of A at pa + 2 r * tsz, panel pair s of B at pb + 2 s * tsz, tsz =
+// nks * 512 words each), k steps [ks0, ks1) of each: the sums start from
+// zero when ks0 == 0, else from the float32 blocks in acc (one per block,
+// 1024 floats, in r, s order), and go to acc when ks1 < nks, else rounded
+// to C (acc: 1024 floats when [ks0, ks1) is all of k)
+__attribute__((target("amx-tile,amx-bf16"))) void amx_bf16_blocks(const uint16_t* pa, const uint16_t* pb,
+                                                                  int64_t nks, int64_t ks0, int64_t ks1,
+                                                                  int64_t r0, int64_t r1, int64_t s0, int64_t s1,
+                                                                  bfloat16_t* c, int64_t ldc, int64_t M, int64_t N,
+                                                                  float* acc) {
+  AmxConfig cfg;
+  for (int t = 0; t < 8; ++t) cfg.rows[t] = 16, cfg.colsb[t] = 64;
+  _tile_loadconfig(&cfg);
+  const int64_t tsz = nks * 512;
+  for (int64_t r = r0; r < r1; ++r) {
+    const uint16_t* a0 = pa + 2 * r * tsz;
+    for (int64_t s = s0; s < s1; ++s) {
+      const uint16_t* b0 = pb + 2 * s * tsz;
+      // the block's float32 sums, C tile (u, t) at blk + 512 u + 16 t (one
+      // buffer for all blocks when all of k is one chunk)
+      float* blk = ks0 == 0 && ks1 == nks ? acc : acc + ((r - r0) * (s1 - s0) + (s - s0)) * 1024;
+      if (ks0 == 0) {
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+      } else {
+        _tile_loadd(0, blk, 128);
+        _tile_loadd(1, blk + 16, 128);
+        _tile_loadd(2, blk + 512, 128);
+        _tile_loadd(3, blk + 528, 128);
+      }
+      for (int64_t ks = ks0; ks < ks1; ++ks) {
+        _tile_loadd(4, a0 + ks * 1024, 64);
+        _tile_loadd(6, b0 + ks * 1024, 64);
+        _tile_loadd(5, a0 + ks * 1024 + 512, 64);
+        _tile_loadd(7, b0 + ks * 1024 + 512, 64);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+      }
+      _tile_stored(0, blk, 128);
+      _tile_stored(1, blk + 16, 128);
+      _tile_stored(2, blk + 512, 128);
+      _tile_stored(3, blk + 528, 128);
+      if (ks1 == nks)
+        store_bf16_block(blk, c + r * 32 * ldc + s * 32, ldc, std::min<int64_t>(32, M - r * 32),
+                         std::min<int64_t>(32, N - s * 32));
+    }
+  }
+  _tile_release();
+}
+
+// C (M x N bfloat16, row-major, leading dim ldc) = op(A) op(B) as bf16_gemm's,
+// on the tile unit; blocks spread over the pool when `threaded`
+void amx_bf16_gemm(const bfloat16_t* a, bool ta, int64_t lda, const bfloat16_t* b, bool tb, int64_t ldb,
+                   bfloat16_t* c, int64_t ldc, int64_t M, int64_t N, int64_t K, bool threaded) {
+  // below about 2 x 512^3 multiply-adds, one thread: the other core would
+  // read the operands this one packed from its cache, and that costs more
+  // than the work it takes over (256^2: 2 threads ran at 0.6x one)
+  threaded = threaded && 2.0 * M * N * K >= double(int64_t(1) << 28);
+  const int64_t nks = ceil_div(K, kAmxK), tsz = nks * 512;
+  const int64_t RB = ceil_div(M, 32), SB = ceil_div(N, 32);  // blocks of C
+  AlignedScratch<uint16_t> pa(2 * RB * tsz, false), pb(2 * SB * tsz, false);
+  auto tasks = [&](int64_t n, auto&& make, auto&& f) {
+    if (!threaded) {
+      auto st = make();
+      for (int64_t i = 0; i < n; ++i) f(i, st);
+    } else {
+      dynamic_for(n, make, f);
+    }
+  };
+  tasks(RB + SB, no_state, [&](int64_t u, NoState&) {
+    if (u < RB) {  // 32 rows of A
+      const int64_t i0 = u * 32, n = std::min<int64_t>(M - i0, 32);
+      pack_amx<false>(ta ? a + i0 : a + i0 * lda, !ta, lda, n, K, nks, pa.data + u * 2 * tsz);
+    } else {  // 32 columns of B
+      const int64_t j0 = (u - RB) * 32, n = std::min<int64_t>(N - j0, 32);
+      pack_amx<true>(tb ? b + j0 * ldb : b + j0, tb, ldb, n, K, nks, pb.data + (u - RB) * 2 * tsz);
+    }
+  });
+  // A task: R x S blocks, over chunks of kcs k steps: its R + S pairs of
+  // operand chunks (2 KB a step each) stay in L2 across the chunk, and each
+  // pair, brought from L3 once, serves R or S blocks. Fewer blocks a task
+  // where the threads would otherwise lack tasks.
+  const int64_t nt = threaded ? num_threads() : 1;
+  int64_t R = std::min<int64_t>(8, RB), S = std::min<int64_t>(8, SB);
+  while ((R > 1 || S > 1) && ceil_div(RB, R) * ceil_div(SB, S) < 4 * nt) {
+    if (R >= S) --R;
+    else --S;
+  }
+  const int64_t kcs = std::min<int64_t>(nks, 32);  // k steps a chunk: 8 x 8 blocks' operands, 1 MB
+  const int64_t rt = ceil_div(RB, R), st = ceil_div(SB, S);
+  auto make = [&] { return AlignedScratch<float>(nks > kcs ? R * S * 1024 : 1024, false); };
+  tasks(rt * st, make, [&](int64_t t, AlignedScratch<float>& acc) {
+    const int64_t r0 = (t / st) * R, s0 = (t % st) * S;
+    for (int64_t ks = 0; ks < nks; ks += kcs)
+      amx_bf16_blocks(pa.data, pb.data, nks, ks, std::min(nks, ks + kcs), r0, std::min(RB, r0 + R), s0,
+                      std::min(SB, s0 + S), c, ldc, M, N, acc.data);
+  });
+}
+
 // C (M x N bfloat16, row-major, leading dim ldc) = op(A) op(B) for bfloat16
 // A and B (op as Sgemm's), each element summed in float32 over all of k
 // in registers and rounded once; tiles spread over the pool when `threaded`.
 void bf16_gemm(const bfloat16_t* a, bool ta, int64_t lda, const bfloat16_t* b, bool tb, int64_t ldb,
                bfloat16_t* c, int64_t ldc, int64_t M, int64_t N, int64_t K, bool threaded) {
+  if (amx_bf16_usable()) return amx_bf16_gemm(a, ta, lda, b, tb, ldb, c, ldc, M, N, K, threaded);
   const int64_t mp = ceil_div(M, kMR), np = ceil_div(N, kNR), kpairs = ceil_div(K, 2);
   const int64_t apan = kpairs * kMR * 2, bpan = kpairs * kNR * 2;  // elements of one packed panel
   AlignedScratch<uint16_t> pa(mp * apan, false), pb(np * bpan, false);
