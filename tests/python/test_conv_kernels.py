@@ -390,7 +390,9 @@ def assert_bf16_close(got, want):
 
 # bfloat16 forward convolutions: on AVX-512 CPUs with the BF16 extension
 # they multiply pairs of input channels (VDPBF16PS) over weights packed by
-# channel pairs; elsewhere, and for odd group widths, through float32.
+# channel pairs; elsewhere, and for odd group widths, through float32; on
+# CPUs with AMX-BF16, groups of 16 channels or more run on the tile unit
+# (level_amx runs each test with it on and off).
 @pytest.mark.parametrize("C,O,groups,stride,pad,dil", [
     (16, 16, 1, 1, 1, 1),    # one output vector: three-tap pixel reuse
     (8, 32, 1, 1, 1, 1),     # two vectors
@@ -402,7 +404,7 @@ def assert_bf16_close(got, want):
     (5, 16, 1, 1, 1, 1),     # odd channel count
     (2, 16, 1, 3, 2, 1),     # one channel pair
 ])
-def test_bfloat16_channel_pairs(level, C, O, groups, stride, pad, dil):
+def test_bfloat16_channel_pairs(level_amx, C, O, groups, stride, pad, dil):
     rng = np.random.default_rng(C * 7 + O + groups)
     x, xr = bf16(rng.standard_normal((2, 9, 13, C)))
     w, wr = bf16(rng.standard_normal((O, 3, 3, C // groups)))
@@ -412,7 +414,7 @@ def test_bfloat16_channel_pairs(level, C, O, groups, stride, pad, dil):
 
 
 @pytest.mark.parametrize("D", [1, 3])
-def test_bfloat16_channel_pairs_1d_3d_long_reduction(level, D):
+def test_bfloat16_channel_pairs_1d_3d_long_reduction(level_amx, D):
     rng = np.random.default_rng(D)
     if D == 1:
         # 2306 channels: a kernel position's weights are cut into two
@@ -428,7 +430,7 @@ def test_bfloat16_channel_pairs_1d_3d_long_reduction(level, D):
     assert_bf16_close(got, want)
 
 
-def test_bfloat16_channel_pairs_flipped_and_input_gradient(level):
+def test_bfloat16_channel_pairs_flipped_and_input_gradient(level_amx):
     # conv_transpose and the input gradient run the forward kernel with a
     # flipped (reverse-packed) kernel and input dilation
     rng = np.random.default_rng(9)
@@ -443,7 +445,7 @@ def test_bfloat16_channel_pairs_flipped_and_input_gradient(level):
     assert_bf16_close(got, want)
 
 
-def test_bfloat16_channel_pairs_non_finite(level):
+def test_bfloat16_channel_pairs_non_finite(level_amx):
     # an infinity or a NaN in one channel of a pair reaches every output
     # that reads it, as with float32 products
     x = np.ones((1, 4, 4, 8), np.float32)
@@ -454,3 +456,72 @@ def test_bfloat16_channel_pairs_non_finite(level):
     want = to_numpy(mx.conv2d(mx.array(x), mx.array(w)))
     np.testing.assert_array_equal(got, want)
     assert np.isposinf(got[0, 1, 1]).all() and np.isnan(got[0, 2, 2]).all()
+
+
+# The tile unit's forward path (AMX-BF16 CPUs; the other paths where it is
+# off): 16 output rows x 32 channels of one kernel position an A tile, read
+# straight from the input where the 16 rows read pixels one step apart and
+# the chunk is whole, else gathered (line ends, padding, strides that break
+# the step, input dilation, partial chunks); two row tiles x two tiles of 16
+# output channels a block, a lone row tile at the end of a block.
+@pytest.mark.parametrize("shape,O,groups,stride,pad,dil", [
+    ((2, 9, 21, 32), 64, 1, 1, 1, 1),     # whole and short row tiles, one chunk
+    ((1, 6, 40, 96), 32, 1, 1, 1, 1),     # three chunks a kernel position
+    ((1, 7, 19, 40), 20, 1, 1, 1, 1),     # a partial chunk (8 channels), O < 32
+    ((1, 7, 19, 17), 48, 1, 1, 1, 1),     # one partial chunk, a partial channel block
+    ((1, 11, 37, 32), 33, 1, 2, 1, 1),    # strided: loads rows two pixels apart
+    ((1, 11, 37, 32), 16, 1, 1, 2, 2),    # dilated
+    ((2, 8, 13, 64), 64, 2, 1, 1, 1),     # groups of 32 channels
+    ((1, 5, 6, 32), 32, 1, 1, 2, 1),      # rows and tiles all padding at some positions
+])
+def test_bfloat16_tiles(level_amx, shape, O, groups, stride, pad, dil):
+    rng = np.random.default_rng(sum(shape) + O)
+    x, xr = bf16(rng.standard_normal(shape))
+    w, wr = bf16(rng.standard_normal((O, 3, 3, shape[-1] // groups)))
+    got = mx.conv2d(x, w, stride=stride, padding=pad, dilation=dil, groups=groups)
+    want = ref_conv(xr, wr, [stride] * 2, [pad] * 2, [pad] * 2, [dil] * 2, [1, 1], groups, False)
+    assert_bf16_close(got, want)
+    # each output one sum over (kernel position, channels) in order, whatever
+    # block or task computes it: an image alone gives its rows of the batch
+    np.testing.assert_array_equal(
+        to_numpy(mx.conv2d(x[-1:], w, stride=stride, padding=pad, dilation=dil, groups=groups).astype(mx.float32)),
+        to_numpy(got[-1:].astype(mx.float32)))
+
+
+@pytest.mark.parametrize("D", [1, 3])
+def test_bfloat16_tiles_1d_3d_long_lines(level_amx, D):
+    rng = np.random.default_rng(5 + D)
+    if D == 1:  # lines longer than a task's block of rows
+        x, xr = bf16(rng.standard_normal((2, 600, 48)))
+        w, wr = bf16(rng.standard_normal((40, 5, 48)))
+        got = mx.conv1d(x, w, padding=2)
+        want = ref_conv(xr, wr, [1], [2], [2], [1], [1], 1, False)
+    else:
+        x, xr = bf16(rng.standard_normal((1, 4, 5, 18, 32)))
+        w, wr = bf16(rng.standard_normal((32, 3, 3, 3, 32)))
+        got = mx.conv3d(x, w, padding=1)
+        want = ref_conv(xr, wr, [1] * 3, [1] * 3, [1] * 3, [1] * 3, [1] * 3, 1, False)
+    assert_bf16_close(got, want)
+
+
+def test_bfloat16_tiles_transposed_and_non_finite(level_amx):
+    rng = np.random.default_rng(21)
+    ct, ctr = bf16(rng.standard_normal((2, 6, 7, 32)))
+    wt, wtr = bf16(rng.standard_normal((32, 3, 3, 32)))
+    got = mx.conv_transpose2d(ct, wt, stride=2, padding=1)  # input dilation: gathered tiles
+    assert_bf16_close(got, ref_conv_transpose(ctr, wtr, [2, 2], [1, 1], [1, 1], [0, 0], 1))
+    x = np.ones((1, 4, 20, 32), np.float32)
+    x[0, 1, 1, 3] = np.inf
+    x[0, 2, 17, 30] = np.nan
+    w = np.ones((32, 1, 1, 32), np.float32)
+    got = to_numpy(mx.conv2d(bf16(x)[0], bf16(w)[0]).astype(mx.float32))
+    want = to_numpy(mx.conv2d(mx.array(x), mx.array(w)))
+    np.testing.assert_array_equal(got, want)
+    assert np.isposinf(got[0, 1, 1]).all() and np.isnan(got[0, 2, 17]).all()
+    # a partial chunk (40 channels: 32 + 8) reads no channel past the
+    # group: the pixel before an infinity stays finite
+    x = np.ones((1, 3, 20, 40), np.float32)
+    x[0, 1, 5, 0] = np.inf
+    got = to_numpy(mx.conv2d(bf16(x)[0], bf16(np.ones((32, 1, 1, 40), np.float32))[0]).astype(mx.float32))
+    assert np.isposinf(got[0, 1, 5]).all() and (got[0, 1, 4] == 40).all()
+    assert np.isfinite(np.delete(got[0, 1], 5, 0)).all()

@@ -31,6 +31,9 @@
 // with the BF16 extension, a bfloat16 forward conv (and so an input
 // gradient) whose groups have an even channel count reads its input as it
 // is and multiplies pairs of channels at once (Bf16Dot below).
+// On CPUs with AMX-BF16 a bfloat16 forward conv whose groups have 16
+// channels or more runs on the tile unit instead (forward_amx below), and
+// writes its bfloat16 output itself.
 
 #include "ember/backend/cpu/isa_unit.h"
 
@@ -492,6 +495,65 @@ std::shared_ptr<const AlignedScratch<In>> pack_forward_weights(const In* w, cons
   return out;
 }
 
+#if EMBER_ISA_HAS_AVX512
+// ------------------------------------------------------- forward on AMX tiles
+
+// bfloat16 forward convolutions on the AMX tile unit (CPUs with AMX-BF16;
+// AmxConv is the policy's name, for the plan and the weight cache). The
+// implicit GEMM of forward_blocks with 16 output rows x 16 output channels
+// a C tile, two row tiles x two channel tiles a block, and 32 input
+// channels of one kernel position a step: an A tile is 16 rows' 32 channels
+// there — loaded straight from the input, rows `step` apart, wherever the 16
+// rows read pixels one step apart along the line and the chunk is whole,
+// else gathered into a 1 KB stage (padding and channels past the group
+// width read as zero) — and a B tile 16 channel pairs x 16 output channels
+// of the packed weights. Each output's float32 sum runs over (kernel
+// position, 32-channel chunk) in order, with the unit's own rounding (as
+// matmul's tile path: not VDPBF16PS's bits); a kernel position where every
+// row of a row tile reads the padding adds nothing to it, as in fwd_tile.
+struct AmxConv {
+  using In = bfloat16_t;
+  using Acc = float;
+};
+
+// packed weights [g][32-channel block jb][kpos][chunk][tile u][pair q][16][2]:
+// element (o = 32 jb + 16 u + j, kpos, c = 32 chunk + 2 q + h) at
+// ((((gi * blocks + jb) * Kprod + kpos) * cch + chunk) * 2 + u) * 512 + q * 32 + j * 2 + h, zero past Og and Cg
+template <>
+struct ForwardPlan<AmxConv> {
+  int64_t nrw = 32, blocks = 0, cch = 0;  // output channels a block, blocks a group, channel chunks
+  bool flipped = false;
+  std::shared_ptr<const AlignedScratch<bfloat16_t>> packed;
+  ForwardPlan(const Geometry& g, bool flip) : blocks((g.Og + 31) / 32), cch((g.Cg + 31) / 32), flipped(flip) {}
+  int64_t block_size(const Geometry& g) const { return g.Kprod * cch * 1024; }
+};
+
+std::shared_ptr<const AlignedScratch<bfloat16_t>> pack_forward_weights(const bfloat16_t* w, const Geometry& g,
+                                                                       const ForwardPlan<AmxConv>& plan) {
+  auto out = std::make_shared<AlignedScratch<bfloat16_t>>(g.G * plan.blocks * plan.block_size(g));
+  for (int64_t gi = 0; gi < g.G; ++gi) {
+    for (int64_t jb = 0; jb < plan.blocks; ++jb) {
+      bfloat16_t* blk = out->data + (gi * plan.blocks + jb) * plan.block_size(g);
+      for (int64_t kp = 0; kp < g.Kprod; ++kp) {
+        const int64_t kw = plan.flipped ? g.Kprod - 1 - kp : kp;
+        for (int64_t ch = 0; ch < plan.cch; ++ch) {
+          bfloat16_t* t = blk + (kp * plan.cch + ch) * 1024;
+          for (int64_t oo = 0; oo < 32; ++oo) {
+            const int64_t o = jb * 32 + oo;
+            for (int64_t cc = 0; cc < 32; ++cc) {
+              const int64_t c = ch * 32 + cc;
+              t[(oo / 16) * 512 + (cc / 2) * 32 + (oo % 16) * 2 + cc % 2] =
+                  o < g.Og && c < g.Cg ? w[(gi * g.Og + o) * g.KC + kw * g.Cg + c] : bfloat16_t(0.0f);
+            }
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+#endif
+
 // Packed weights of recently used weight arrays. An entry is valid while
 // the weight array it was made from is alive (a weak reference to its
 // descriptor: evaluated arrays are immutable, and a buffer donated to a new
@@ -632,6 +694,144 @@ void conv_forward(const In* x, const In* w, const array& warr, const Geometry& g
     default: break;
   }
 }
+
+#if EMBER_ISA_HAS_AVX512
+// The A tile of a row tile (its table rows at src) at kernel position kp,
+// channels [c0, c0 + kn) of the group at goff: the address and row stride
+// (bytes) to load it from — the input itself, or `stage` (1 KB) filled here
+// — or nullptr where every row reads the padding.
+inline const bfloat16_t* amx_rows(const bfloat16_t* const* src, const bfloat16_t* zeros, int64_t Kprod, int64_t kp,
+                                  int64_t goff, int64_t c0, int64_t kn, bool affine, int64_t step, uint16_t* stage,
+                                  int64_t& stride) {
+  const bfloat16_t* p0 = src[kp];
+  bool pad = p0 == zeros, direct = kn == 32 && step > 0;
+  for (int r = 1; r < 16 && !affine; ++r) {
+    const bfloat16_t* p = src[r * Kprod + kp];
+    pad &= p == zeros;
+    direct &= p == p0 + r * step;
+  }
+  if (pad) return nullptr;
+  if (direct && p0 != zeros) {
+    stride = step * static_cast<int64_t>(sizeof(bfloat16_t));
+    return p0 + goff + c0;
+  }
+  const __mmask32 m = kn >= 32 ? ~__mmask32(0) : (__mmask32(1) << kn) - 1;
+  for (int r = 0; r < 16; ++r) {  // (zeros holds C + 1 values: a chunk of it reads as zeros)
+    const bfloat16_t* p = affine ? p0 + r * step : src[r * Kprod + kp];
+    _mm512_storeu_si512(stage + r * 32, _mm512_maskz_loadu_epi16(m, p + goff + c0));
+  }
+  stride = 64;
+  return reinterpret_cast<const bfloat16_t*>(stage);
+}
+
+__attribute__((target("amx-tile,amx-bf16"))) void amx_conv_begin() {
+  amx_configure(8, 16, 64);
+}
+__attribute__((target("amx-tile"))) void amx_conv_end() { _tile_release(); }
+
+// One block: row tiles t0 and t1 (t1 null: t0 alone) of group gi times
+// output channels [32 jb, 32 jb + 32) (their packed weights at wb), all
+// kernel positions and channels, rounded to bfloat16 into out (rows g.O
+// apart). stage: 1024 words; tmp: 256 floats.
+__attribute__((target("amx-tile,amx-bf16"))) void amx_conv_block(
+    const RowPointers<bfloat16_t>& rp, const Tile* t0, const Tile* t1, const bfloat16_t* zeros, const Geometry& g,
+    int64_t gi, int64_t jb, int64_t cch, const bfloat16_t* wb, int64_t step, bfloat16_t* out, uint16_t* stage,
+    float* tmp) {
+  const bfloat16_t* const* s0 = rp.ptr.data() + t0->at * g.Kprod;
+  const bfloat16_t* const* s1 = t1 ? rp.ptr.data() + t1->at * g.Kprod : nullptr;
+  const int64_t goff = gi * g.Cg;
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  for (int64_t kp = 0; kp < g.Kprod; ++kp) {
+    for (int64_t ch = 0; ch < cch; ++ch) {
+      const int64_t c0 = ch * 32, kn = std::min<int64_t>(32, g.Cg - c0);
+      int64_t st0 = 0, st1 = 0;
+      const bfloat16_t* a0 = amx_rows(s0, zeros, g.Kprod, kp, goff, c0, kn, t0->affine, step, stage, st0);
+      const bfloat16_t* a1 =
+          s1 ? amx_rows(s1, zeros, g.Kprod, kp, goff, c0, kn, t1->affine, step, stage + 512, st1) : nullptr;
+      if (!a0 && !a1) continue;
+      const bfloat16_t* wt = wb + (kp * cch + ch) * 1024;
+      _tile_loadd(6, wt, 64);
+      _tile_loadd(7, wt + 512, 64);
+      if (a0) {
+        _tile_loadd(4, a0, st0);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+      }
+      if (a1) {
+        _tile_loadd(5, a1, st1);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+      }
+    }
+  }
+  // C tile 2 u + v: rows of tile u, output channels 32 jb + 16 v
+  for (int u = 0; u < (t1 ? 2 : 1); ++u) {
+    const Tile* t = u ? t1 : t0;
+    for (int v = 0; v < 2; ++v) {
+      const int64_t col = jb * 32 + 16 * v, cols = std::min<int64_t>(16, g.Og - col);
+      if (cols <= 0) continue;
+      switch (2 * u + v) {  // (tile numbers are immediates)
+        case 0: _tile_stored(0, tmp, 64); break;
+        case 1: _tile_stored(1, tmp, 64); break;
+        case 2: _tile_stored(2, tmp, 64); break;
+        default: _tile_stored(3, tmp, 64); break;
+      }
+      bfloat16_t* dst = out + t->row * g.O + gi * g.Og + col;
+      const __mmask16 m = cols >= 16 ? __mmask16(0xffff) : __mmask16((1u << cols) - 1);
+      for (int64_t r = 0; r < t->rows; ++r)
+        _mm256_mask_storeu_epi16(dst + r * g.O, m, (__m256i)round_bf16(vload<Vec<float>::V>(tmp + r * 16)));
+    }
+  }
+}
+
+// The forward convolution (forward_blocks' blocks of rows, one task each)
+// on the tile unit.
+void forward_amx(const bfloat16_t* x, const Geometry& g, const ConvParams& p, const ForwardPlan<AmxConv>& plan,
+                 bfloat16_t* out) {
+  const int64_t OL = g.OS[std::max(g.D - 1, 0)];
+  const int64_t block_rows = OL <= kBlockRows ? kBlockRows / OL * OL : std::max<int64_t>(16, kBlockRows / 16 * 16);
+  const int64_t nblocks = (g.rows + block_rows - 1) / block_rows;
+  const std::vector<bfloat16_t> zeros(static_cast<size_t>(g.C + 1), bfloat16_t(0.0f));
+  const OffsetTables tab(g, p);
+  struct State {
+    RowPointers<bfloat16_t> rp;
+    AlignedScratch<uint16_t> stage;
+    AlignedScratch<float> tmp;
+  };
+  dynamic_for(
+      nblocks,
+      [&] { return State{RowPointers<bfloat16_t>(g, tab, block_rows, 16), AlignedScratch<uint16_t>(1024, false),
+                         AlignedScratch<float>(256, false)}; },
+      [&](int64_t blk, State& st) {
+        const int64_t r0 = blk * block_rows;
+        st.rp.fill(x, zeros.data(), r0, std::min(block_rows, g.rows - r0), 16, g);
+        amx_conv_begin();
+        for (int64_t gi = 0; gi < g.G; ++gi) {
+          for (int64_t jb = 0; jb < plan.blocks; ++jb) {
+            const bfloat16_t* wb = plan.packed->data + (gi * plan.blocks + jb) * plan.block_size(g);
+            const auto& tiles = st.rp.tiles;
+            for (size_t i = 0; i < tiles.size(); i += 2) {
+              amx_conv_block(st.rp, &tiles[i], i + 1 < tiles.size() ? &tiles[i + 1] : nullptr, zeros.data(), g,
+                             gi, jb, plan.cch, wb, tab.step, out, st.stage.data, st.tmp.data);
+            }
+          }
+        }
+        amx_conv_end();
+      });
+}
+
+void conv_forward_amx(const bfloat16_t* x, const bfloat16_t* w, const array& warr, const Geometry& g,
+                      const ConvParams& params, bfloat16_t* out) {
+  ForwardPlan<AmxConv> plan(g, params.flip);
+  plan.packed = pack_cache<AmxConv>().get(warr, g, plan, w);
+  ConvParams p = params;  // the packed weights carry the flip
+  p.flip = false;
+  forward_amx(x, g, p, plan, out);
+}
+#endif
 
 // ---------------------------------------------------------------- depthwise
 
@@ -1040,6 +1240,19 @@ void run_floating(const char* name, array& out, F&& f) {
 
 void conv_eval(const ConvGeneral& prim, const std::vector<array>& inputs, std::vector<array>& outputs) {
   const ConvParams& p = prim.params();
+#if EMBER_ISA_HAS_AVX512
+  // bfloat16 on the AMX tile unit where the CPU has it (groups of at least
+  // 16 channels: a step takes 32), rounded to bfloat16 as each tile is done
+  if (inputs[0].dtype() == Dtype::bfloat16 && inputs[1].dtype() == Dtype::bfloat16 &&
+      outputs[0].dtype() == Dtype::bfloat16 && amx_bf16_usable()) {
+    const Geometry g = make_geometry(inputs[0].shape(), inputs[1].shape(), outputs[0].shape(), p);
+    if (g.Cg >= 16 && !(g.G == g.C && g.Og == 1) && g.KC > 0 && outputs[0].size() > 0) {
+      outputs[0].alloc();
+      DenseAs<bfloat16_t> x(inputs[0]), w(inputs[1]);
+      return conv_forward_amx(x.data, w.data, inputs[1], g, p, outputs[0].data<bfloat16_t>());
+    }
+  }
+#endif
   run_floating("ConvGeneral", outputs[0], [&](auto tag, auto* o) {
     using A = decltype(tag);
     const Geometry g = make_geometry(inputs[0].shape(), inputs[1].shape(), outputs[0].shape(), p);
@@ -1049,7 +1262,8 @@ void conv_eval(const ConvGeneral& prim, const std::vector<array>& inputs, std::v
     }
     const bool depthwise = g.G == g.C && g.Cg == 1 && g.Og == 1;
 #if EMBER_ISA_HAS_AVX512
-    // bfloat16 by pairs of input channels where the CPU has VDPBF16PS
+    // bfloat16 by pairs of input channels where the CPU has VDPBF16PS (the
+    // tile unit's path, above, writes bfloat16 itself)
     if constexpr (std::is_same_v<A, float>) {
       if (!depthwise && g.Cg % 2 == 0 && inputs[0].dtype() == Dtype::bfloat16 &&
           inputs[1].dtype() == Dtype::bfloat16 && avx512_bf16_usable()) {

@@ -433,18 +433,6 @@ void pack_pairs(const bfloat16_t* src, bool along_k, int64_t ld, int64_t n, int6
   }
 }
 
-// 16 float32 values rounded to bfloat16 as bfloat16_t(float) rounds them
-// (to nearest even, a NaN kept quiet), in vector lanes: GCC leaves the
-// constructor's loop scalar and branchy
-inline VecN<uint16_t, 16> round_bf16(FV v) {
-  using U = VecN<uint32_t, 16>;
-  U u;
-  std::memcpy(&u, &v, sizeof u);
-  const U r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-  const U nan = (u >> 16) | 0x40u;
-  return __builtin_convertvector((u & 0x7fffffffu) > 0x7f800000u ? nan : r, VecN<uint16_t, 16>);
-}
-
 // C tile (MR x NV vectors) = the packed panels ap (A) and bp (B) over all
 // kpairs pairs of k, rounded to bfloat16 at c (row stride ldc); with
 // Whole false, the `rows` x `cols` part of it.
@@ -569,9 +557,7 @@ __attribute__((target("amx-tile,amx-bf16"))) void amx_bf16_blocks(const uint16_t
                                                                   int64_t r0, int64_t r1, int64_t s0, int64_t s1,
                                                                   bfloat16_t* c, int64_t ldc, int64_t M, int64_t N,
                                                                   float* acc) {
-  AmxConfig cfg;
-  for (int t = 0; t < 8; ++t) cfg.rows[t] = 16, cfg.colsb[t] = 64;
-  _tile_loadconfig(&cfg);
+  amx_configure(8, 16, 64);
   const int64_t tsz = nks * 512;
   for (int64_t r = r0; r < r1; ++r) {
     const uint16_t* a0 = pa + 2 * r * tsz;

@@ -1329,7 +1329,7 @@ __attribute__((target("amx-tile,amx-int8"))) void amx_task(const QmmArgs& a, int
   for (int t = 0; t < 4; ++t) cfg.rows[t] = kAT, cfg.colsb[t] = kAT * 4;  // C
   for (int t = 4; t < 6; ++t) cfg.rows[t] = kAT, cfg.colsb[t] = kXB;      // A: weights
   for (int t = 6; t < 8; ++t) cfg.rows[t] = kXB / 4, cfg.colsb[t] = kAT * 4;  // B: x
-  _tile_loadconfig(&cfg);
+  amx_load(cfg);
   int32_t* c = s.c.data;
   float* tot = s.tot.data();
   for (int64_t mt = mt0; mt < mt1; mt += 2) {
@@ -1497,9 +1497,7 @@ __attribute__((target("amx-tile,amx-bf16"))) void amx_bf16_task(const QmmArgs& a
                                                                 int64_t p1, const AmxBf16X& X, const uint16_t* pb,
                                                                 float* tmp) {
   const int64_t M = a.M, N = a.N, K = a.K, nks = K / 32;
-  AmxConfig cfg;
-  for (int t = 0; t < 8; ++t) cfg.rows[t] = 16, cfg.colsb[t] = 64;
-  _tile_loadconfig(&cfg);
+  amx_configure(8, 16, 64);
   const uint16_t* xb = X.x.data + b * X.MP * K;
   float* out = a.out + b * M * N;
   for (int64_t p = p0; p < p1; ++p) {

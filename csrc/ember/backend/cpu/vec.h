@@ -103,6 +103,18 @@ inline Vec<float>::V splat_pair(const void* p) {
   return (Vec<float>::V)_mm512_set1_epi32(v);
 }
 
+// 16 float32 values rounded to bfloat16 as bfloat16_t(float) rounds them
+// (to nearest even, a NaN kept quiet), in vector lanes: GCC leaves the
+// constructor's loop scalar and branchy (matmul's and conv's bfloat16 outputs)
+inline VecN<uint16_t, 16> round_bf16(Vec<float>::V v) {
+  using U = VecN<uint32_t, 16>;
+  U u;
+  std::memcpy(&u, &v, sizeof u);
+  const U r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  const U nan = (u >> 16) | 0x40u;
+  return __builtin_convertvector((u & 0x7fffffffu) > 0x7f800000u ? nan : r, VecN<uint16_t, 16>);
+}
+
 // A 16 x 16 matrix of 32-bit words, one row a register, transposed in place
 // (r[j] becomes column j).
 inline void transpose16_epi32(__m512i (&r)[16]) {
@@ -137,6 +149,17 @@ struct alignas(64) AmxConfig {
   uint16_t colsb[16] = {};  // bytes a row, per tile
   uint8_t rows[16] = {};
 };
+// The tile configuration cfg loaded on this thread (ldtilecfg). GCC 12's
+// _tile_loadconfig declares a read of 8 of its 64 bytes, so the stores of
+// the rows and widths could be dropped as dead (a tile instruction then
+// faults, #UD): this asm reads the whole configuration.
+inline void amx_load(const AmxConfig& cfg) { __asm__ __volatile__("ldtilecfg %0" : : "m"(cfg)); }
+// Tiles 0..n-1 configured as `rows` rows x `colsb` bytes.
+inline void amx_configure(int n, int rows, int colsb) {
+  AmxConfig cfg;
+  for (int t = 0; t < n; ++t) cfg.rows[t] = static_cast<uint8_t>(rows), cfg.colsb[t] = static_cast<uint16_t>(colsb);
+  amx_load(cfg);
+}
 #endif
 
 // unaligned loads and stores of one vector
