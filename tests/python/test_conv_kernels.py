@@ -445,17 +445,18 @@ def test_bfloat16_channel_pairs_flipped_and_input_gradient(level_amx):
     assert_bf16_close(got, want)
 
 
-def test_bfloat16_channel_pairs_non_finite(level_amx):
+@pytest.mark.parametrize("W,C", [(4, 8), (20, 32)])  # channel pairs; the tile unit's (direct) A tiles
+def test_bfloat16_channel_pairs_non_finite(level_amx, W, C):
     # an infinity or a NaN in one channel of a pair reaches every output
     # that reads it, as with float32 products
-    x = np.ones((1, 4, 4, 8), np.float32)
+    x = np.ones((1, 4, W, C), np.float32)
     x[0, 1, 1, 3] = np.inf
-    x[0, 2, 2, 4] = np.nan
-    w = np.ones((16, 1, 1, 8), np.float32)
+    x[0, 2, W - 2, C - 2] = np.nan
+    w = np.ones((2 * C, 1, 1, C), np.float32)
     got = to_numpy(mx.conv2d(bf16(x)[0], bf16(w)[0]).astype(mx.float32))
     want = to_numpy(mx.conv2d(mx.array(x), mx.array(w)))
     np.testing.assert_array_equal(got, want)
-    assert np.isposinf(got[0, 1, 1]).all() and np.isnan(got[0, 2, 2]).all()
+    assert np.isposinf(got[0, 1, 1]).all() and np.isnan(got[0, 2, W - 2]).all()
 
 
 # The tile unit's forward path (AMX-BF16 CPUs; the other paths where it is
@@ -504,20 +505,12 @@ def test_bfloat16_tiles_1d_3d_long_lines(level_amx, D):
     assert_bf16_close(got, want)
 
 
-def test_bfloat16_tiles_transposed_and_non_finite(level_amx):
+def test_bfloat16_tiles_transposed_and_partial_chunks(level_amx):
     rng = np.random.default_rng(21)
     ct, ctr = bf16(rng.standard_normal((2, 6, 7, 32)))
     wt, wtr = bf16(rng.standard_normal((32, 3, 3, 32)))
     got = mx.conv_transpose2d(ct, wt, stride=2, padding=1)  # input dilation: gathered tiles
     assert_bf16_close(got, ref_conv_transpose(ctr, wtr, [2, 2], [1, 1], [1, 1], [0, 0], 1))
-    x = np.ones((1, 4, 20, 32), np.float32)
-    x[0, 1, 1, 3] = np.inf
-    x[0, 2, 17, 30] = np.nan
-    w = np.ones((32, 1, 1, 32), np.float32)
-    got = to_numpy(mx.conv2d(bf16(x)[0], bf16(w)[0]).astype(mx.float32))
-    want = to_numpy(mx.conv2d(mx.array(x), mx.array(w)))
-    np.testing.assert_array_equal(got, want)
-    assert np.isposinf(got[0, 1, 1]).all() and np.isnan(got[0, 2, 17]).all()
     # a partial chunk (40 channels: 32 + 8) reads no channel past the
     # group: the pixel before an infinity stays finite
     x = np.ones((1, 3, 20, 40), np.float32)

@@ -182,6 +182,16 @@ def _bf16(a):
     return m, to_numpy(m.astype(mx.float32)).astype(np.float64)
 
 
+def _bf16_operands(rng, M, N, K, ta, tb):
+    """Random bfloat16 operands x (M, K) and y (K, N), each stored
+    transposed (a column-major view) where ta / tb, and their float64 values."""
+    a, ar = _bf16(rng.standard_normal((K, M) if ta else (M, K)))
+    b, br = _bf16(rng.standard_normal((N, K) if tb else (K, N)))
+    x, xr = (a.T, ar.T) if ta else (a, ar)
+    y, yr = (b.T, br.T) if tb else (b, br)
+    return x, xr, y, yr
+
+
 def _assert_bf16_product(got, want):
     # one rounding of a float32 sum: a pair of k multiplied by the wrong
     # values is off by the size of a term
@@ -198,11 +208,7 @@ def _assert_bf16_product(got, want):
                                    (96, 96, 2048)])
 @pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
 def test_bfloat16_pair_products(level_amx, M, N, K, ta, tb):
-    rng = np.random.default_rng(M * 7 + N + K)
-    a, ar = _bf16(rng.standard_normal((K, M) if ta else (M, K)))
-    b, br = _bf16(rng.standard_normal((N, K) if tb else (K, N)))
-    x, xr = (a.T, ar.T) if ta else (a, ar)
-    y, yr = (b.T, br.T) if tb else (b, br)
+    x, xr, y, yr = _bf16_operands(np.random.default_rng(M * 7 + N + K), M, N, K, ta, tb)
     full = x @ y
     _assert_bf16_product(full, xr @ yr)
     # each element one sum over k, whatever tile it falls in
@@ -239,12 +245,8 @@ def test_bfloat16_pair_products_odd_strides_batches_and_non_finite(level_amx):
 # (one thread) and against a float64 reference.
 @pytest.mark.parametrize("ta,tb", [(False, False), (True, True), (True, False)])
 def test_bfloat16_products_tiles_chunks_and_threads(level_amx, ta, tb):
-    rng = np.random.default_rng(17)
     M, N, K = 400, 424, 1100  # 2 M N K > 2^28: threaded on the tile unit
-    a, ar = _bf16(rng.standard_normal((K, M) if ta else (M, K)))
-    b, br = _bf16(rng.standard_normal((N, K) if tb else (K, N)))
-    x, xr = (a.T, ar.T) if ta else (a, ar)
-    y, yr = (b.T, br.T) if tb else (b, br)
+    x, xr, y, yr = _bf16_operands(np.random.default_rng(17), M, N, K, ta, tb)
     full = x @ y
     _assert_bf16_product(full, xr @ yr)
     full = to_numpy(full.astype(mx.float32))
