@@ -608,6 +608,14 @@ PackCache<D>& pack_cache() {
   return c;
 }
 
+// Output rows of a forward task with tiles of mr rows: whole output lines
+// where a line fits (tiles end at line ends anyway: a block cut inside a
+// line would add a short tile), else a multiple of the tile height
+inline int64_t forward_block_rows(const Geometry& g, int64_t mr) {
+  const int64_t OL = g.OS[std::max(g.D - 1, 0)];
+  return OL <= kBlockRows ? kBlockRows / OL * OL : std::max<int64_t>(mr, kBlockRows / mr * mr);
+}
+
 template <class D, int MR, int NR, class In = typename D::In, class Acc = typename D::Acc>
 void forward_blocks(const In* x, const Geometry& g, const ConvParams& p, const ForwardPlan<D>& plan, Acc* out) {
   const In* wp = plan.packed->data;
@@ -626,11 +634,7 @@ void forward_blocks(const In* x, const Geometry& g, const ConvParams& p, const F
     const int64_t chunks = (per_kp + kChunkBytes - 1) / kChunkBytes;
     c_step = ((g.Cg + chunks - 1) / chunks + D::P - 1) / D::P * D::P;
   }
-  // whole output lines per block where a line fits (tiles end at line ends
-  // anyway: a block cut inside a line would add a short tile), else a
-  // multiple of the tile height
-  const int64_t OL = g.OS[std::max(g.D - 1, 0)];
-  const int64_t block_rows = OL <= kBlockRows ? kBlockRows / OL * OL : std::max<int64_t>(MR, kBlockRows / MR * MR);
+  const int64_t block_rows = forward_block_rows(g, MR);
   const int64_t nblocks = (g.rows + block_rows - 1) / block_rows;
   const std::vector<In> zeros(static_cast<size_t>(g.C + 1), In(0));
   const OffsetTables tab(g, p);
@@ -780,9 +784,7 @@ __attribute__((target("amx-tile,amx-bf16"))) void amx_conv_block(
         default: _tile_stored(3, tmp, 64); break;
       }
       bfloat16_t* dst = out + t->row * g.O + gi * g.Og + col;
-      const __mmask16 m = cols >= 16 ? __mmask16(0xffff) : __mmask16((1u << cols) - 1);
-      for (int64_t r = 0; r < t->rows; ++r)
-        _mm256_mask_storeu_epi16(dst + r * g.O, m, (__m256i)round_bf16(vload<Vec<float>::V>(tmp + r * 16)));
+      for (int64_t r = 0; r < t->rows; ++r) store_bf16(dst + r * g.O, vload<Vec<float>::V>(tmp + r * 16), cols);
     }
   }
 }
@@ -791,8 +793,7 @@ __attribute__((target("amx-tile,amx-bf16"))) void amx_conv_block(
 // on the tile unit.
 void forward_amx(const bfloat16_t* x, const Geometry& g, const ConvParams& p, const ForwardPlan<AmxConv>& plan,
                  bfloat16_t* out) {
-  const int64_t OL = g.OS[std::max(g.D - 1, 0)];
-  const int64_t block_rows = OL <= kBlockRows ? kBlockRows / OL * OL : std::max<int64_t>(16, kBlockRows / 16 * 16);
+  const int64_t block_rows = forward_block_rows(g, 16);
   const int64_t nblocks = (g.rows + block_rows - 1) / block_rows;
   const std::vector<bfloat16_t> zeros(static_cast<size_t>(g.C + 1), bfloat16_t(0.0f));
   const OffsetTables tab(g, p);
@@ -1246,7 +1247,7 @@ void conv_eval(const ConvGeneral& prim, const std::vector<array>& inputs, std::v
   if (inputs[0].dtype() == Dtype::bfloat16 && inputs[1].dtype() == Dtype::bfloat16 &&
       outputs[0].dtype() == Dtype::bfloat16 && amx_bf16_usable()) {
     const Geometry g = make_geometry(inputs[0].shape(), inputs[1].shape(), outputs[0].shape(), p);
-    if (g.Cg >= 16 && !(g.G == g.C && g.Og == 1) && g.KC > 0 && outputs[0].size() > 0) {
+    if (g.Cg >= 16 && g.KC > 0 && outputs[0].size() > 0) {  // (so never depthwise)
       outputs[0].alloc();
       DenseAs<bfloat16_t> x(inputs[0]), w(inputs[1]);
       return conv_forward_amx(x.data, w.data, inputs[1], g, p, outputs[0].data<bfloat16_t>());

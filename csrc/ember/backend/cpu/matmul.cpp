@@ -124,6 +124,23 @@ constexpr int64_t kMinTaskFmas = int64_t(1) << 20;  // the least work of a task 
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// Tasks [0, n) to whichever thread asks next (loops.h's dynamic_for), or
+// all on this one when not threaded; with `make`, each thread's state
+// (f(i, state)) as dynamic_for makes it
+template <class Make, class F>
+void pool_tasks(int64_t n, bool threaded, Make&& make, F&& f) {
+  if (!threaded) {
+    auto st = make();
+    for (int64_t i = 0; i < n; ++i) f(i, st);
+    return;
+  }
+  dynamic_for(n, make, f);
+}
+template <class F>
+void pool_tasks(int64_t n, bool threaded, F&& f) {
+  pool_tasks(n, threaded, no_state, [&](int64_t i, NoState&) { f(i); });
+}
+
 // C tile (MR x NV vectors at c, row stride ldc) = [C tile if accumulate] +
 // ap * bp over kc steps (ap: kc x MR; bp: kc rows of NR, the first NV
 // vectors read: a narrower kernel for the last columns of C)
@@ -238,17 +255,6 @@ struct Sgemm {
     int64_t m0, mn, n0, nn, k0, kn;
   };
 
-  // tasks [0, n) to whichever thread asks next (loops.h's dynamic_for), or
-  // all on this one when not threaded
-  template <class F>
-  static void tasks(int64_t n, bool threaded, F&& f) {
-    if (!threaded) {
-      for (int64_t i = 0; i < n; ++i) f(i);
-      return;
-    }
-    dynamic_for(n, no_state, [&](int64_t i, NoState&) { f(i); });
-  }
-
   // The split of a band's tiles into tasks (row groups x column groups) with
   // the least estimated time on nt threads: whole rounds of the largest
   // task, each its FMAs plus its operand traffic; row groups of at most
@@ -285,7 +291,7 @@ struct Sgemm {
     // packing: units of one B panel or of kNR / kMR A panels, per k-block
     const int64_t agroup = std::max(kNR / kMR, 1);
     const int64_t au = pack_a ? ceil_div(bd.mn, agroup) : 0, bu = pack_b ? bd.nn : 0;
-    tasks(nkb * (au + bu), threaded, [&](int64_t u) {
+    pool_tasks(nkb * (au + bu), threaded, [&](int64_t u) {
       const int64_t kb = u / (au + bu), w = u % (au + bu), p0 = kb * kc, kcb = kblock(kb), k = bd.k0 + p0;
       if (w < au) {
         for (int64_t p = w * agroup; p < std::min(bd.mn, (w + 1) * agroup); ++p) {
@@ -302,7 +308,7 @@ struct Sgemm {
     });
     const auto [trows, tcols] = split(bd.mn, bd.nn, bd.kn, threaded ? num_threads() : 1);
     const int64_t tn = ceil_div(bd.nn, tcols);
-    tasks(ceil_div(bd.mn, trows) * tn, threaded, [&](int64_t t) {
+    pool_tasks(ceil_div(bd.mn, trows) * tn, threaded, [&](int64_t t) {
       const int64_t pm0 = (t / tn) * trows, pm1 = std::min(bd.mn, pm0 + trows);
       const int64_t pn0 = (t % tn) * tcols, pn1 = std::min(bd.nn, pn0 + tcols);
       alignas(64) float tile[kMR * kNR] = {};
@@ -536,12 +542,8 @@ void pack_amx(const bfloat16_t* src, bool along_k, int64_t ld, int64_t n, int64_
 // into c (rows ldc apart), its first `rows` x `cols`
 void store_bf16_block(const float* tmp, bfloat16_t* c, int64_t ldc, int64_t rows, int64_t cols) {
   for (int64_t r = 0; r < rows; ++r) {
-    if (cols == 32) {
-      vstore(c + r * ldc, round_bf16(vload<FV>(tmp + r * 32)));
-      vstore(c + r * ldc + 16, round_bf16(vload<FV>(tmp + r * 32 + 16)));
-    } else {
-      for (int64_t q = 0; q < cols; ++q) c[r * ldc + q] = bfloat16_t(tmp[r * 32 + q]);
-    }
+    store_bf16(c + r * ldc, vload<FV>(tmp + r * 32), std::min<int64_t>(cols, 16));
+    if (cols > 16) store_bf16(c + r * ldc + 16, vload<FV>(tmp + r * 32 + 16), cols - 16);
   }
 }
 
@@ -610,15 +612,7 @@ void amx_bf16_gemm(const bfloat16_t* a, bool ta, int64_t lda, const bfloat16_t* 
   const int64_t nks = ceil_div(K, kAmxK), tsz = nks * 512;
   const int64_t RB = ceil_div(M, 32), SB = ceil_div(N, 32);  // blocks of C
   AlignedScratch<uint16_t> pa(2 * RB * tsz, false), pb(2 * SB * tsz, false);
-  auto tasks = [&](int64_t n, auto&& make, auto&& f) {
-    if (!threaded) {
-      auto st = make();
-      for (int64_t i = 0; i < n; ++i) f(i, st);
-    } else {
-      dynamic_for(n, make, f);
-    }
-  };
-  tasks(RB + SB, no_state, [&](int64_t u, NoState&) {
+  pool_tasks(RB + SB, threaded, [&](int64_t u) {
     if (u < RB) {  // 32 rows of A
       const int64_t i0 = u * 32, n = std::min<int64_t>(M - i0, 32);
       pack_amx<false>(ta ? a + i0 : a + i0 * lda, !ta, lda, n, K, nks, pa.data + u * 2 * tsz);
@@ -640,7 +634,7 @@ void amx_bf16_gemm(const bfloat16_t* a, bool ta, int64_t lda, const bfloat16_t* 
   const int64_t kcs = std::min<int64_t>(nks, 32);  // k steps a chunk: 8 x 8 blocks' operands, 1 MB
   const int64_t rt = ceil_div(RB, R), st = ceil_div(SB, S);
   auto make = [&] { return AlignedScratch<float>(nks > kcs ? R * S * 1024 : 1024, false); };
-  tasks(rt * st, make, [&](int64_t t, AlignedScratch<float>& acc) {
+  pool_tasks(rt * st, threaded, make, [&](int64_t t, AlignedScratch<float>& acc) {
     const int64_t r0 = (t / st) * R, s0 = (t % st) * S;
     for (int64_t ks = 0; ks < nks; ks += kcs)
       amx_bf16_blocks(pa.data, pb.data, nks, ks, std::min(nks, ks + kcs), r0, std::min(RB, r0 + R), s0,
@@ -657,14 +651,7 @@ void bf16_gemm(const bfloat16_t* a, bool ta, int64_t lda, const bfloat16_t* b, b
   const int64_t mp = ceil_div(M, kMR), np = ceil_div(N, kNR), kpairs = ceil_div(K, 2);
   const int64_t apan = kpairs * kMR * 2, bpan = kpairs * kNR * 2;  // elements of one packed panel
   AlignedScratch<uint16_t> pa(mp * apan, false), pb(np * bpan, false);
-  auto tasks = [&](int64_t n, auto&& f) {
-    if (!threaded) {
-      for (int64_t i = 0; i < n; ++i) f(i);
-    } else {
-      dynamic_for(n, no_state, [&](int64_t i, NoState&) { f(i); });
-    }
-  };
-  tasks(mp + np, [&](int64_t u) {
+  pool_tasks(mp + np, threaded, [&](int64_t u) {
     if (u < mp) {
       const int64_t i0 = u * kMR;
       pack_pairs<kMR>(ta ? a + i0 : a + i0 * lda, !ta, lda, std::min<int64_t>(kMR, M - i0), K, kpairs,
@@ -677,7 +664,7 @@ void bf16_gemm(const bfloat16_t* a, bool ta, int64_t lda, const bfloat16_t* b, b
   });
   // tasks: kBRows row panels x one column panel (B's panel from L2 for each)
   const int64_t rg = ceil_div(mp, kBRows);
-  tasks(rg * np, [&](int64_t t) {
+  pool_tasks(rg * np, threaded, [&](int64_t t) {
     const int64_t pm0 = (t % rg) * kBRows, pm1 = std::min(mp, pm0 + kBRows), pn = t / rg;
     const int64_t j0 = pn * kNR, cols = std::min<int64_t>(kNR, N - j0), nv = ceil_div(cols, kW);
     const uint16_t* bp = pb.data + pn * bpan;

@@ -115,6 +115,13 @@ inline VecN<uint16_t, 16> round_bf16(Vec<float>::V v) {
   return __builtin_convertvector((u & 0x7fffffffu) > 0x7f800000u ? nan : r, VecN<uint16_t, 16>);
 }
 
+// The first n (1..16) of 16 float32 values rounded to bfloat16 (round_bf16)
+// and stored at dst
+inline void store_bf16(void* dst, Vec<float>::V v, int64_t n) {
+  const __mmask16 m = n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
+  _mm256_mask_storeu_epi16(dst, m, (__m256i)round_bf16(v));
+}
+
 // A 16 x 16 matrix of 32-bit words, one row a register, transposed in place
 // (r[j] becomes column j).
 inline void transpose16_epi32(__m512i (&r)[16]) {
