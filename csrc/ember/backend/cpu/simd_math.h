@@ -27,8 +27,8 @@
 // correctly rounded result, reference = double (float64: long double) libm;
 // "exhaustive" = all 2^32 float32 inputs, measured with FMA):
 //   exp 1, expm1 1, log 1, log1p 1, log2 2, log10 2, cosh 1, atan 1,
-//   acos 1, atan2 1 (random pairs), sin 2, cos 2, tan 3 (|x| <= 6.5e6),
-//   tanh 2, sigmoid 2, erf 2, sinh 2, asin 2, asinh 2, acosh 2, atanh 2
+//   acos 1, erf 1, atan2 1 (random pairs), sin 2, cos 2, tan 3 (|x| <= 6.5e6),
+//   tanh 2, sigmoid 2, sinh 2, asin 2, asinh 2, acosh 2, atanh 2
 //   — all exhaustive; erfinv 2 (every 3rd input in [0, 1]).
 //   float64 (random + sweeps): exp 1, log 1, tanh 1, sigmoid 1, sin 1,
 //   cos 1 (|x| <= 1e5), erf 1.
@@ -147,6 +147,14 @@ EMBER_SIMD_INLINE double copysign_(double a, double s) {
 }
 EMBER_SIMD_INLINE uint32_t signmask(float x) {
   return static_cast<uint32_t>(static_cast<int32_t>(as_u(x)) >> 31);
+}
+// min(a, b) for a >= 0 (or NaN: gives b) and finite b > 0, compared as
+// integers (non-negative floats order as their bits): one unsigned min at
+// every level, where a float select takes two ops and a float ternary does
+// not vectorize below AVX-512
+EMBER_SIMD_INLINE float min_nonneg(float a, float b) {
+  const uint32_t x = as_u(a), y = as_u(b);
+  return as_f(x < y ? x : y);
 }
 
 // a*b + c (fused when the target has FMA)
@@ -510,15 +518,27 @@ EMBER_SIMD_INLINE float tan_near(float x) { return detail::tan_impl<false>(x); }
 EMBER_SIMD_INLINE float tanh(float x) {
   using namespace detail;
   float a = fabs_(x);
-  a = sel(mask(a > 9.5f), 9.5f, a);  // tanh rounds to 1 beyond 9.01
-  const float em = expm1(2.0f * a);
+  a = sel(mask(a > 9.5f), 9.5f, a);  // tanh rounds to 1 beyond 9.01 (NaN stays)
+  // em = expm1(2a) for 2a in [0, 19]: expm1's clamps and tiny-input case are
+  // not needed (the kernel returns 2a itself where 2a < 2^-25): the same bits
+  int32_t n;
+  const float q = expm1_kernel(2.0f * a, n);
+  const float t = pow2i(n - 1);
+  const float em = 2.0f * mad(t, q, t - 0.5f);
   return copysign_(em / (em + 2.0f), x);
 }
 
 // 1 / (1 + exp(-x)), accurate for large |x| (denormal results for x < -87)
 EMBER_SIMD_INLINE float sigmoid(float x) {
   using namespace detail;
-  const float e = exp(-fabs_(x));  // in (0, 1]
+  // e = exp(-|x|) in (0, 1] as exp computes it (n in [-151, 0]), with one
+  // clamp instead of two and 2^n (1 + q) formed as ((1 + q) 2^(n+64)) 2^-64:
+  // exact where e is normal, one rounding where it is denormal (as scale2)
+  float y = -fabs_(x);
+  y = sel(mask(y < -104.0f), -104.0f, y);  // NaN stays
+  int32_t n;
+  const float q = expm1_kernel(y, n);
+  const float e = ((1.0f + q) * pow2i(n + 64)) * 0x1p-64f;
   return sel(signmask(x), e, 1.0f) / (1.0f + e);
 }
 
@@ -553,39 +573,42 @@ EMBER_SIMD_INLINE float erf(float x) {
   using namespace detail;
   const float a = fabs_(x);
   const uint32_t big = mask(a >= 1.0f);
-  const float ac = sel(mask(a > 4.0f), 4.0f, a);
-  // Both branches are evaluated (separate polynomials: cheaper than
-  // per-lane coefficient selects, whose constants GCC rematerializes).
-  // small: erf(a) = a P(a^2) on [0, 1], rel. err 1.2e-9
+  // Both branches are evaluated, and neither needs exp: ~30 vector ops.
+  // small: erf(a) = a + a P(a^2) on [0, 1], rel. err 2.8e-9 (the final FMA
+  // adds a to the small product a P, so the result is rounded once)
   const float a2 = a * a;
-  float ps = 0x1.496a70p-14f;
-  ps = mad(ps, a2, -0x1.a3f71ap-11f);
-  ps = mad(ps, a2, 0x1.5405b6p-8f);
-  ps = mad(ps, a2, -0x1.b7f90ep-6f);
+  float ps = 0x1.496b98p-14f;
+  ps = mad(ps, a2, -0x1.a3f792p-11f);
+  ps = mad(ps, a2, 0x1.5405c8p-8f);
+  ps = mad(ps, a2, -0x1.b7f910p-6f);
   ps = mad(ps, a2, 0x1.ce2cf8p-4f);
   ps = mad(ps, a2, -0x1.81273ep-2f);
-  ps = mad(ps, a2, 0x1.20dd74p+0f);
-  // big: erfc(a) = exp(-a^2) Q(a - 2) on [1, 4], err in erf 2.5e-9
-  const float v = ac - 2.0f;
-  float pb = 0x1.c5ce26p-14f;
-  pb = mad(pb, v, -0x1.a487e2p-13f);
-  pb = mad(pb, v, 0x1.0713c8p-11f);
-  pb = mad(pb, v, -0x1.e7b912p-10f);
-  pb = mad(pb, v, 0x1.66d3e0p-8f);
-  pb = mad(pb, v, -0x1.fa00f2p-7f);
-  pb = mad(pb, v, 0x1.5670dap-5f);
-  pb = mad(pb, v, -0x1.b571a2p-4f);
-  pb = mad(pb, v, 0x1.05866cp-2f);
-  // exp(-a^2) with a^2 = x2 + x2lo exactly
-  const float x2 = ac * ac;
-#if EMBER_SIMD_FMA
-  const float x2lo = mad(ac, ac, -x2);
-#else
-  const float x2lo = 0.0f;
-#endif
-  float ex = exp_normal(-x2);
-  ex = mad(-ex, x2lo, ex);
-  const float res = sel(big, mad(-ex, pb, 1.0f), a * ps);
+  ps = mad(ps, a2, 0x1.06eba8p-3f);
+  // big: erf(a) = 1 - Q(v), v = a - 2.5 (exact) on [1, 4], Q a degree-14
+  // minimax fit of erfc (abs. err 1e-8, so 1 - Q is off by < 0.2 ulp before
+  // its rounding). erf rounds to 1 beyond 3.92: a is clamped to 4 (NaN lanes
+  // take the small branch). Q is split into even and odd halves in v^2:
+  // two chains of 7 FMAs instead of one of 14, for the out-of-order core.
+  const float ac = min_nonneg(a, 4.0f);
+  const float v = ac - 2.5f;
+  const float v2 = v * v;
+  float qe = -0x1.e11b9cp-21f;
+  qe = mad(qe, v2, 0x1.088af0p-16f);
+  qe = mad(qe, v2, -0x1.54d08cp-14f);
+  qe = mad(qe, v2, -0x1.0f096ep-12f);
+  qe = mad(qe, v2, 0x1.6ea776p-9f);
+  qe = mad(qe, v2, 0x1.1a8c54p-7f);
+  qe = mad(qe, v2, 0x1.64e34cp-8f);
+  qe = mad(qe, v2, 0x1.aab87cp-12f);
+  float qo = -0x1.11726ep-21f;
+  qo = mad(qo, v2, -0x1.28a66ap-16f);
+  qo = mad(qo, v2, 0x1.1b8870p-12f);
+  qo = mad(qo, v2, -0x1.25a28cp-11f);
+  qo = mad(qo, v2, -0x1.906118p-8f);
+  qo = mad(qo, v2, -0x1.11ab44p-7f);
+  qo = mad(qo, v2, -0x1.1d7feap-9f);
+  const float q = mad(qo, v, qe);
+  const float res = sel(big, 1.0f - q, mad(a, ps, a));
   return copysign_(res, x);
 }
 
