@@ -121,6 +121,7 @@ constexpr int64_t kMCPanels = 256 / kMR;   // rows of A per task: a (rows x kKC)
 constexpr int64_t kPackLimit = int64_t(16) << 20;  // floats of packed operands per pass, at most
 constexpr int64_t kPackMin = int64_t(1) << 18;     // and at least (if the product needs them)
 constexpr int64_t kMinTaskFmas = int64_t(1) << 20;  // the least work of a task when splitting finer
+constexpr int64_t kDirectFmas = int64_t(1) << 22;  // products this small read unpacked operands in place
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -142,23 +143,30 @@ void pool_tasks(int64_t n, bool threaded, F&& f) {
 }
 
 // C tile (MR x NV vectors at c, row stride ldc) = [C tile if accumulate] +
-// ap * bp over kc steps (ap: kc x MR; bp: kc rows of NR, the first NV
-// vectors read: a narrower kernel for the last columns of C)
-template <int NV>
-void micro_tile(int64_t kc, const float* __restrict ap, const float* __restrict bp, float* c, int64_t ldc,
-                bool accumulate) {
+// A B over kc steps; the first NV vectors of B's rows are read (a narrower
+// kernel for the last columns of C). A: packed (ap: kc x MR) or, DirectA,
+// read in place (row r's values along k at ap + r * lda); B: packed (bp: kc
+// rows of NR) or, DirectB, in place (row k at bp + k * ldb). Either way the
+// same chain of FMAs per element, so the same bits.
+template <int NV, bool DirectA = false, bool DirectB = false>
+void micro_tile(int64_t kc, const float* __restrict ap, int64_t lda, const float* __restrict bp, int64_t ldb,
+                float* c, int64_t ldc, bool accumulate) {
   FV acc[kMR][NV];
 #pragma GCC unroll 8
   for (int r = 0; r < kMR; ++r)
 #pragma GCC unroll 3
     for (int j = 0; j < NV; ++j) acc[r][j] = accumulate ? vload<FV>(c + r * ldc + j * kW) : FV{};
+  const float* arow[kMR];
+#pragma GCC unroll 8
+  for (int r = 0; r < kMR; ++r) arow[r] = DirectA ? ap + r * lda : ap + r;
+  const int64_t ak = DirectA ? 1 : kMR, bk = DirectB ? ldb : kNR;
   for (int64_t k = 0; k < kc; ++k) {
     FV bv[NV];
 #pragma GCC unroll 3
-    for (int j = 0; j < NV; ++j) bv[j] = vload<FV>(bp + k * kNR + j * kW);
+    for (int j = 0; j < NV; ++j) bv[j] = vload<FV>(bp + k * bk + j * kW);
 #pragma GCC unroll 8
     for (int r = 0; r < kMR; ++r) {
-      const FV av = splat<FV>(ap[k * kMR + r]);
+      const FV av = splat<FV>(arow[r][k * ak]);
 #pragma GCC unroll 3
       for (int j = 0; j < NV; ++j) acc[r][j] = vfma(av, bv[j], acc[r][j]);
     }
@@ -170,10 +178,16 @@ void micro_tile(int64_t kc, const float* __restrict ap, const float* __restrict 
 }
 
 // the kernel of a tile whose columns fill nv vectors (1..kNV)
-using MicroTile = void (*)(int64_t, const float*, const float*, float*, int64_t, bool);
-inline MicroTile micro_for(int64_t nv) {
-  if constexpr (kNV == 3) return nv >= 3 ? micro_tile<3> : nv == 2 ? micro_tile<2> : micro_tile<1>;
-  else return nv >= 2 ? micro_tile<2> : micro_tile<1>;
+using MicroTile = void (*)(int64_t, const float*, int64_t, const float*, int64_t, float*, int64_t, bool);
+template <bool DirectA, bool DirectB>
+MicroTile micro_for(int64_t nv) {
+  if constexpr (kNV == 3)
+    return nv >= 3 ? micro_tile<3, DirectA, DirectB> : nv == 2 ? micro_tile<2, DirectA, DirectB> : micro_tile<1, DirectA, DirectB>;
+  else return nv >= 2 ? micro_tile<2, DirectA, DirectB> : micro_tile<1, DirectA, DirectB>;
+}
+inline MicroTile micro_for(int64_t nv, bool direct_a, bool direct_b) {
+  if (direct_a) return direct_b ? micro_for<true, true>(nv) : micro_for<true, false>(nv);
+  return direct_b ? micro_for<false, true>(nv) : micro_for<false, false>(nv);
 }
 
 // dst[i * ldd + r] = src[r * lds + i] for an 8 x 8 block
@@ -288,9 +302,14 @@ struct Sgemm {
   void pass(const Band& bd, float* pa, float* pb, bool pack_a, bool pack_b, bool threaded) const {
     const int64_t nkb = ceil_div(bd.kn, kKC), kc = ceil_div(bd.kn, nkb);
     auto kblock = [&](int64_t kb) { return std::min(kc, bd.kn - kb * kc); };
+    // A small product reads an operand in place where its rows lie along the
+    // tile's (A along k, B along j) and every tile reads only its own rows
+    // and columns: packing would cost as much as the product gains from it
+    const bool small = M * N * K <= kDirectFmas;
+    const bool direct_a = small && !ta && M % kMR == 0, direct_b = small && !tb && N % kW == 0;
     // packing: units of one B panel or of kNR / kMR A panels, per k-block
     const int64_t agroup = std::max(kNR / kMR, 1);
-    const int64_t au = pack_a ? ceil_div(bd.mn, agroup) : 0, bu = pack_b ? bd.nn : 0;
+    const int64_t au = pack_a && !direct_a ? ceil_div(bd.mn, agroup) : 0, bu = pack_b && !direct_b ? bd.nn : 0;
     pool_tasks(nkb * (au + bu), threaded, [&](int64_t u) {
       const int64_t kb = u / (au + bu), w = u % (au + bu), p0 = kb * kc, kcb = kblock(kb), k = bd.k0 + p0;
       if (w < au) {
@@ -315,19 +334,20 @@ struct Sgemm {
       for (int64_t kb = 0; kb < nkb; ++kb) {
         const int64_t p0 = kb * kc, kcb = kblock(kb);
         const bool acc = add || bd.k0 + p0 > 0;
+        const int64_t k = bd.k0 + p0;
         for (int64_t pn = pn0; pn < pn1; ++pn) {
-          const float* bpan = pb + p0 * bd.nn * kNR + pn * kcb * kNR;
           const int64_t j0 = (bd.n0 + pn) * kNR, cols = std::min<int64_t>(kNR, N - j0);
-          const MicroTile micro = micro_for(ceil_div(cols, kW));
+          const float* bpan = direct_b ? b + k * ldb + j0 : pb + p0 * bd.nn * kNR + pn * kcb * kNR;
+          const MicroTile micro = micro_for(ceil_div(cols, kW), direct_a, direct_b);
           for (int64_t pm = pm0; pm < pm1; ++pm) {
-            const float* apan = pa + p0 * bd.mn * kMR + pm * kcb * kMR;
             const int64_t i0 = (bd.m0 + pm) * kMR, rows = std::min<int64_t>(kMR, M - i0);
+            const float* apan = direct_a ? a + i0 * lda + k : pa + p0 * bd.mn * kMR + pm * kcb * kMR;
             float* ct = c + i0 * rs + j0 * cs;
-            if (cs == 1 && rows == kMR && cols == kNR) {
-              micro_tile<kNV>(kcb, apan, bpan, ct, rs, acc);
+            if (cs == 1 && rows == kMR && cols % kW == 0) {  // whole vectors of C: in place
+              micro(kcb, apan, lda, bpan, ldb, ct, rs, acc);
             } else {  // an edge tile, or C stored transposed: through a local tile
               if (acc) tile_copy<true>(ct, tile, rows, cols);
-              micro(kcb, apan, bpan, tile, kNR, acc);
+              micro(kcb, apan, lda, bpan, ldb, tile, kNR, acc);
               tile_copy<false>(ct, tile, rows, cols);
             }
           }
@@ -339,6 +359,13 @@ struct Sgemm {
   // the valid part of a tile of C into `tile` (Load) or back
   template <bool Load>
   void tile_copy(float* ct, float* tile, int64_t rows, int64_t cols) const {
+    if (cs == 1) {  // row by row
+      for (int64_t r = 0; r < rows; ++r) {
+        if constexpr (Load) std::memcpy(tile + r * kNR, ct + r * rs, cols * sizeof(float));
+        else std::memcpy(ct + r * rs, tile + r * kNR, cols * sizeof(float));
+      }
+      return;
+    }
     int64_t j0 = 0;
     if (rs == 1 && kMR == 8 && rows == 8) {  // C stored transposed: whole 8 x 8 blocks by register transposes
       for (; j0 + 8 <= cols; j0 += 8) {
