@@ -156,11 +156,14 @@ def test_same_bits_for_every_path_and_level(rng):
 @pytest.mark.skipif(not FMA_LEVELS, reason="no FMA level on this CPU")
 def test_small_products_read_operands_in_place_with_the_same_bits(rng):
     """Small products read A's and B's rows where they lie instead of packing
-    them: the same bits as the packed path (which transposed operands take),
-    for batches of row-strided views whose columns end in a narrower tile."""
+    them, and larger ones with few columns A's: the same bits as the packed
+    path (which transposed operands take), for batches of row-strided views
+    whose columns end in a narrower tile."""
     a = rng.standard_normal((6, 48, 200)).astype(np.float32)
     b = rng.standard_normal((6, 96, 112)).astype(np.float32)
     sa, sb = a[:, :, 8:104], b[:, :, :80]  # (6, 48, 96) @ (6, 96, 80)
+    x = rng.standard_normal((240, 512)).astype(np.float32)
+    y = rng.standard_normal((512, 100)).astype(np.float32)
     before = mx.__config__()["isa"]
     try:
         for lv in FMA_LEVELS:
@@ -170,6 +173,10 @@ def test_small_products_read_operands_in_place_with_the_same_bits(rng):
                               @ mx.swapaxes(mx.array(np.swapaxes(sb, 1, 2).copy()), 1, 2))
             np.testing.assert_array_equal(got, packed)
             np.testing.assert_allclose(got, sa.astype(np.float64) @ sb, rtol=1e-4, atol=1e-4)
+            # a larger product with few columns: A read in place, B packed
+            got = to_numpy(mx.array(x) @ mx.array(y))
+            np.testing.assert_array_equal(got, to_numpy(mx.array(x.T.copy()).T @ mx.array(y)))
+            np.testing.assert_allclose(got, x.astype(np.float64) @ y, rtol=1e-4, atol=1e-4)
     finally:
         mx._set_cpu_isa(before)
 

@@ -302,11 +302,16 @@ struct Sgemm {
   void pass(const Band& bd, float* pa, float* pb, bool pack_a, bool pack_b, bool threaded) const {
     const int64_t nkb = ceil_div(bd.kn, kKC), kc = ceil_div(bd.kn, nkb);
     auto kblock = [&](int64_t kb) { return std::min(kc, bd.kn - kb * kc); };
-    // A small product reads an operand in place where its rows lie along the
-    // tile's (A along k, B along j) and every tile reads only its own rows
-    // and columns: packing would cost as much as the product gains from it
+    // An operand whose rows lie along the tile's (A along k, B along j) is
+    // read in place, unpacked, where every tile reads only its own rows and
+    // columns: in a small product (packing would cost as much as the product
+    // gains from it), and A also where few column panels reuse its packing
+    // and its rows are at most 4 KB apart (a tile's 8 rows stay on 8 pages,
+    // a task's block of rows spread over the cache's sets; rows further
+    // apart, a power of two especially, crowd a few sets: packing stays)
     const bool small = M * N * K <= kDirectFmas;
-    const bool direct_a = small && !ta && M % kMR == 0, direct_b = small && !tb && N % kW == 0;
+    const bool direct_a = !ta && M % kMR == 0 && (small || (lda <= 1024 && bd.nn <= 8));
+    const bool direct_b = small && !tb && N % kW == 0;
     // packing: units of one B panel or of kNR / kMR A panels, per k-block
     const int64_t agroup = std::max(kNR / kMR, 1);
     const int64_t au = pack_a && !direct_a ? ceil_div(bd.mn, agroup) : 0, bu = pack_b && !direct_b ? bd.nn : 0;
