@@ -52,8 +52,22 @@ def _preload_openblas():
         return
 
 
-_preload_openblas()
-from . import core  # noqa: E402
+# OpenBLAS's threads watch for work for 2^OPENBLAS_THREAD_TIMEOUT cycles
+# after starting and after every threaded call before they sleep: 2^28 by
+# default, ~0.1 s of a whole core each time, taken from Ember's own threads
+# (after the import, after each LAPACK call). 2^22 cycles (~1.3 ms) still
+# covers the back-to-back calls inside one LAPACK routine. Ember's OpenBLAS
+# reads the variable when it loads, just below; the user's value wins, and
+# the process's environment is left as it was (numpy's OpenBLAS, children).
+_timeout_set = "OPENBLAS_THREAD_TIMEOUT" not in _os.environ
+if _timeout_set:
+    _os.environ["OPENBLAS_THREAD_TIMEOUT"] = "22"
+try:
+    _preload_openblas()
+    from . import core  # noqa: E402
+finally:
+    if _timeout_set:
+        del _os.environ["OPENBLAS_THREAD_TIMEOUT"]
 from . import _transforms
 
 _transforms.install(core)

@@ -182,6 +182,33 @@ def test_ember_isa_environment_variable():
         assert ("not a level" in p.stderr) == (value == "bogus"), p.stderr
 
 
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="per-thread CPU times from /proc")
+def test_openblas_threads_sleep_soon_after_import_and_lapack():
+    """Ember's OpenBLAS threads stop watching for work within milliseconds
+    after starting and after a LAPACK call (by default they take a core for
+    ~0.1 s each time, away from Ember's own threads); the variable that sets
+    this is not left in the environment."""
+    code = """
+        import os, time
+        os.environ.pop("OPENBLAS_THREAD_TIMEOUT", None)
+        import ember.core as mx
+        def others():  # CPU ticks of every thread but this one
+            total = 0
+            for t in os.listdir("/proc/self/task"):
+                if t != str(os.getpid()):
+                    f = open(f"/proc/self/task/{t}/stat").read().rsplit(")", 1)[1].split()
+                    total += int(f[11]) + int(f[12])
+            return total
+        t0 = others(); time.sleep(0.3); t1 = others()
+        mx.eval(mx.linalg.svd(mx.random.normal((256, 256)), stream=mx.cpu))
+        t2 = others(); time.sleep(0.3); t3 = others()
+        print(t1 - t0, t3 - t2, os.environ.get("OPENBLAS_THREAD_TIMEOUT", "-"))
+    """
+    after_import, after_svd, variable = run_python(code).stdout.split()
+    assert int(after_import) <= 4 and int(after_svd) <= 4, (after_import, after_svd)
+    assert variable == "-"
+
+
 # --------------------------------------------------------------------------
 # float -> integer: the rule (kernel_utils.h, float_to_int) in pure Python
 # --------------------------------------------------------------------------
