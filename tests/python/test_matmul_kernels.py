@@ -61,18 +61,27 @@ def test_threaded_products(level, rng, M, N, K, ta, tb):
     check(a_np, b_np, a_mx @ b_mx)
 
 
-@pytest.mark.parametrize("M, N, K", [(20, 30, 60000),     # k in several bands
-                                     (500, 400, 20000)])  # rows and columns in several bands
-def test_bands_of_packed_operands(level, rng, M, N, K):
+@pytest.mark.parametrize("M, N, K", [(20, 30, 60000),     # k in hundreds of blocks
+                                     (500, 400, 20000)])  # rows and columns in several tasks
+def test_long_k_and_many_tasks(level, rng, M, N, K):
     a_np, a_mx = operand(rng, M, K, False)
     b_np, b_mx = operand(rng, K, N, True)
     check(a_np, b_np, a_mx @ b_mx)
 
 
+def test_packed_rows_in_several_groups(level, rng):
+    """A transposed operand is packed by row groups of up to 1024 rows (512
+    at the AVX2 level): more rows than that run as several groups."""
+    a_np, a_mx = operand(rng, 2100, 64, True)
+    b_np, b_mx = operand(rng, 64, 100, False)
+    check(a_np, b_np, a_mx @ b_mx)
+
+
 @pytest.mark.parametrize("M, N, K", [(1, 1, 1 << 16), (3, 2, 1 << 15), (1, 300, 4000)])
-def test_packed_operands_stay_near_the_operands_size(level, rng, M, N, K):
-    """Skinny products pad their few rows and columns to a whole tile: the
-    passes keep the packed copies to about twice the operands (1 MB at least)."""
+def test_packing_needs_no_memory_beside_the_output(level, rng, M, N, K):
+    """Skinny products pad their few rows and columns to a whole tile; the
+    packed panels live in a buffer per thread of bounded size (kept for the
+    next product), so a product allocates its output and nothing else."""
     a_np, a_mx = operand(rng, M, K, False)
     b_np, b_mx = operand(rng, K, N, False)
     mx.eval(a_mx, b_mx)
@@ -82,7 +91,7 @@ def test_packed_operands_stay_near_the_operands_size(level, rng, M, N, K):
     mx.eval(out)
     grown = mx.get_peak_memory() - base
     # (a cached block up to 25% larger may serve the request: the allocator's reuse rule)
-    assert grown <= 1.25 * max(2 * 4 * (M + N) * K, 1 << 20) + 4 * M * N + (1 << 16)
+    assert grown <= 1.25 * 4 * M * N + (1 << 16)
     check(a_np, b_np, out)
 
 
@@ -156,7 +165,7 @@ def test_same_bits_for_every_path_and_level(rng):
 @pytest.mark.skipif(not FMA_LEVELS, reason="no FMA level on this CPU")
 def test_small_products_read_operands_in_place_with_the_same_bits(rng):
     """Small products read A's and B's rows where they lie instead of packing
-    them, and larger ones with few columns A's: the same bits as the packed
+    them, and larger ones A's (rows up to 4 KB apart): the same bits as the packed
     path (which transposed operands take), for batches of row-strided views
     whose columns end in a narrower tile."""
     a = rng.standard_normal((6, 48, 200)).astype(np.float32)
@@ -173,7 +182,7 @@ def test_small_products_read_operands_in_place_with_the_same_bits(rng):
                               @ mx.swapaxes(mx.array(np.swapaxes(sb, 1, 2).copy()), 1, 2))
             np.testing.assert_array_equal(got, packed)
             np.testing.assert_allclose(got, sa.astype(np.float64) @ sb, rtol=1e-4, atol=1e-4)
-            # a larger product with few columns: A read in place, B packed
+            # a larger product: A read in place, B packed
             got = to_numpy(mx.array(x) @ mx.array(y))
             np.testing.assert_array_equal(got, to_numpy(mx.array(x.T.copy()).T @ mx.array(y)))
             np.testing.assert_allclose(got, x.astype(np.float64) @ y, rtol=1e-4, atol=1e-4)
@@ -239,6 +248,8 @@ def test_bfloat16_pair_products(level_amx, M, N, K, ta, tb):
     x, xr, y, yr = _bf16_operands(np.random.default_rng(M * 7 + N + K), M, N, K, ta, tb)
     full = x @ y
     _assert_bf16_product(full, xr @ yr)
+    if level_amx[0] == "baseline":
+        return  # OpenBLAS sums the float32 tiles there: its blocking, and so its bits, follow the shape
     # each element one sum over k, whatever tile it falls in
     np.testing.assert_array_equal(to_numpy((x[M // 3:] @ y[:, N // 2:]).astype(mx.float32)),
                                   to_numpy(full.astype(mx.float32))[M // 3:, N // 2:])

@@ -99,15 +99,19 @@ void naive_gemm(const T* a, bool ta, int64_t lda, const T* b, bool tb, int64_t l
 // rate, and blocks a thread's share of a mid-sized product poorly).
 //
 // Both operands are packed, in K-blocks of at most kKC, into zero-padded
-// panels: A as [K-block][MR-row panel][k][MR], B as [K-block][NR-column
-// panel][k][NR] — one layout whatever each operand's transpose flag (the
-// transposing packs go through 8x8 register transposes). A register tile of
-// MR rows x NV vectors (NR = NV * W columns) of C accumulates one K-block;
-// the next K-block starts from the stored tile, so every element of C is one
-// fused multiply-add chain over k = 0..K-1 in order: the bits depend neither
-// on the level (AVX2 or AVX-512), the tile shapes, the blocking nor the
-// thread split. Packing is one parallel phase, the tiles of C a second,
-// each handed out to whichever thread asks next.
+// panels: A as [MR-row panel][k][MR], B as [k][NR] per NR-column panel —
+// one layout whatever each operand's transpose flag (the transposing packs
+// go through 8x8 register transposes) — or read in place where their rows
+// already lie along the tile's (see Sgemm::run). A register tile of MR rows
+// x NV vectors (NR = NV * W columns) of C accumulates one K-block; the next
+// K-block starts from the stored tile, so every element of C is one fused
+// multiply-add chain over k = 0..K-1 in order: the bits depend neither on
+// the level (AVX2 or AVX-512), the tile shapes, the blocking nor the thread
+// split. The tiles of C are split into tasks (a block of rows x a block of
+// columns), each handed to whichever thread asks next; a task packs the
+// operands it reads itself, into its thread's buffer, so a packed panel is
+// read while still in that core's cache and no thread waits for another's
+// packing.
 #if EMBER_ISA_HAS_AVX512
 constexpr int kMR = 8, kNV = 3;   // 24 accumulators of 32 registers
 #else
@@ -116,11 +120,13 @@ constexpr int kMR = 6, kNV = 2;   // 12 accumulators of 16 registers
 using FV = typename Vec<float>::V;
 constexpr int kW = Vec<float>::W;
 constexpr int kNR = kNV * kW;
-constexpr int64_t kKC = 256;               // k per block: a B micro-panel near L1's size
-constexpr int64_t kMCPanels = 256 / kMR;   // rows of A per task: a (rows x kKC) block in L2
-constexpr int64_t kPackLimit = int64_t(16) << 20;  // floats of packed operands per pass, at most
-constexpr int64_t kPackMin = int64_t(1) << 18;     // and at least (if the product needs them)
-constexpr int64_t kMinTaskFmas = int64_t(1) << 20;  // the least work of a task when splitting finer
+constexpr int64_t kKC = kNV == 3 ? 128 : 256;  // k per block: a packed B panel of 24 or 16 KB stays in L1
+// rows of A per task: a (rows x kKC) block in L2 — 256 rows read in place
+// (their lines, rows up to 4 KB apart, land on a fraction of L2's sets), a
+// 512 KB packed block (each task packs B's panels again: taller tasks, fewer
+// passes over B)
+constexpr int64_t kMCPanels = 256 / kMR, kMCPanelsPacked = (int64_t(128) << 10) / (kKC * kMR);
+constexpr double kPackCost = 8.0;  // packing a value, in multiply-adds (reading one in place: 1)
 constexpr int64_t kDirectFmas = int64_t(1) << 22;  // products this small read unpacked operands in place
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -230,6 +236,19 @@ void pack_panel(const float* src, bool along_k, int64_t ld, int64_t n, int64_t k
     for (int64_t k = 0; k < kc; ++k) dst[k * P + q] = 0.0f;
 }
 
+// This thread's buffer for packed operands, at least n floats (64-byte
+// aligned; kept for the thread's next product, so a product allocates nothing)
+inline float* pack_buffer(int64_t n) {
+  thread_local std::unique_ptr<float[], void (*)(float*)> buf{nullptr, [](float* p) { std::free(p); }};
+  thread_local int64_t cap = 0;
+  if (n > cap) {
+    cap = std::max(n, 2 * cap);
+    buf.reset(static_cast<float*>(std::aligned_alloc(64, ((cap * sizeof(float) + 63) / 64) * 64)));
+    if (!buf) throw std::bad_alloc();
+  }
+  return buf.get();
+}
+
 // C (M x N, element (i, j) at c[i * rs + j * cs]) = op(A) op(B) (+ C if add), where
 // op(A)(i, k) = ta ? a[k * lda + i] : a[i * lda + k], op(B)(k, j) = tb ?
 // b[j * ldb + k] : b[k * ldb + j].
@@ -247,118 +266,92 @@ struct Sgemm {
 
   void run(bool threaded) const {
     const int64_t mp = ceil_div(M, kMR), np = ceil_div(N, kNR);
-    // passes over bands of k, rows and columns, so that the packed operands
-    // of one pass stay within about twice the operands' size, at least
-    // kPackMin and at most kPackLimit floats
-    const int64_t limit = std::clamp(2 * (M + N) * K, kPackMin, kPackLimit);
-    const int64_t kband = std::min(K, std::max(kKC, limit / (std::min(mp, kMCPanels) * kMR + kNR)));
-    const int64_t per = std::max<int64_t>(limit / (2 * kband), 1);
-    const int64_t mband = std::min(mp, std::max(per / kMR, kMCPanels));
-    const int64_t nband = std::min(np, std::max<int64_t>(per / kNR, 1));
-    AlignedScratch<float> pack((mband * kMR + nband * kNR) * kband, false);
-    for (int64_t k0 = 0; k0 < K; k0 += kband)
-      for (int64_t m0 = 0; m0 < mp; m0 += mband)
-        for (int64_t n0 = 0; n0 < np; n0 += nband)
-          pass(Band{m0, std::min(mband, mp - m0), n0, std::min(nband, np - n0), k0, std::min(kband, K - k0)},
-               pack.data, pack.data + mband * kMR * kband, n0 == 0, m0 == 0 || nband < np, threaded);
+    const int64_t nkb = ceil_div(K, kKC), kc = ceil_div(K, nkb);
+    // An operand whose rows lie along the tile's (A along k, B along j) is
+    // read in place, unpacked, where every tile reads only its own rows and
+    // columns: in a small product (packing would cost as much as the product
+    // gains from it), and A also where its rows are at most 4 KB apart (a
+    // tile's 8 rows stay on 8 pages, a task's block of rows spread over the
+    // cache's sets; rows further apart, a power of two especially, crowd a
+    // few sets: packed). B's rows are read in place only in small products:
+    // a tile's k-steps would spread over as many pages as rows.
+    const bool small = M * N * K <= kDirectFmas;
+    const bool direct_a = !ta && M % kMR == 0 && (small || lda <= 1024);
+    const bool direct_b = small && !tb && N % kW == 0;
+    const auto [trows, tcols] = split(mp, np, threaded ? num_threads() : 1, !direct_a, !direct_b);
+    const int64_t tn = ceil_div(np, tcols);
+    const int64_t na = direct_a ? 0 : trows * kMR * kc, nb = direct_b ? 0 : kc * kNR;
+    pool_tasks(ceil_div(mp, trows) * tn, threaded, [&](int64_t t) {
+      float* pa = pack_buffer(na + nb);
+      task((t / tn) * trows, std::min(mp, (t / tn + 1) * trows), (t % tn) * tcols,
+           std::min(np, (t % tn + 1) * tcols), kc, direct_a, direct_b, pa, pa + na);
+    });
   }
 
  private:
-  // row panels [m0, m0 + mn), column panels [n0, n0 + nn), k in [k0, k0 + kn)
-  struct Band {
-    int64_t m0, mn, n0, nn, k0, kn;
-  };
-
-  // The split of a band's tiles into tasks (row groups x column groups) with
-  // the least estimated time on nt threads: whole rounds of the largest
-  // task, each its FMAs plus its operand traffic; row groups of at most
-  // kMCPanels panels (A's block stays in L2). Where the work allows, at
-  // least 4 tasks a thread of kMinTaskFmas or more: a thread the OS takes
-  // away for a while (a shared machine) then holds up one small task, not
-  // half the product.
-  static std::pair<int64_t, int64_t> split(int64_t mn, int64_t nn, int64_t kn, int64_t nt) {
-    const int64_t mt_min = ceil_div(mn, kMCPanels);
-    const int64_t fmas = mn * nn * kMR * kNR * kn;
-    const int64_t want = nt > 1 ? std::min(4 * nt, std::max<int64_t>(fmas / kMinTaskFmas, 1)) : 1;
+  // The split of the tiles into tasks (row groups x column groups) with the
+  // least estimated time on nt threads: whole rounds of the largest task,
+  // each its multiply-adds plus the reading of its operands (pack_a, pack_b:
+  // a task packs its rows of A and its columns of B, once per k-block); row
+  // groups of at most kMCPanels(Packed) panels (A's block stays in L2). Tasks that
+  // share the threads evenly beat more, smaller ones: each packs its B
+  // panels again, so a split finer than the threads costs more than the
+  // balance it buys.
+  static std::pair<int64_t, int64_t> split(int64_t mn, int64_t nn, int64_t nt, bool pack_a, bool pack_b) {
+    const int64_t mt_min = ceil_div(mn, pack_a ? kMCPanelsPacked : kMCPanels);
     std::pair<int64_t, int64_t> best{mn, nn};
     double best_cost = -1;
-    bool best_enough = false;
-    for (int64_t mt = mt_min; mt <= std::min(mn, std::max(mt_min * 2 * nt, want)); ++mt) {
-      for (int64_t ntn = 1; ntn <= std::min(nn, std::max(2 * nt, want)); ++ntn) {
+    for (int64_t mt = mt_min; mt <= std::min(mn, mt_min * 2 * nt); ++mt) {
+      for (int64_t ntn = 1; ntn <= std::min(nn, 2 * nt); ++ntn) {
         const int64_t rows = ceil_div(mn, mt), cols = ceil_div(nn, ntn);
         const int64_t ntasks = ceil_div(mn, rows) * ceil_div(nn, cols);
-        const double cost =
-            double(ceil_div(ntasks, nt)) * (double(rows * cols) * kMR * kNR + 4.0 * (rows * kMR + cols * kNR));
-        const bool enough = ntasks >= want;
-        if (best_cost < 0 || (enough && !best_enough) || (enough == best_enough && cost < best_cost))
-          best_cost = cost, best = {rows, cols}, best_enough = enough;
+        const double reads = (pack_a ? kPackCost : 1.0) * rows * kMR + (pack_b ? kPackCost : 1.0) * cols * kNR;
+        const double cost = double(ceil_div(ntasks, nt)) * (double(rows * cols) * kMR * kNR + reads);
+        if (best_cost < 0 || cost < best_cost) best_cost = cost, best = {rows, cols};
       }
     }
     return best;  // panels per task: rows, columns
   }
 
-  // pa: [k-block][mn][kcb][MR], pb: [k-block][nn][kcb][NR]; packed here
-  // unless the previous pass left them there (pack_a, pack_b false)
-  void pass(const Band& bd, float* pa, float* pb, bool pack_a, bool pack_b, bool threaded) const {
-    const int64_t nkb = ceil_div(bd.kn, kKC), kc = ceil_div(bd.kn, nkb);
-    auto kblock = [&](int64_t kb) { return std::min(kc, bd.kn - kb * kc); };
-    // An operand whose rows lie along the tile's (A along k, B along j) is
-    // read in place, unpacked, where every tile reads only its own rows and
-    // columns: in a small product (packing would cost as much as the product
-    // gains from it), and A also where few column panels reuse its packing
-    // and its rows are at most 4 KB apart (a tile's 8 rows stay on 8 pages,
-    // a task's block of rows spread over the cache's sets; rows further
-    // apart, a power of two especially, crowd a few sets: packing stays)
-    const bool small = M * N * K <= kDirectFmas;
-    const bool direct_a = !ta && M % kMR == 0 && (small || (lda <= 1024 && bd.nn <= 8));
-    const bool direct_b = small && !tb && N % kW == 0;
-    // packing: units of one B panel or of kNR / kMR A panels, per k-block
-    const int64_t agroup = std::max(kNR / kMR, 1);
-    const int64_t au = pack_a && !direct_a ? ceil_div(bd.mn, agroup) : 0, bu = pack_b && !direct_b ? bd.nn : 0;
-    pool_tasks(nkb * (au + bu), threaded, [&](int64_t u) {
-      const int64_t kb = u / (au + bu), w = u % (au + bu), p0 = kb * kc, kcb = kblock(kb), k = bd.k0 + p0;
-      if (w < au) {
-        for (int64_t p = w * agroup; p < std::min(bd.mn, (w + 1) * agroup); ++p) {
-          const int64_t i0 = (bd.m0 + p) * kMR;
-          const float* src = ta ? a + k * lda + i0 : a + i0 * lda + k;
-          pack_panel<kMR>(src, !ta, lda, std::min<int64_t>(kMR, M - i0), kcb,
-                          pa + p0 * bd.mn * kMR + p * kcb * kMR);
+  // The tiles of row panels [pm0, pm1) x column panels [pn0, pn1), k-block
+  // by k-block: the block's rows of A packed into pa (unless direct_a), then
+  // per column panel, its block of B packed into pb (unless direct_b; it
+  // stays in L1) and run against every row panel
+  void task(int64_t pm0, int64_t pm1, int64_t pn0, int64_t pn1, int64_t kc, bool direct_a, bool direct_b, float* pa,
+            float* pb) const {
+    alignas(64) float tile[kMR * kNR] = {};
+    for (int64_t k = 0; k < K; k += kc) {
+      const int64_t kcb = std::min(kc, K - k);
+      const bool acc = add || k > 0;
+      if (!direct_a) {
+        for (int64_t pm = pm0; pm < pm1; ++pm) {
+          const int64_t i0 = pm * kMR;
+          pack_panel<kMR>(ta ? a + k * lda + i0 : a + i0 * lda + k, !ta, lda, std::min<int64_t>(kMR, M - i0), kcb,
+                          pa + (pm - pm0) * kcb * kMR);
         }
-      } else {
-        const int64_t p = w - au, j0 = (bd.n0 + p) * kNR;
-        const float* src = tb ? b + j0 * ldb + k : b + k * ldb + j0;
-        pack_panel<kNR>(src, tb, ldb, std::min<int64_t>(kNR, N - j0), kcb, pb + p0 * bd.nn * kNR + p * kcb * kNR);
       }
-    });
-    const auto [trows, tcols] = split(bd.mn, bd.nn, bd.kn, threaded ? num_threads() : 1);
-    const int64_t tn = ceil_div(bd.nn, tcols);
-    pool_tasks(ceil_div(bd.mn, trows) * tn, threaded, [&](int64_t t) {
-      const int64_t pm0 = (t / tn) * trows, pm1 = std::min(bd.mn, pm0 + trows);
-      const int64_t pn0 = (t % tn) * tcols, pn1 = std::min(bd.nn, pn0 + tcols);
-      alignas(64) float tile[kMR * kNR] = {};
-      for (int64_t kb = 0; kb < nkb; ++kb) {
-        const int64_t p0 = kb * kc, kcb = kblock(kb);
-        const bool acc = add || bd.k0 + p0 > 0;
-        const int64_t k = bd.k0 + p0;
-        for (int64_t pn = pn0; pn < pn1; ++pn) {
-          const int64_t j0 = (bd.n0 + pn) * kNR, cols = std::min<int64_t>(kNR, N - j0);
-          const float* bpan = direct_b ? b + k * ldb + j0 : pb + p0 * bd.nn * kNR + pn * kcb * kNR;
-          const MicroTile micro = micro_for(ceil_div(cols, kW), direct_a, direct_b);
-          for (int64_t pm = pm0; pm < pm1; ++pm) {
-            const int64_t i0 = (bd.m0 + pm) * kMR, rows = std::min<int64_t>(kMR, M - i0);
-            const float* apan = direct_a ? a + i0 * lda + k : pa + p0 * bd.mn * kMR + pm * kcb * kMR;
-            float* ct = c + i0 * rs + j0 * cs;
-            if (cs == 1 && rows == kMR && cols % kW == 0) {  // whole vectors of C: in place
-              micro(kcb, apan, lda, bpan, ldb, ct, rs, acc);
-            } else {  // an edge tile, or C stored transposed: through a local tile
-              if (acc) tile_copy<true>(ct, tile, rows, cols);
-              micro(kcb, apan, lda, bpan, ldb, tile, kNR, acc);
-              tile_copy<false>(ct, tile, rows, cols);
-            }
+      for (int64_t pn = pn0; pn < pn1; ++pn) {
+        const int64_t j0 = pn * kNR, cols = std::min<int64_t>(kNR, N - j0);
+        const float* bpan = b + k * ldb + j0;
+        if (!direct_b) {
+          pack_panel<kNR>(tb ? b + j0 * ldb + k : bpan, tb, ldb, cols, kcb, pb);
+          bpan = pb;
+        }
+        const MicroTile micro = micro_for(ceil_div(cols, kW), direct_a, direct_b);
+        for (int64_t pm = pm0; pm < pm1; ++pm) {
+          const int64_t i0 = pm * kMR, rows = std::min<int64_t>(kMR, M - i0);
+          const float* apan = direct_a ? a + i0 * lda + k : pa + (pm - pm0) * kcb * kMR;
+          float* ct = c + i0 * rs + j0 * cs;
+          if (cs == 1 && rows == kMR && cols % kW == 0) {  // whole vectors of C: in place
+            micro(kcb, apan, lda, bpan, ldb, ct, rs, acc);
+          } else {  // an edge tile, or C stored transposed: through a local tile
+            if (acc) tile_copy<true>(ct, tile, rows, cols);
+            micro(kcb, apan, lda, bpan, ldb, tile, kNR, acc);
+            tile_copy<false>(ct, tile, rows, cols);
           }
         }
       }
-    });
+    }
   }
 
   // the valid part of a tile of C into `tile` (Load) or back
