@@ -384,3 +384,62 @@ def test_matrix_norm_is_linalg_norm():
     a = mx.array([[3.0, 4.0], [0.0, 0.0]])
     assert mx.matrix_norm(a).item() == pytest.approx(5.0)
     assert mx.matrix_norm(a, ord="fro").item() == mx.linalg.norm(a, ord="fro").item()
+
+
+# --------------------------------------------------------------------------
+# the layout of a cotangent
+# --------------------------------------------------------------------------
+
+def _row_major(a):
+    mv = memoryview(a)
+    return mv.strides == tuple(int(np.prod(mv.shape[i + 1:])) * mv.itemsize for i in range(mv.ndim))
+
+
+@ember_only  # (strides through the buffer protocol)
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64"])
+@pytest.mark.parametrize("evaluated", [False, True])
+def test_gradient_of_a_transposed_operand_comes_out_in_its_layout(dtype, evaluated):
+    """x @ W.T (a Linear's weight) and W.T @ x: W's gradient is computed as
+    the transpose of the transposed product, so it is row-major like W
+    (an optimizer's update then reads both in order), with the values of
+    ct @ b^H and a^H @ ct."""
+    rng = np.random.default_rng(7)
+    x, w, ct = rand(rng, (5, 3), dtype), rand(rng, (4, 3), dtype), rand(rng, (5, 4), dtype)
+    X, W, CT = as_mx(x), as_mx(w), as_mx(ct)
+
+    def T(w_):  # w_.T, evaluated inside the traced function (its strides then tell) or not (its node does)
+        t = w_.T
+        if evaluated:
+            mx.eval(t)
+        return t
+    # W.T as the second operand: the cotangent of W.T is x^H ct, of W its transpose
+    _, (gw,) = mx.vjp(lambda W_: X @ T(W_), [W], [CT])
+    np.testing.assert_allclose(to_numpy(gw), (x.conj().T @ ct).T, rtol=TOL[dtype], atol=TOL[dtype])
+    assert _row_major(gw)
+    # W.T as the first operand: the cotangent of W.T is ct y^H
+    y, ct2 = rand(rng, (4, 6), dtype), rand(rng, (3, 6), dtype)
+    _, (gw2,) = mx.vjp(lambda W_: T(W_) @ as_mx(y), [W], [as_mx(ct2)])
+    np.testing.assert_allclose(to_numpy(gw2), (ct2 @ y.conj().T).T, rtol=TOL[dtype], atol=TOL[dtype])
+    assert _row_major(gw2)
+    # a transposed primal of its own: the same values
+    _, (gt,) = mx.vjp(lambda t: X @ t, [W.T], [CT])
+    np.testing.assert_allclose(to_numpy(gt), x.conj().T @ ct, rtol=TOL[dtype], atol=TOL[dtype])
+
+
+@ember_only  # (strides through the buffer protocol)
+def test_gradients_of_batched_transposed_operands_and_linear():
+    rng = np.random.default_rng(8)
+    a, b = rng.standard_normal((2, 5, 3)), rng.standard_normal((2, 4, 3))
+    A, B = mx.array(a, mx.float64), mx.array(b, mx.float64)
+    g = mx.grad(lambda B_: (A @ mx.swapaxes(B_, -1, -2)).sum())(B)
+    np.testing.assert_allclose(to_numpy(g), np.swapaxes(np.swapaxes(a, -1, -2) @ np.ones((2, 5, 4)), -1, -2),
+                               rtol=1e-12)
+    assert _row_major(g)
+    gradcheck.check_grads(lambda a, b: A @ mx.swapaxes(b, -1, -2) + a @ mx.swapaxes(b, -1, -2), [a, b])
+    nn = pytest.importorskip("ember.nn")
+    layer = nn.Linear(3, 4)
+    grads = nn.value_and_grad(layer, lambda x: layer(x).square().sum())(mx.array(a[0], mx.float32))[1]
+    assert _row_major(grads["weight"])
+    w = to_numpy(layer.weight).astype(np.float64)
+    want = 2 * (a[0] @ w.T + to_numpy(layer.bias)).T @ a[0]
+    np.testing.assert_allclose(to_numpy(grads["weight"]), want, rtol=1e-4, atol=1e-4)

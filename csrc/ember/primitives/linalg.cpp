@@ -6,8 +6,15 @@
 //   jvp  ta @ b + a @ tb
 //   vjp  ct @ b^H, a^H @ ct    (conjugate transposes: MLX's convention for
 //                               complex cotangents, see elementwise.cpp)
+// A cotangent is computed in its operand's layout: for an operand whose
+// matrices are stored transposed (a Linear's weight, x @ W.T) as the
+// transpose of the transposed product, (ct^T conj(a))^T, so that the
+// gradient of W comes out row-major, as W is, and the elementwise ops that
+// use it (an optimizer's update) read both in order instead of one across
+// its rows.
 #include "ember/ops.h"
 #include "ember/primitives/linalg.h"
+#include "ember/primitives/shape.h"
 #include "ember/transforms/transforms.h"
 
 namespace ember {
@@ -36,6 +43,21 @@ array split_dim(const array& x, int d, int64_t n, int64_t m, Stream s) {
   return reshape(x, sh, s);
 }
 
+// Whether x's matrices are stored transposed (column-major): by its strides
+// once evaluated, or as the swap of the last two axes of another array.
+bool stored_transposed(const array& x) {
+  const int n = x.ndim();
+  if (n < 2 || x.shape(-1) < 2 || x.shape(-2) < 2) return false;
+  if (x.buffer()) return x.strides()[n - 2] == 1 && x.strides()[n - 1] == x.shape(-2);
+  if (!x.has_primitive()) return false;
+  const auto* t = dynamic_cast<const Transpose*>(&x.primitive());
+  if (!t) return false;
+  const auto& ax = t->axes();
+  for (int i = 0; i < n - 2; ++i)
+    if (ax[i] != i) return false;
+  return ax[n - 2] == n - 1 && ax[n - 1] == n - 2;
+}
+
 }  // namespace
 
 std::vector<array> Matmul::vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
@@ -43,7 +65,15 @@ std::vector<array> Matmul::vjp(const std::vector<array>& primals, const std::vec
   const array &a = primals[0], &b = primals[1], &ct = cotangents[0];
   Stream s = stream();
   std::vector<array> out;
-  for (int arg : argnums) out.push_back(arg == 0 ? matmul(ct, mH(b, s), s) : matmul(mH(a, s), ct, s));
+  for (int arg : argnums) {
+    const array& x = arg == 0 ? a : b;
+    if (!stored_transposed(x)) {
+      out.push_back(arg == 0 ? matmul(ct, mH(b, s), s) : matmul(mH(a, s), ct, s));
+    } else {  // (ct b^H)^T = conj(b) ct^T, (a^H ct)^T = ct^T conj(a)
+      const array ctT = matrix_transpose(ct, s);
+      out.push_back(matrix_transpose(arg == 0 ? matmul(conjugate(b, s), ctT, s) : matmul(ctT, conjugate(a, s), s), s));
+    }
+  }
   return out;
 }
 
