@@ -58,7 +58,11 @@ void lift_transposed_products(const std::vector<array>& inputs, const std::vecto
       if (!is_leaf(in)) stack.push_back(in);
     }
   }
-  for (Node* n : nodes) {
+  // inputs before their consumers (the reverse of the walk's discovery
+  // order): a transpose of a transpose of a product, as the vjp of x @ W.T
+  // builds it, folds twice, back to the product in its own layout
+  for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+    Node* n = *it;
     auto t = dynamic_cast<const Transpose*>(n->prim.get());
     if (!t || n->inputs.size() != 1 || n->outputs.size() != 1) continue;
     const array& p = n->inputs[0];
