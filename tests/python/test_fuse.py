@@ -724,3 +724,23 @@ def test_transposed_product_is_computed_transposed(rng):
     assert text.count("Matmul") == 1 and "Transpose" in text, text
     for o, e in zip(mx.compile(shared)(a, b, w), shared(a, b, w)):
         np.testing.assert_array_equal(np.array(o), np.array(e))
+
+
+def test_transpose_of_a_transposed_product_and_rewrites_under_kept_outputs(rng):
+    """The vjp of x @ W.T gives W's gradient as the transpose of a transposed
+    product: both fold (inputs first), back to one row-major product. The
+    graph's output there is the outer transpose, rewired in place, and so is
+    a reshape of a fused row sum: rewrites under an output that keeps its
+    array are kept too."""
+    x = mx.array(rng.standard_normal((6, 5)).astype(np.float32))
+    w = mx.array(rng.standard_normal((4, 5)).astype(np.float32))
+    g = mx.compile(mx.grad(lambda v: (x @ v.T).square().sum()))
+    text = g.lower(w).compile().as_text()
+    assert "Transpose" not in text.split("Matmul")[-1], text
+    xn, wn = np.array(x, np.float64), np.array(w, np.float64)
+    np.testing.assert_allclose(np.array(g(w)), 2 * (xn @ wn.T).T @ xn, rtol=1e-5, atol=1e-5)
+    v = mx.array(rng.standard_normal((5,)).astype(np.float32))
+    dot = mx.compile(lambda a, b: mx.sum(a * b, axis=-1))
+    text = dot.lower(x, v).compile().as_text()
+    assert "= Compiled[Multiply,Sum] a b" in text and text.splitlines()[-2].endswith("= Reshape c"), text
+    assert_same(dot(x, v), mx.sum(x * v, axis=-1))

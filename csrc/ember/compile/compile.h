@@ -94,8 +94,9 @@ struct PassStats {
 };
 PassStats simplify(Tape& tape);
 // The fusion pass's hook (fusion_hook.cpp): the graph between the
-// placeholders `inputs` and `outputs`, rewritten; returns the new outputs.
-std::vector<array> run_fusion(const std::vector<array>& inputs, const std::vector<array>& outputs);
+// placeholders `inputs` and `outputs`, rewritten; returns the new outputs,
+// and whether anything was rewritten (in place, outputs kept, or not).
+std::vector<array> run_fusion(const std::vector<array>& inputs, const std::vector<array>& outputs, bool* rewrote);
 // record -> simplify -> rebuild on the placeholders -> run_fusion -> record.
 std::shared_ptr<Tape> compile_graph(const std::vector<array>& inputs, const std::vector<array>& outputs,
                                     bool shapeless, bool passes = true, PassStats* stats = nullptr);

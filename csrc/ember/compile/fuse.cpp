@@ -249,7 +249,8 @@ int row_reduce_kind(const Node& n, const array& out) {
 
 }  // namespace
 
-std::vector<array> fuse(const std::vector<array>& inputs, const std::vector<array>& outputs) {
+std::vector<array> fuse(const std::vector<array>& inputs, const std::vector<array>& outputs, bool* rewrote) {
+  if (rewrote) *rewrote = false;
   if (!compiler_available()) {
     load_kernel({}, 0);  // the one warning
     return outputs;
@@ -468,6 +469,7 @@ std::vector<array> fuse(const std::vector<array>& inputs, const std::vector<arra
     for (int i : mem) fused[i] = true;
   }
   if (repl.empty()) return outputs;
+  if (rewrote) *rewrote = true;
   // rewire the consumers left outside the groups
   for (int i = 0; i < N; ++i) {
     if (fused[i]) continue;

@@ -32,7 +32,10 @@
 
 namespace ember::compile {
 
-std::vector<array> fuse(const std::vector<array>& inputs, const std::vector<array>& outputs);
+// *rewrote (if given): whether any group was replaced. The outputs alone do
+// not tell: a graph output outside the groups (a reshape of a row sum) keeps
+// its array, its node rewired in place.
+std::vector<array> fuse(const std::vector<array>& inputs, const std::vector<array>& outputs, bool* rewrote = nullptr);
 
 // One fused group: the recorded primitives in order (each step's arguments:
 // k >= 0 an earlier step, k < 0 the Compiled node's input -k-1), the steps

@@ -32,7 +32,7 @@ bool swaps_last_two(const Transpose& t, int ndim) {
   return ax[ndim - 2] == ndim - 1 && ax[ndim - 1] == ndim - 2;
 }
 
-void lift_transposed_products(const std::vector<array>& inputs, const std::vector<array>& outputs) {
+bool lift_transposed_products(const std::vector<array>& inputs, const std::vector<array>& outputs) {
   std::unordered_set<const ArrayDesc*> leaves;
   for (const auto& x : inputs) leaves.insert(x.desc().get());
   auto is_leaf = [&](const array& a) {
@@ -61,6 +61,7 @@ void lift_transposed_products(const std::vector<array>& inputs, const std::vecto
   // inputs before their consumers (the reverse of the walk's discovery
   // order): a transpose of a transpose of a product, as the vjp of x @ W.T
   // builds it, folds twice, back to the product in its own layout
+  bool lifted = false;
   for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
     Node* n = *it;
     auto t = dynamic_cast<const Transpose*>(n->prim.get());
@@ -73,14 +74,19 @@ void lift_transposed_products(const std::vector<array>& inputs, const std::vecto
     const Stream s = m->prim->stream();
     n->inputs = {swapaxes(b, -1, -2, s), swapaxes(a, -1, -2, s)};
     n->prim = m->prim;
+    lifted = true;
   }
+  return lifted;
 }
 
 }  // namespace
 
-std::vector<array> run_fusion(const std::vector<array>& inputs, const std::vector<array>& outputs) {
-  lift_transposed_products(inputs, outputs);
-  return compile::fuse(inputs, outputs);
+std::vector<array> run_fusion(const std::vector<array>& inputs, const std::vector<array>& outputs, bool* rewrote) {
+  const bool lifted = lift_transposed_products(inputs, outputs);
+  bool fused = false;
+  auto result = compile::fuse(inputs, outputs, &fused);
+  *rewrote = lifted || fused;
+  return result;
 }
 
 }  // namespace ember::compiler

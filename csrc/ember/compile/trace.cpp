@@ -354,11 +354,10 @@ std::shared_ptr<Tape> compile_graph(const std::vector<array>& inputs, const std:
     if (stats) *stats = s;
   }
   std::vector<array> simplified = replay(*tape, inputs);
-  std::vector<array> fused = run_fusion(inputs, simplified);
-  bool unchanged = fused.size() == simplified.size();
-  for (size_t i = 0; unchanged && i < fused.size(); ++i) unchanged = fused[i].desc() == simplified[i].desc();
+  bool rewrote = false;
+  std::vector<array> fused = run_fusion(inputs, simplified, &rewrote);
   // the fusion pass rewrote nothing: the simplified tape is the graph it was given
-  auto final_tape = unchanged ? tape : record(inputs, fused);
+  auto final_tape = rewrote ? record(inputs, fused) : tape;
   final_tape->shapeless = shapeless;
   return final_tape;
 }
