@@ -4,7 +4,8 @@ value_and_grad on a small MLP step, beside MLX, JAX and torch.func. Run:
     python3 benchmarks/bench_transforms.py [--quick] [--only PATTERN] [--json FILE]
 
 The per-example row jits JAX (how JAX is used; Ember, MLX and torch.func run
-eagerly). The MLP step runs eagerly everywhere, transforming the Python
+eagerly), and a second row compiles Ember's and MLX's (mx.compile) beside the
+same jitted JAX. The MLP step runs eagerly everywhere, transforming the Python
 function on every call, and again compiled (mx.compile / jax.jit).
 """
 
@@ -41,8 +42,10 @@ def _pe_loss(m):
     return lambda w, xi, yi: m.square(m.sum(xi * w) - yi)
 
 
-def pe_mlx(mx, w, x, y):
+def pe_mlx(mx, w, x, y, jit=False):
     f = mx.vmap(mx.grad(_pe_loss(mx)), in_axes=(None, 0, 0))
+    if jit:
+        f = mx.compile(f)
     return lambda: f(w, x, y)
 
 
@@ -154,6 +157,9 @@ CASES = [
     Case(name=f"per-example grads vmap(grad), linear {BATCH}x{DIM}", metric="ms", amount=1,
          make_inputs=pe_inputs, reference=pe_ref, out_dtype="float32",
          impls={"mlx": pe_mlx, "jax": pe_jax, "torch": pe_torch}),
+    Case(name=f"per-example grads vmap(grad), linear {BATCH}x{DIM} (compiled)", metric="ms", amount=1,
+         make_inputs=pe_inputs, reference=pe_ref, out_dtype="float32",
+         impls={"mlx": lambda mx, *a: pe_mlx(mx, *a, jit=True), "jax": pe_jax}),
     Case(name="value_and_grad 3-layer MLP step (64-128-128-10, batch 32)", metric="µs/op", amount=1,
          make_inputs=mlp_inputs, reference=mlp_ref, out_dtype="float32", rtol=1e-4, atol=1e-5,
          impls={"mlx": mlp_mlx, "jax": mlp_jax, "torch": mlp_torch}),
