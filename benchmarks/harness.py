@@ -956,11 +956,19 @@ def _run_worker(fw: str, args) -> Dict[str, Any]:
     inherits this one's environment, --isa's caps included)."""
     if args.in_process:
         return run_framework(fw, args.cases, args)
+    # NumPy's OpenBLAS threads busy-wait ~0.1 s after NumPy's import and
+    # after each of its BLAS calls (the reference checks), on one of the
+    # machine's few cores: in the workers that use NumPy only for inputs and
+    # references they sleep after ~1.3 ms instead (NumPy's own rows keep
+    # its default)
+    env = dict(os.environ)
+    if fw != "numpy":
+        env.setdefault("OPENBLAS_THREAD_TIMEOUT", "22")
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "out.json")
         cmd = [sys.executable, os.path.abspath(sys.argv[0]),
                *_passthrough(args), "--worker", fw, "--worker-out", path]
-        proc = subprocess.run(cmd, stdout=sys.stderr)
+        proc = subprocess.run(cmd, stdout=sys.stderr, env=env)
         if proc.returncode == 0 and os.path.exists(path):
             with open(path) as f:
                 return json.load(f)
