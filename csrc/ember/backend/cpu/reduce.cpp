@@ -662,6 +662,27 @@ EMBER_RI void combine_into(A* __restrict a, const A* __restrict b, int64_t w) {
   for (int64_t k = 0; k < w; ++k) a[k] = Op::apply(a[k], b[k]);
 }
 
+// A task's small scratch (n trivial values, uninitialised): on the stack up
+// to Bytes, on the heap beyond. A heap block of 1 KB or more makes glibc
+// merge its lists of freed small blocks (malloc_consolidate), which a
+// compiled step's hundreds of small allocations then pay for again.
+template <class A, size_t Bytes = 16384>
+struct LocalScratch {
+  alignas(64) unsigned char local[Bytes];
+  std::unique_ptr<A[]> heap;
+  A* data;
+  explicit LocalScratch(int64_t n) {
+    if (static_cast<size_t>(n) * sizeof(A) <= Bytes) {
+      data = reinterpret_cast<A*>(local);
+    } else {
+      heap.reset(new A[n]);
+      data = heap.get();
+    }
+  }
+  LocalScratch(const LocalScratch&) = delete;
+  LocalScratch& operator=(const LocalScratch&) = delete;
+};
+
 constexpr int kVertStack = 8;  // lane-tree stack slots (log2(32) + 1 needed)
 
 // The canonical order of one piece (n <= kBlock rows) for w columns at once:
@@ -763,11 +784,11 @@ void reduce_vertical(const T* x, int64_t R, int64_t rs, int64_t K, const Walk& o
   const int depth = split_depth<L>(R, kBlock);
   if (ntask >= nt || R <= 2 * kBlock) {
     parallel_steps(ntask, kParallelGrain / std::max<int64_t>(R * cw, 1), 1, [&](int64_t b, int64_t e) {
-      std::unique_ptr<A[]> buf(new A[(depth + kVertStack + 1) * cw]);
+      LocalScratch<A> buf((depth + kVertStack + 1) * cw);
       for (int64_t t = b; t < e; ++t) {
         const Task tk = task(t);
-        vert_run<Op, A>(tk.x, R, rs, tk.w, buf.get(), buf.get() + cw);
-        finish(tk, buf.get());
+        vert_run<Op, A>(tk.x, R, rs, tk.w, buf.data, buf.data + cw);
+        finish(tk, buf.data);
       }
     });
     return;
@@ -779,20 +800,20 @@ void reduce_vertical(const T* x, int64_t R, int64_t rs, int64_t K, const Walk& o
   const int64_t np = static_cast<int64_t>(pcs.size());
   std::unique_ptr<A[]> vals(new A[ntask * np * cw]);
   parallel_steps(ntask * np, 1, 1, [&](int64_t b, int64_t e) {
-    std::unique_ptr<A[]> st(new A[kVertStack * cw]);
+    LocalScratch<A> st(kVertStack * cw);
     for (int64_t t = b; t < e; ++t) {
       const Task tk = task(t / np);
       const auto& pc = pcs[t % np];
-      vert_piece<Op, A>(tk.x + pc.first * rs, pc.second, rs, tk.w, vals.get() + t * cw, st.get());
+      vert_piece<Op, A>(tk.x + pc.first * rs, pc.second, rs, tk.w, vals.get() + t * cw, st.data);
     }
   });
   parallel_steps(ntask, 1, 1, [&](int64_t b, int64_t e) {
-    std::unique_ptr<A[]> buf(new A[(depth + 1) * cw]);
+    LocalScratch<A> buf((depth + 1) * cw);
     for (int64_t t = b; t < e; ++t) {
       const Task tk = task(t);
       size_t k = 0;
-      tree_combine_rows<Op, L>(R, kBlock, vals.get() + t * np * cw, cw, k, buf.get(), buf.get() + cw);
-      finish(tk, buf.get());
+      tree_combine_rows<Op, L>(R, kBlock, vals.get() + t * np * cw, cw, k, buf.data, buf.data + cw);
+      finish(tk, buf.data);
     }
   });
 }
