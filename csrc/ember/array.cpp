@@ -9,13 +9,20 @@
 
 namespace ember {
 
-Strides row_strides(const Shape& shape) {
-  Strides s(shape.size());
+namespace {
+void fill_row_strides(const Shape& shape, Strides& s) {
+  s.resize(shape.size());
   int64_t acc = 1;
   for (int i = static_cast<int>(shape.size()) - 1; i >= 0; --i) {
     s[i] = acc;
     acc *= shape[i] > 0 ? shape[i] : 1;
   }
+}
+}  // namespace
+
+Strides row_strides(const Shape& shape) {
+  Strides s;
+  fill_row_strides(shape, s);
   return s;
 }
 
@@ -201,10 +208,14 @@ std::vector<array> array::make_arrays(std::vector<Shape> shapes, const std::vect
   auto node = std::make_shared<Node>();
   node->prim = std::move(prim);
   node->inputs = std::move(inputs);
-  node->out_shapes = shapes;
-  node->out_dtypes = dtypes;
+  if (shapes.size() > 1) {  // (a single output lives as long as its node)
+    node->out_shapes = shapes;
+    node->out_dtypes = dtypes;
+  }
   bool tracer = any_tracer(node->inputs);
   std::vector<array> outs;
+  outs.reserve(shapes.size());
+  node->outputs.reserve(shapes.size());
   for (size_t i = 0; i < shapes.size(); ++i) {
     auto d = new_desc(std::move(shapes[i]), dtypes[i]);
     d->position = static_cast<int>(i);
@@ -220,7 +231,7 @@ void array::eval() const { ember::eval({*this}); }
 
 void array::set_data(std::shared_ptr<Buffer> buf) {
   desc_->buf = std::move(buf);
-  desc_->strides = row_strides(desc_->shape);
+  fill_row_strides(desc_->shape, desc_->strides);  // in place: no allocation per kernel output
   desc_->offset = 0;
   desc_->row_contiguous = true;
 }
