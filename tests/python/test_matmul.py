@@ -443,3 +443,37 @@ def test_gradients_of_batched_transposed_operands_and_linear():
     w = to_numpy(layer.weight).astype(np.float64)
     want = 2 * (a[0] @ w.T + to_numpy(layer.bias)).T @ a[0]
     np.testing.assert_allclose(to_numpy(grads["weight"]), want, rtol=1e-4, atol=1e-4)
+
+
+@ember_only  # (the traced graph)
+@pytest.mark.parametrize("layout", ["dense", "transposed", "broadcast", "vector"])
+def test_a_batch_against_one_matrix_is_one_product(layout):
+    """(batch..., M, K) @ (K, N): the batch folds into the rows, one (B*M, K)
+    product; the gradient of the matrix is then one product whose k runs over
+    the batch (no (batch, K, N) products summed afterwards). Values and
+    gradients against NumPy for a dense, a transposed and a broadcast batch,
+    and a vector on the right."""
+    rng = np.random.default_rng(9)
+    base = rng.standard_normal((2, 3, 6, 5))
+    if layout == "transposed":
+        a_np = np.swapaxes(rng.standard_normal((2, 3, 5, 6)), -1, -2)
+        a = mx.swapaxes(mx.array(np.swapaxes(a_np, -1, -2), mx.float64), -1, -2)
+    elif layout == "broadcast":
+        a_np = np.broadcast_to(base[0, 0], (2, 3, 6, 5))
+        a = mx.broadcast_to(mx.array(base[0, 0], mx.float64), (2, 3, 6, 5))
+    else:
+        a_np, a = base, mx.array(base, mx.float64)
+    b_np = rng.standard_normal((5,) if layout == "vector" else (5, 4))
+    b = mx.array(b_np, mx.float64)
+    np.testing.assert_allclose(to_numpy(a @ b), a_np @ b_np, rtol=1e-12)
+    ct_np = rng.standard_normal((a_np @ b_np).shape)
+    ct = mx.array(ct_np, mx.float64)
+    (ga, gb) = mx.grad(lambda x, y: ((x @ y) * ct).sum(), argnums=(0, 1))(a, b)
+    want_gb = a_np.reshape(-1, 5).T @ (ct_np.reshape(-1) if layout == "vector" else ct_np.reshape(-1, 4))
+    np.testing.assert_allclose(to_numpy(gb), want_gb, rtol=1e-12)
+    want_ga = ct_np[..., None] * b_np if layout == "vector" else ct_np @ b_np.T
+    np.testing.assert_allclose(to_numpy(ga), want_ga, rtol=1e-12)
+    text = mx.compile(lambda y: a @ y).lower(b).as_text()
+    assert "f64[36,%s] = Matmul" % (1 if layout == "vector" else 4) in text, text
+    gtext = mx.compile(mx.grad(lambda y: ((a @ y) * ct).sum())).lower(b).as_text()
+    assert all("Matmul" not in line or "[2,3," not in line for line in gtext.splitlines()), gtext

@@ -26,6 +26,18 @@ array matmul(const array& a_in, const array& b_in, const StreamOrDevice& s) {
   Dtype t = promote_types(a.dtype(), b.dtype());
   // (half types: the kernel converts tiles to float32 and rounds once at the end)
   Dtype compute = t;
+  if (a.ndim() > 2 && b.ndim() == 2 && a.size() > 0) {
+    // A batch of matrices against one (x @ W.T on a (batch, seq, features)
+    // input): the batch folds into the rows, one product instead of a batch
+    // of products against a broadcast b — and in the gradients, b's is one
+    // product whose k runs over the batch, not a batch of products summed
+    // afterwards. (A reshape of a that is not row-contiguous copies it.)
+    Shape out(a.shape().begin(), a.shape().end() - 1);
+    const int64_t rows = a.size() / a.shape(-1);
+    array r = matmul_node(reshape(astype(a, compute, s), {rows, a.shape(-1)}, s), astype(b, compute, s), to_stream(s));
+    if (b_in.ndim() > 1) out.push_back(b.shape(-1));
+    return astype(reshape(r, out, s), t, s);
+  }
   Shape ba(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
   Shape batch = broadcast_shapes(ba, bb, "matmul");
   Shape sa = batch, sb = batch;
