@@ -361,6 +361,30 @@ def test_half_matmul_in_float32_tiles(dtype, K):
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("ta, tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_half_product_converted_whole_has_the_tiles_bits(level, dtype, ta, tb):
+    """One large half product converts both operands to float32 whole and
+    runs one threaded float32 product; small ones (a few rows of it) go
+    through K-tiles of 256 on row slices: every element is the same float32
+    sum over k in order, rounded once, so the rows agree bit for bit (at the
+    FMA levels; bfloat16 by pairs of k where the CPU has AVX-512 BF16)."""
+    rng = np.random.default_rng(11)
+    t = getattr(mx, dtype)
+    M, K, N = 96, 700, 160  # 2 * M * K * N: above the threading switch
+    a = mx.array(rng.standard_normal((K, M) if ta else (M, K)).astype(np.float32)).astype(t)
+    b = mx.array(rng.standard_normal((N, K) if tb else (K, N)).astype(np.float32)).astype(t)
+    x, y = (a.T if ta else a), (b.T if tb else b)
+    full = x @ y
+    want = to_numpy(x.astype(mx.float32)).astype(np.float64) @ to_numpy(y.astype(mx.float32)).astype(np.float64)
+    tol = 1e-2 if dtype == "float16" else 2e-2
+    np.testing.assert_allclose(to_numpy(full.astype(mx.float32)), want, rtol=tol, atol=tol * np.abs(want).max())
+    if level == "baseline":
+        return  # OpenBLAS sums the float32 tiles there: its blocking, and so its bits, follow the shape
+    rows = x[40:45] @ y  # 5 rows: under the switch, the K-tiles of half_gemm (up to 4: dot products)
+    np.testing.assert_array_equal(to_numpy(rows.astype(mx.float32)), to_numpy(full.astype(mx.float32))[40:45])
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("M", [1, 2, 4, 5])
 @pytest.mark.parametrize("K", [3, 1024, 2500])
 def test_half_matmul_against_a_transposed_weight(dtype, M, K):

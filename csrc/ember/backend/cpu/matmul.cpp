@@ -805,6 +805,35 @@ void gemm(const T* a, bool ta, int64_t lda, const T* b, bool tb, int64_t ldb, T*
 constexpr int64_t kParallelFlops = int64_t(1) << 21;      // below: one thread
 constexpr int64_t kThreadedItemFlops = int64_t(1) << 25;  // batch items this large: each split over the pool
 
+#if EMBER_ISA_HAS_AVX2
+constexpr int64_t kHalfWhole = int64_t(1) << 26;  // operand values of a half product converted whole, at most
+
+// One threaded half-precision product: both operands converted to float32
+// whole (rows over the pool, each operand keeping its layout), one threaded
+// sgemm, the float32 product rounded to T over the pool. The same FMA chains
+// as half_gemm's K-tiles (each tile continues the stored sums), so the same
+// bits; one product over the cores instead of row slices that each convert
+// all of B.
+template <class T>
+void half_gemm_whole(const T* a, bool ta, int64_t lda, const T* b, bool tb, int64_t ldb, T* c, int64_t M, int64_t N,
+                     int64_t K) {
+  auto widen = [](const T* src, int64_t ld, int64_t rows, int64_t cols, float* dst) {
+    cpu::parallel_for(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(cols, 1)), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t j = 0; j < cols; ++j) dst[r * cols + j] = static_cast<float>(src[r * ld + j]);
+    });
+  };
+  AlignedScratch<float> fa(M * K, false), fb(K * N, false), fc(M * N, false);
+  widen(a, lda, ta ? K : M, ta ? M : K, fa.data);
+  widen(b, ldb, tb ? N : K, tb ? K : N, fb.data);
+  sgemm(fa.data, ta, ta ? M : K, fb.data, tb, tb ? K : N, fc.data, N, M, N, K, true);
+  cpu::parallel_for(M, std::max<int64_t>(1, 16384 / N), [&](int64_t r0, int64_t r1) {
+    for (int64_t i = r0; i < r1; ++i)
+      for (int64_t j = 0; j < N; ++j) c[i * N + j] = T(fc.data[i * N + j]);
+  });
+}
+#endif
+
 }  // namespace
 
 void matmul_eval(const std::vector<array>& inputs, std::vector<array>& outputs) {
@@ -858,6 +887,12 @@ void matmul_eval(const std::vector<array>& inputs, std::vector<array>& outputs) 
     if constexpr (std::is_same_v<T, bfloat16_t>) {  // so does bf16_gemm
       if (bf16_pairs(B.trans, M))
         return bf16_gemm(a, A.trans, A.ld, b, B.trans, B.ld, pc, N, M, N, K, flops >= kParallelFlops);
+    }
+#endif
+#if EMBER_ISA_HAS_AVX2
+    if constexpr (is_half_v<T>) {  // one large product: converted whole, one threaded sgemm
+      if (flops >= kParallelFlops && M * K + K * N <= kHalfWhole && !(B.trans && M <= 4))
+        return half_gemm_whole(a, A.trans, A.ld, b, B.trans, B.ld, pc, M, N, K);
     }
 #endif
     // one product: split the rows of C (or its columns when there are few rows)
