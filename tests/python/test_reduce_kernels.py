@@ -208,6 +208,33 @@ def test_views_reduce_to_dense_bits(level, dt, view):
                                rtol=1e-5 if dt == "float32" else 1e-12, atol=1e-3 if dt == "float32" else 1e-9)
 
 
+@pytest.mark.parametrize("dt", ["float32", "float16", "int8", "bool"])
+def test_reduced_axes_of_size_one(level, dt):
+    """Reductions over axes of size 1 (a grouped attention's sum over one
+    repeat) are one elementwise pass: each output the identity folded with
+    its element, in the reduction's output dtype, for dense, transposed and
+    strided inputs (the kept axes walked by a cursor) and a NaN."""
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((4, 1, 6, 5)) * 3).astype(dt)
+    if dt == "float32":
+        x[0, 0, 0, 0] = np.nan
+    X = arr(x)
+    views = {"dense": (X, x), "transposed": (mx.transpose(X, (3, 1, 2, 0)), x.transpose(3, 1, 2, 0)),
+             "strided": (X[::-1, :, ::2], x[::-1, :, ::2])}
+    for name, (v, vn) in views.items():
+        for op in ("sum", "prod", "max", "min", "any", "all"):
+            if dt == "bool" and op == "prod":
+                continue
+            got = to_numpy(getattr(mx, op)(v, axis=1))
+            want = getattr(np, op)(vn, axis=1)
+            if op in ("sum", "prod") and dt in ("int8", "bool"):
+                want = want.astype(to_numpy(getattr(mx, op)(arr(np.ones(1, dt)))).dtype)
+            assert got.dtype == want.dtype, (name, op, got.dtype, want.dtype)
+            np.testing.assert_array_equal(got, want, err_msg=f"{name} {op}")
+            kept = to_numpy(getattr(mx, op)(v, axis=1, keepdims=True))
+            np.testing.assert_array_equal(kept[:, 0], got, err_msg=f"{name} {op} keepdims")
+
+
 def test_vmap_of_sum_matches_loop():
     """vmap moves the mapped axis; the kernel then reads another layout, and
     must still give each slice's bits."""

@@ -602,6 +602,26 @@ void reduce_runs(const T* x, int64_t n, int64_t s, const Walk& kept, int64_t out
 
 template <class Op, class A, class O, class T>
 void reduce_rows_path(const T* x, const T* limit, int64_t n, int64_t s, const Walk& kept, int64_t outer, O* out) {
+  if (n == 1) {
+    // one element an output (the reduced axes have size 1: a grouped
+    // attention's sum over its one repeat): the identity folded with it, as
+    // every run starts, in one elementwise loop instead of a run per output
+    parallel_steps(outer, kParallelGrain, kStep, [&](int64_t b, int64_t e) {
+      if (kept.n.size() <= 1) {
+        const int64_t ks = kept.n.empty() ? 0 : kept.s[0];
+        auto one = [](T v) { return convert<O>(canon_nan(Op::apply(Op::init(), convert<A>(v)))); };
+        if (ks == 1) {
+          for (int64_t o = b; o < e; ++o) out[o] = one(x[o]);
+        } else {
+          for (int64_t o = b; o < e; ++o) out[o] = one(x[o * ks]);
+        }
+        return;
+      }
+      Cursor c(kept, b);
+      for (int64_t o = b; o < e; ++o, c.next()) out[o] = convert<O>(canon_nan(Op::apply(Op::init(), convert<A>(x[c.in()]))));
+    });
+    return;
+  }
   if constexpr (kVecKernel<A, T>) {
     if (s == 1 && kept.n.size() <= 1 && n <= kBlock && outer >= 2 * kW<T>) {
       // many rows: W at a time through the row network
