@@ -1,25 +1,10 @@
 #include "ember/backend/cpu/loops.h"
 
 #include <algorithm>
-#include <memory>
+
+#include "ember/backend/cpu/small_buffer.h"
 
 namespace ember::cpu {
-
-namespace {
-
-// n values on the stack up to N, on the heap beyond: the loop's bookkeeping
-// allocates nothing for the usual ranks and operand counts
-template <class T, int N>
-struct Slots {
-  T local[N];
-  std::unique_ptr<T[]> heap;
-  T* data;
-  explicit Slots(int64_t n) : data(n <= N ? local : (heap.reset(new T[n]), heap.get())) {}
-  Slots(const Slots&) = delete;
-  Slots& operator=(const Slots&) = delete;
-};
-
-}  // namespace
 
 void for_each_row_impl(int nops, const Shape& shape, const int64_t* const* strides, char* const* base,
                        const int* itemsize, RowFn fn, void* ctx, int64_t grain) {
@@ -31,7 +16,7 @@ void for_each_row_impl(int nops, const Shape& shape, const int64_t* const* strid
   // cshape[nd], operand k's strides at cst[k * cap + d], its inner stride
   // at inner[k]
   const int cap = std::max<int>(1, static_cast<int>(shape.size()));
-  Slots<int64_t, 64> mem(cap + int64_t(nops) * cap + nops);
+  SmallBuffer<int64_t, 64> mem(cap + int64_t(nops) * cap + nops);
   int64_t *cshape = mem.data, *cst = cshape + cap, *inner = cst + int64_t(nops) * cap;
   int nd = 0;
   for (size_t d = 0; d < shape.size(); ++d) {
@@ -56,8 +41,8 @@ void for_each_row_impl(int nops, const Shape& shape, const int64_t* const* strid
   for (int k = 0; k < nops; ++k) inner[k] = cst[k * cap + nd - 1];
 
   auto run_range = [&](int64_t begin, int64_t end) {
-    Slots<int64_t, 16> idx_s(nd);
-    Slots<char*, 16> p_s(nops);
+    SmallBuffer<int64_t, 16> idx_s(nd);
+    SmallBuffer<char*, 16> p_s(nops);
     int64_t* idx = idx_s.data;
     char** p = p_s.data;
     int64_t rem = begin;

@@ -39,6 +39,7 @@
 #include "ember/backend/cpu/functors.h"
 #include "ember/backend/cpu/kernel_utils.h"
 #include "ember/backend/cpu/loops.h"
+#include "ember/backend/cpu/small_buffer.h"
 #include "ember/backend/cpu/vec.h"
 
 namespace ember::cpu::EMBER_ISA_NS {
@@ -607,9 +608,9 @@ void reduce_rows_path(const T* x, const T* limit, int64_t n, int64_t s, const Wa
     // attention's sum over its one repeat): the identity folded with it, as
     // every run starts, in one elementwise loop instead of a run per output
     parallel_steps(outer, kParallelGrain, kStep, [&](int64_t b, int64_t e) {
+      auto one = [](T v) { return convert<O>(canon_nan(Op::apply(Op::init(), convert<A>(v)))); };
       if (kept.n.size() <= 1) {
         const int64_t ks = kept.n.empty() ? 0 : kept.s[0];
-        auto one = [](T v) { return convert<O>(canon_nan(Op::apply(Op::init(), convert<A>(v)))); };
         if (ks == 1) {
           for (int64_t o = b; o < e; ++o) out[o] = one(x[o]);
         } else {
@@ -618,7 +619,7 @@ void reduce_rows_path(const T* x, const T* limit, int64_t n, int64_t s, const Wa
         return;
       }
       Cursor c(kept, b);
-      for (int64_t o = b; o < e; ++o, c.next()) out[o] = convert<O>(canon_nan(Op::apply(Op::init(), convert<A>(x[c.in()]))));
+      for (int64_t o = b; o < e; ++o, c.next()) out[o] = one(x[c.in()]);
     });
     return;
   }
@@ -681,27 +682,6 @@ template <class Op, class A>
 EMBER_RI void combine_into(A* __restrict a, const A* __restrict b, int64_t w) {
   for (int64_t k = 0; k < w; ++k) a[k] = Op::apply(a[k], b[k]);
 }
-
-// A task's small scratch (n trivial values, uninitialised): on the stack up
-// to Bytes, on the heap beyond. A heap block of 1 KB or more makes glibc
-// merge its lists of freed small blocks (malloc_consolidate), which a
-// compiled step's hundreds of small allocations then pay for again.
-template <class A, size_t Bytes = 16384>
-struct LocalScratch {
-  alignas(64) unsigned char local[Bytes];
-  std::unique_ptr<A[]> heap;
-  A* data;
-  explicit LocalScratch(int64_t n) {
-    if (static_cast<size_t>(n) * sizeof(A) <= Bytes) {
-      data = reinterpret_cast<A*>(local);
-    } else {
-      heap.reset(new A[n]);
-      data = heap.get();
-    }
-  }
-  LocalScratch(const LocalScratch&) = delete;
-  LocalScratch& operator=(const LocalScratch&) = delete;
-};
 
 constexpr int kVertStack = 8;  // lane-tree stack slots (log2(32) + 1 needed)
 
@@ -804,7 +784,7 @@ void reduce_vertical(const T* x, int64_t R, int64_t rs, int64_t K, const Walk& o
   const int depth = split_depth<L>(R, kBlock);
   if (ntask >= nt || R <= 2 * kBlock) {
     parallel_steps(ntask, kParallelGrain / std::max<int64_t>(R * cw, 1), 1, [&](int64_t b, int64_t e) {
-      LocalScratch<A> buf((depth + kVertStack + 1) * cw);
+      SmallBuffer<A, 16384 / sizeof(A)> buf((depth + kVertStack + 1) * cw);
       for (int64_t t = b; t < e; ++t) {
         const Task tk = task(t);
         vert_run<Op, A>(tk.x, R, rs, tk.w, buf.data, buf.data + cw);
@@ -820,7 +800,7 @@ void reduce_vertical(const T* x, int64_t R, int64_t rs, int64_t K, const Walk& o
   const int64_t np = static_cast<int64_t>(pcs.size());
   std::unique_ptr<A[]> vals(new A[ntask * np * cw]);
   parallel_steps(ntask * np, 1, 1, [&](int64_t b, int64_t e) {
-    LocalScratch<A> st(kVertStack * cw);
+    SmallBuffer<A, 16384 / sizeof(A)> st(kVertStack * cw);
     for (int64_t t = b; t < e; ++t) {
       const Task tk = task(t / np);
       const auto& pc = pcs[t % np];
@@ -828,7 +808,7 @@ void reduce_vertical(const T* x, int64_t R, int64_t rs, int64_t K, const Walk& o
     }
   });
   parallel_steps(ntask, 1, 1, [&](int64_t b, int64_t e) {
-    LocalScratch<A> buf((depth + 1) * cw);
+    SmallBuffer<A, 16384 / sizeof(A)> buf((depth + 1) * cw);
     for (int64_t t = b; t < e; ++t) {
       const Task tk = task(t);
       size_t k = 0;
