@@ -5,7 +5,13 @@
 #include <cstdint>
 #include <memory>
 
+#include "ember/backend/cpu/isa.h"
+
 namespace ember::cpu {
+
+// One copy per ISA level (backend/cpu/isa.h), as every inline helper of
+// the kernels: a shared one would be compiled with one level's instructions.
+inline namespace EMBER_ISA_NS {
 
 // n values of a trivial type T, uninitialised: inside the object (on the
 // stack) up to N, on the heap beyond. A heap block per call costs a malloc,
@@ -29,4 +35,5 @@ struct SmallBuffer {
   SmallBuffer& operator=(const SmallBuffer&) = delete;
 };
 
+}  // namespace EMBER_ISA_NS
 }  // namespace ember::cpu
