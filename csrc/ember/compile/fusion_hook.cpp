@@ -23,15 +23,6 @@ namespace ember::compiler {
 
 namespace {
 
-bool swaps_last_two(const Transpose& t, int ndim) {
-  const auto& ax = t.axes();
-  if (ndim < 2 || static_cast<int>(ax.size()) != ndim) return false;
-  for (int d = 0; d + 2 < ndim; ++d) {
-    if (ax[d] != d) return false;
-  }
-  return ax[ndim - 2] == ndim - 1 && ax[ndim - 1] == ndim - 2;
-}
-
 bool lift_transposed_products(const std::vector<array>& inputs, const std::vector<array>& outputs) {
   std::unordered_set<const ArrayDesc*> leaves;
   for (const auto& x : inputs) leaves.insert(x.desc().get());
@@ -67,7 +58,7 @@ bool lift_transposed_products(const std::vector<array>& inputs, const std::vecto
     auto t = dynamic_cast<const Transpose*>(n->prim.get());
     if (!t || n->inputs.size() != 1 || n->outputs.size() != 1) continue;
     const array& p = n->inputs[0];
-    if (is_leaf(p) || uses[p.desc().get()] != 1 || !swaps_last_two(*t, p.ndim())) continue;
+    if (is_leaf(p) || uses[p.desc().get()] != 1 || !t->swaps_last_two()) continue;
     Node* m = p.desc()->node.get();
     if (!dynamic_cast<const Matmul*>(m->prim.get()) || m->inputs.size() != 2 || m->outputs.size() != 1) continue;
     const array a = m->inputs[0], b = m->inputs[1];

@@ -51,11 +51,7 @@ bool stored_transposed(const array& x) {
   if (x.buffer()) return x.strides()[n - 2] == 1 && x.strides()[n - 1] == x.shape(-2);
   if (!x.has_primitive()) return false;
   const auto* t = dynamic_cast<const Transpose*>(&x.primitive());
-  if (!t) return false;
-  const auto& ax = t->axes();
-  for (int i = 0; i < n - 2; ++i)
-    if (ax[i] != i) return false;
-  return ax[n - 2] == n - 1 && ax[n - 1] == n - 2;
+  return t && t->swaps_last_two();
 }
 
 }  // namespace

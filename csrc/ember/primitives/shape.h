@@ -39,6 +39,15 @@ class Transpose final : public Primitive {
   bool is_view() const override { return true; }
   bool is_equivalent(const Primitive& o) const override;
   const std::vector<int>& axes() const { return axes_; }
+  // a matrix transpose: the last two axes swapped, the others kept
+  bool swaps_last_two() const {
+    const int n = static_cast<int>(axes_.size());
+    if (n < 2) return false;
+    for (int d = 0; d + 2 < n; ++d) {
+      if (axes_[d] != d) return false;
+    }
+    return axes_[n - 2] == n - 1 && axes_[n - 1] == n - 2;
+  }
 
  private:
   std::vector<int> axes_;

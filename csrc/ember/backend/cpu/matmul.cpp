@@ -14,6 +14,7 @@
 
 #include "ember/backend/cpu/isa_unit.h"
 
+#include "ember/backend/cpu/copy.h"
 #include "ember/backend/cpu/kernel_utils.h"
 #include "ember/backend/cpu/loops.h"
 #include "ember/backend/cpu/vec.h"
@@ -809,28 +810,23 @@ constexpr int64_t kThreadedItemFlops = int64_t(1) << 25;  // batch items this la
 constexpr int64_t kHalfWhole = int64_t(1) << 26;  // operand values of a half product converted whole, at most
 
 // One threaded half-precision product: both operands converted to float32
-// whole (rows over the pool, each operand keeping its layout), one threaded
-// sgemm, the float32 product rounded to T over the pool. The same FMA chains
-// as half_gemm's K-tiles (each tile continues the stored sums), so the same
-// bits; one product over the cores instead of row slices that each convert
-// all of B.
-template <class T>
-void half_gemm_whole(const T* a, bool ta, int64_t lda, const T* b, bool tb, int64_t ldb, T* c, int64_t M, int64_t N,
-                     int64_t K) {
-  auto widen = [](const T* src, int64_t ld, int64_t rows, int64_t cols, float* dst) {
-    cpu::parallel_for(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(cols, 1)), [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r)
-        for (int64_t j = 0; j < cols; ++j) dst[r * cols + j] = static_cast<float>(src[r * ld + j]);
-    });
+// whole (the copy engine's casts over the pool, each operand keeping its
+// layout), one threaded sgemm, the float32 product rounded to the output's
+// dtype. The same FMA chains as half_gemm's K-tiles (each tile continues the
+// stored sums), so the same bits; one product over the cores instead of row
+// slices that each convert all of B.
+void half_gemm_whole(const MatView& A, const MatView& B, array& out, int64_t M, int64_t N, int64_t K) {
+  auto widen = [](const MatView& v, int64_t rows, int64_t cols) {
+    AlignedScratch<float> f(rows * cols, false);
+    char* base = v.arr.data<char>() + v.offsets[0] * v.arr.itemsize();
+    cpu::copy_into(v.arr, {rows, cols}, {v.ld, 1}, base, Dtype::float32, {cols, 1}, reinterpret_cast<char*>(f.data));
+    return f;
   };
-  AlignedScratch<float> fa(M * K, false), fb(K * N, false), fc(M * N, false);
-  widen(a, lda, ta ? K : M, ta ? M : K, fa.data);
-  widen(b, ldb, tb ? N : K, tb ? K : N, fb.data);
-  sgemm(fa.data, ta, ta ? M : K, fb.data, tb, tb ? K : N, fc.data, N, M, N, K, true);
-  cpu::parallel_for(M, std::max<int64_t>(1, 16384 / N), [&](int64_t r0, int64_t r1) {
-    for (int64_t i = r0; i < r1; ++i)
-      for (int64_t j = 0; j < N; ++j) c[i * N + j] = T(fc.data[i * N + j]);
-  });
+  const AlignedScratch<float> fa = widen(A, A.trans ? K : M, A.trans ? M : K);
+  const AlignedScratch<float> fb = widen(B, B.trans ? N : K, B.trans ? K : N);
+  AlignedScratch<float> fc(M * N, false);
+  sgemm(fa.data, A.trans, A.trans ? M : K, fb.data, B.trans, B.trans ? K : N, fc.data, N, M, N, K, true);
+  cpu::convert_dense(Dtype::float32, fc.data, out.dtype(), out.raw_data(), M * N);
 }
 #endif
 
@@ -892,7 +888,7 @@ void matmul_eval(const std::vector<array>& inputs, std::vector<array>& outputs) 
 #if EMBER_ISA_HAS_AVX2
     if constexpr (is_half_v<T>) {  // one large product: converted whole, one threaded sgemm
       if (flops >= kParallelFlops && M * K + K * N <= kHalfWhole && !(B.trans && M <= 4))
-        return half_gemm_whole(a, A.trans, A.ld, b, B.trans, B.ld, pc, M, N, K);
+        return half_gemm_whole(A, B, out, M, N, K);
     }
 #endif
     // one product: split the rows of C (or its columns when there are few rows)
