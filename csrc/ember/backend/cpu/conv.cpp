@@ -150,6 +150,25 @@ struct OffsetTables {
       shift[pos] = ok;
     }
   }
+  // lead[(k0, k1)]: the input offset of the leading dims' kernel positions
+  // (all but the last dim) for output positions pos[0..D-2], or -1 where
+  // one of them reads the padding
+  void lead_offsets(const Geometry& g, const int64_t* pos, int64_t* lead) const {
+    const int L = g.D - 1;
+    if (L == 0) {
+      lead[0] = 0;
+      return;
+    }
+    const int64_t* t0 = t[0].data() + pos[0] * g.K[0];
+    if (L == 1) {
+      for (int64_t k0 = 0; k0 < g.K[0]; ++k0) lead[k0] = t0[k0];
+      return;
+    }
+    const int64_t* t1 = t[1].data() + pos[1] * g.K[1];
+    for (int64_t k0 = 0; k0 < g.K[0]; ++k0)
+      for (int64_t k1 = 0; k1 < g.K[1]; ++k1)
+        lead[k0 * g.K[1] + k1] = (t0[k0] < 0 || t1[k1] < 0) ? -1 : t0[k0] + t1[k1];
+  }
 };
 
 // A run of output rows that one register tile computes: its rows' pointers
@@ -270,23 +289,7 @@ struct RowPointers {
   }
 
  private:
-  // lead[(k0, k1)] for the leading dims' positions pos[0..D-2]
-  void line_offsets(const int64_t* pos, const Geometry& g) {
-    const int L = g.D - 1;
-    if (L == 0) {
-      lead[0] = 0;
-      return;
-    }
-    const int64_t* t0 = tab.t[0].data() + pos[0] * g.K[0];
-    if (L == 1) {
-      for (int64_t k0 = 0; k0 < g.K[0]; ++k0) lead[k0] = t0[k0];
-      return;
-    }
-    const int64_t* t1 = tab.t[1].data() + pos[1] * g.K[1];
-    for (int64_t k0 = 0; k0 < g.K[0]; ++k0)
-      for (int64_t k1 = 0; k1 < g.K[1]; ++k1)
-        lead[k0 * g.K[1] + k1] = (t0[k0] < 0 || t1[k1] < 0) ? -1 : t0[k0] + t1[k1];
-  }
+  void line_offsets(const int64_t* pos, const Geometry& g) { tab.lead_offsets(g, pos, lead.data()); }
 };
 
 // ---------------------------------------------------------------- forward
@@ -700,28 +703,93 @@ void conv_forward(const In* x, const In* w, const array& warr, const Geometry& g
 }
 
 #if EMBER_ISA_HAS_AVX512
-// The A tile of a row tile (its table rows at src) at kernel position kp,
+// The AMX forward walks output lines (all but the last spatial dim fixed)
+// in row tiles of at most 16 pixels that never cross a line's end, as the
+// depthwise path does; no per-row pointer table. For each tile and kernel
+// position it decides once where the A tile comes from: nowhere (every row
+// reads the padding: no product), the input itself (16 rows reading pixels
+// `step` apart: loaded in place), or a gather into a stage (rows in the
+// padding, a short tile, input dilation) — not again per channel chunk and
+// column block.
+struct AmxSource {
+  const bfloat16_t* line;  // the input row of this leading position (null: padding)
+  const bfloat16_t* p;     // row 0's pixel where loaded in place, else null
+  bool any;                // some row reads the input
+};
+struct AmxTile {
+  int64_t row, rows, ol0;  // output rows [row, row + rows), at positions ol0.. along the line
+};
+
+// The tiles of output rows [r0, r0 + n) and their sources (tiles x Kprod).
+inline void amx_tiles(const bfloat16_t* x, const Geometry& g, const OffsetTables& tab, int64_t r0, int64_t n,
+                      std::vector<AmxTile>& tiles, std::vector<AmxSource>& src, std::vector<int64_t>& lead,
+                      std::vector<int64_t>& first) {
+  const int L = g.D - 1;
+  const int64_t OL = g.OS[L], KL = g.K[L], nlead = g.Kprod / KL, step = tab.step;
+  const int64_t* tl = tab.t[L].data();
+  tiles.clear();
+  src.clear();
+  lead.resize(static_cast<size_t>(nlead));
+  first.resize(static_cast<size_t>(KL));
+  int64_t last_line = -1;
+  const bfloat16_t* base = nullptr;
+  for (int64_t r = r0, end = r0 + n; r < end;) {
+    const int64_t line = r / OL, ol0 = r % OL, rows = std::min({int64_t(16), OL - ol0, end - r});
+    if (line != last_line) {
+      int64_t rem = line, pos[3] = {0, 0, 0};
+      for (int d = L - 1; d >= 0; --d) {
+        pos[d] = rem % g.OS[d];
+        rem /= g.OS[d];
+      }
+      base = x + rem * g.in_batch;
+      tab.lead_offsets(g, pos, lead.data());
+      last_line = line;
+    }
+    tiles.push_back(AmxTile{r, rows, ol0});
+    // per kernel index along the line: row 0's offset where all 16 rows
+    // read pixels `step` apart, else -1 where some row reads the input, else -2
+    for (int64_t k = 0; k < KL; ++k) {
+      const int64_t t0 = tl[ol0 * KL + k];
+      bool some = false, direct = rows == 16 && step > 0;
+      for (int64_t i = 0; i < rows; ++i) {
+        const int64_t t = tl[(ol0 + i) * KL + k];
+        some |= t >= 0;
+        direct &= t >= 0 && t == t0 + i * step;
+      }
+      first[k] = direct ? t0 : some ? -1 : -2;
+    }
+    const size_t at = src.size();
+    src.resize(at + static_cast<size_t>(g.Kprod));
+    AmxSource* o = src.data() + at;
+    for (int64_t h = 0; h < nlead; ++h) {
+      const bfloat16_t* row = lead[h] < 0 ? nullptr : base + lead[h];
+      for (int64_t k = 0; k < KL; ++k, ++o) {
+        o->line = row;
+        o->p = row && first[k] >= 0 ? row + first[k] : nullptr;
+        o->any = row && first[k] > -2;
+      }
+    }
+    r += rows;
+  }
+}
+
+// The A tile of row tile t (its source a, kernel index k along the line) at
 // channels [c0, c0 + kn) of the group at goff: the address and row stride
 // (bytes) to load it from — the input itself, or `stage` (1 KB) filled here
-// — or nullptr where every row reads the padding.
-inline const bfloat16_t* amx_rows(const bfloat16_t* const* src, const bfloat16_t* zeros, int64_t Kprod, int64_t kp,
-                                  int64_t goff, int64_t c0, int64_t kn, bool affine, int64_t step, uint16_t* stage,
-                                  int64_t& stride) {
-  const bfloat16_t* p0 = src[kp];
-  bool pad = p0 == zeros, direct = kn == 32 && step > 0;
-  for (int r = 1; r < 16 && !affine; ++r) {
-    const bfloat16_t* p = src[r * Kprod + kp];
-    pad &= p == zeros;
-    direct &= p == p0 + r * step;
-  }
-  if (pad) return nullptr;
-  if (direct && p0 != zeros) {
+// (padding, rows past the tile and channels past kn read as zeros) — or
+// nullptr where every row reads the padding.
+inline const bfloat16_t* amx_rows(const AmxSource& a, const AmxTile& t, const int64_t* tl, int64_t KL, int64_t k,
+                                  const bfloat16_t* zeros, int64_t goff, int64_t c0, int64_t kn, int64_t step,
+                                  uint16_t* stage, int64_t& stride) {
+  if (!a.any) return nullptr;
+  if (a.p && kn == 32) {
     stride = step * static_cast<int64_t>(sizeof(bfloat16_t));
-    return p0 + goff + c0;
+    return a.p + goff + c0;
   }
   const __mmask32 m = kn >= 32 ? ~__mmask32(0) : (__mmask32(1) << kn) - 1;
-  for (int r = 0; r < 16; ++r) {  // (zeros holds C + 1 values: a chunk of it reads as zeros)
-    const bfloat16_t* p = affine ? p0 + r * step : src[r * Kprod + kp];
+  for (int64_t r = 0; r < 16; ++r) {  // (zeros holds C + 1 values: a chunk of it reads as zeros)
+    const int64_t o = r < t.rows ? tl[(t.ol0 + r) * KL + k] : -1;
+    const bfloat16_t* p = o < 0 ? zeros : a.line + o;
     _mm512_storeu_si512(stage + r * 32, _mm512_maskz_loadu_epi16(m, p + goff + c0));
   }
   stride = 64;
@@ -733,17 +801,53 @@ __attribute__((target("amx-tile,amx-bf16"))) void amx_conv_begin() {
 }
 __attribute__((target("amx-tile"))) void amx_conv_end() { _tile_release(); }
 
+// The rounding of a block's float32 sums to bfloat16 and their stores,
+// deferred: amx_conv_block stores a block's C tiles into one of two
+// buffers and writes the previous block's out after issuing its own tile
+// products, so that the vector work overlaps the tile unit's instead of
+// waiting for it.
+struct AmxPending {
+  const AmxTile* t[2] = {nullptr, nullptr};  // its row tiles (t[1] null: one)
+  bfloat16_t* out = nullptr;              // output channel 0 of its columns, row 0
+  int64_t cols = 0;                       // its output channels (1..32)
+  const float* sums = nullptr;            // C tile 2 u + v at sums + (2 u + v) * 256
+};
+
+// Writes a pending block out: the rows of each row tile, two column tiles
+// rounded and packed into one 32-value row where the block has all 32
+// output channels, else each column tile's valid lanes.
+inline void amx_write(const AmxPending& b, int64_t ld) {
+  using FV = Vec<float>::V;
+  for (int u = 0; u < 2 && b.t[u]; ++u) {
+    const float* s0 = b.sums + (2 * u) * 256;
+    const float* s1 = s0 + 256;
+    bfloat16_t* dst = b.out + b.t[u]->row * ld;
+    const int64_t rows = b.t[u]->rows;
+    if (b.cols == 32) {
+      for (int64_t r = 0; r < rows; ++r) {
+        _mm512_storeu_si512(dst + r * ld, round_bf16x2(vload<FV>(s0 + r * 16), vload<FV>(s1 + r * 16)));
+      }
+    } else {
+      for (int64_t r = 0; r < rows; ++r) {
+        store_bf16(dst + r * ld, vload<FV>(s0 + r * 16), std::min<int64_t>(16, b.cols));
+        if (b.cols > 16) store_bf16(dst + r * ld + 16, vload<FV>(s1 + r * 16), b.cols - 16);
+      }
+    }
+  }
+}
+
 // One block: row tiles t0 and t1 (t1 null: t0 alone) of group gi times
 // output channels [32 jb, 32 jb + 32) (their packed weights at wb), all
-// kernel positions and channels, rounded to bfloat16 into out (rows g.O
-// apart). stage: 1024 words; tmp: 256 floats.
+// kernel positions and channels; its sums are stored into `sums` (4 C
+// tiles, 1024 floats) and written out (rounded to bfloat16, rows g.O apart)
+// by the next call or the caller, through `pending` — after this call has
+// written the previous block held there. stage: 1024 words.
 __attribute__((target("amx-tile,amx-bf16"))) void amx_conv_block(
-    const RowPointers<bfloat16_t>& rp, const Tile* t0, const Tile* t1, const bfloat16_t* zeros, const Geometry& g,
-    int64_t gi, int64_t jb, int64_t cch, const bfloat16_t* wb, int64_t step, bfloat16_t* out, uint16_t* stage,
-    float* tmp) {
-  const bfloat16_t* const* s0 = rp.ptr.data() + t0->at * g.Kprod;
-  const bfloat16_t* const* s1 = t1 ? rp.ptr.data() + t1->at * g.Kprod : nullptr;
-  const int64_t goff = gi * g.Cg;
+    const AmxTile* t0, const AmxTile* t1, const AmxSource* a0s, const AmxSource* a1s, const OffsetTables& tab,
+    const bfloat16_t* zeros, const Geometry& g, int64_t gi, int64_t jb, int64_t cch, const bfloat16_t* wb,
+    bfloat16_t* out, uint16_t* stage, float* sums, AmxPending& pending) {
+  const int64_t goff = gi * g.Cg, KL = g.K[g.D - 1], step = tab.step;
+  const int64_t* tl = tab.t[g.D - 1].data();
   _tile_zero(0);
   _tile_zero(1);
   _tile_zero(2);
@@ -752,9 +856,9 @@ __attribute__((target("amx-tile,amx-bf16"))) void amx_conv_block(
     for (int64_t ch = 0; ch < cch; ++ch) {
       const int64_t c0 = ch * 32, kn = std::min<int64_t>(32, g.Cg - c0);
       int64_t st0 = 0, st1 = 0;
-      const bfloat16_t* a0 = amx_rows(s0, zeros, g.Kprod, kp, goff, c0, kn, t0->affine, step, stage, st0);
+      const bfloat16_t* a0 = amx_rows(a0s[kp], *t0, tl, KL, kp % KL, zeros, goff, c0, kn, step, stage, st0);
       const bfloat16_t* a1 =
-          s1 ? amx_rows(s1, zeros, g.Kprod, kp, goff, c0, kn, t1->affine, step, stage + 512, st1) : nullptr;
+          t1 ? amx_rows(a1s[kp], *t1, tl, KL, kp % KL, zeros, goff, c0, kn, step, stage + 512, st1) : nullptr;
       if (!a0 && !a1) continue;
       const bfloat16_t* wt = wb + (kp * cch + ch) * 1024;
       _tile_loadd(6, wt, 64);
@@ -771,22 +875,16 @@ __attribute__((target("amx-tile,amx-bf16"))) void amx_conv_block(
       }
     }
   }
+  // the previous block's rounding and stores, while the tile unit works
+  if (pending.t[0]) amx_write(pending, g.O);
   // C tile 2 u + v: rows of tile u, output channels 32 jb + 16 v
-  for (int u = 0; u < (t1 ? 2 : 1); ++u) {
-    const Tile* t = u ? t1 : t0;
-    for (int v = 0; v < 2; ++v) {
-      const int64_t col = jb * 32 + 16 * v, cols = std::min<int64_t>(16, g.Og - col);
-      if (cols <= 0) continue;
-      switch (2 * u + v) {  // (tile numbers are immediates)
-        case 0: _tile_stored(0, tmp, 64); break;
-        case 1: _tile_stored(1, tmp, 64); break;
-        case 2: _tile_stored(2, tmp, 64); break;
-        default: _tile_stored(3, tmp, 64); break;
-      }
-      bfloat16_t* dst = out + t->row * g.O + gi * g.Og + col;
-      for (int64_t r = 0; r < t->rows; ++r) store_bf16(dst + r * g.O, vload<Vec<float>::V>(tmp + r * 16), cols);
-    }
+  _tile_stored(0, sums, 64);
+  _tile_stored(1, sums + 256, 64);
+  if (t1) {
+    _tile_stored(2, sums + 512, 64);
+    _tile_stored(3, sums + 768, 64);
   }
+  pending = AmxPending{{t0, t1}, out + gi * g.Og + jb * 32, std::min<int64_t>(32, g.Og - jb * 32), sums};
 }
 
 // The forward convolution (forward_blocks' blocks of rows, one task each)
@@ -798,28 +896,37 @@ void forward_amx(const bfloat16_t* x, const Geometry& g, const ConvParams& p, co
   const std::vector<bfloat16_t> zeros(static_cast<size_t>(g.C + 1), bfloat16_t(0.0f));
   const OffsetTables tab(g, p);
   struct State {
-    RowPointers<bfloat16_t> rp;
+    std::vector<AmxTile> tiles;
+    std::vector<AmxSource> src;  // per tile and kernel position
+    std::vector<int64_t> lead, first;
     AlignedScratch<uint16_t> stage;
-    AlignedScratch<float> tmp;
+    AlignedScratch<float> sums;  // two blocks' C tiles, taking turns
   };
   dynamic_for(
       nblocks,
-      [&] { return State{RowPointers<bfloat16_t>(g, tab, block_rows, 16), AlignedScratch<uint16_t>(1024, false),
-                         AlignedScratch<float>(256, false)}; },
+      [&] {
+        return State{{}, {}, {}, {}, AlignedScratch<uint16_t>(1024, false), AlignedScratch<float>(2048, false)};
+      },
       [&](int64_t blk, State& st) {
         const int64_t r0 = blk * block_rows;
-        st.rp.fill(x, zeros.data(), r0, std::min(block_rows, g.rows - r0), 16, g);
+        amx_tiles(x, g, tab, r0, std::min(block_rows, g.rows - r0), st.tiles, st.src, st.lead, st.first);
         amx_conv_begin();
+        AmxPending pending;
+        int turn = 0;
+        const size_t nt = st.tiles.size();
         for (int64_t gi = 0; gi < g.G; ++gi) {
           for (int64_t jb = 0; jb < plan.blocks; ++jb) {
             const bfloat16_t* wb = plan.packed->data + (gi * plan.blocks + jb) * plan.block_size(g);
-            const auto& tiles = st.rp.tiles;
-            for (size_t i = 0; i < tiles.size(); i += 2) {
-              amx_conv_block(st.rp, &tiles[i], i + 1 < tiles.size() ? &tiles[i + 1] : nullptr, zeros.data(), g,
-                             gi, jb, plan.cch, wb, tab.step, out, st.stage.data, st.tmp.data);
+            for (size_t i = 0; i < nt; i += 2) {
+              const bool two = i + 1 < nt;
+              amx_conv_block(&st.tiles[i], two ? &st.tiles[i + 1] : nullptr, st.src.data() + i * g.Kprod,
+                             two ? st.src.data() + (i + 1) * g.Kprod : nullptr, tab, zeros.data(), g, gi, jb,
+                             plan.cch, wb, out, st.stage.data, st.sums.data + turn * 1024, pending);
+              turn ^= 1;
             }
           }
         }
+        if (pending.t[0]) amx_write(pending, g.O);
         amx_conv_end();
       });
 }
@@ -991,17 +1098,7 @@ void conv_depthwise(const A* x, const A* w, const Geometry& g, const ConvParams&
         rem /= g.OS[d];
       }
       const A* base = x + rem * g.in_batch;
-      if (L == 0) {
-        lead[0] = 0;
-      } else if (L == 1) {
-        for (int64_t k0 = 0; k0 < g.K[0]; ++k0) lead[k0] = tab.t[0][pos[0] * g.K[0] + k0];
-      } else {
-        for (int64_t k0 = 0; k0 < g.K[0]; ++k0)
-          for (int64_t k1 = 0; k1 < g.K[1]; ++k1) {
-            const int64_t a = tab.t[0][pos[0] * g.K[0] + k0], b = tab.t[1][pos[1] * g.K[1] + k1];
-            lead[k0 * g.K[1] + k1] = a < 0 || b < 0 ? -1 : a + b;
-          }
-      }
+      tab.lead_offsets(g, pos, lead.data());
       A* ol = out + line * OL * g.O;
       for (int64_t c0 = 0; c0 < g.C; c0 += NR * W) {
         const int64_t cols = std::min<int64_t>(NR * W, g.C - c0);
