@@ -705,128 +705,143 @@ void conv_forward(const In* x, const In* w, const array& warr, const Geometry& g
 #if EMBER_ISA_HAS_AVX512
 // The AMX forward walks output lines (all but the last spatial dim fixed)
 // in row tiles of at most 16 pixels that never cross a line's end, as the
-// depthwise path does; no per-row pointer table. For each tile and kernel
-// position it decides once where the A tile comes from: nowhere (every row
-// reads the padding: no product), the input itself (16 rows reading pixels
-// `step` apart: loaded in place), or a gather into a stage (rows in the
-// padding, a short tile, input dilation) — not again per channel chunk and
-// column block.
-struct AmxSource {
-  const bfloat16_t* line;  // the input row of this leading position (null: padding)
-  const bfloat16_t* p;     // row 0's pixel where loaded in place, else null
-  bool any;                // some row reads the input
-};
+// depthwise path does; no per-row pointer table. Where a tile's A tile comes
+// from at kernel position (h, k) (h: the leading dims' position, k: the
+// index along the line) follows from two small tables: the line's leading
+// offsets (the batch item's input row at h, or padding) and, per k, whether
+// the tile's rows read pixels `step` apart (loaded in place), some of them
+// (gathered into a stage: padding, a short tile, input dilation) or none (no
+// product). The second depends only on where the tile starts along the line,
+// so it is made once per call for the tiles that start at multiples of 16.
 struct AmxTile {
   int64_t row, rows, ol0;  // output rows [row, row + rows), at positions ol0.. along the line
+  const bfloat16_t* base;  // the batch item's input
+  const int64_t* lead;     // the line's leading offsets (Kprod / KL of them; -1: padding)
+  const int64_t* first;    // per k: row 0's offset (in place), -1 (gathered) or -2 (all padding)
 };
 
-// The tiles of output rows [r0, r0 + n) and their sources (tiles x Kprod).
-inline void amx_tiles(const bfloat16_t* x, const Geometry& g, const OffsetTables& tab, int64_t r0, int64_t n,
-                      std::vector<AmxTile>& tiles, std::vector<AmxSource>& src, std::vector<int64_t>& lead,
-                      std::vector<int64_t>& first) {
-  const int L = g.D - 1;
-  const int64_t OL = g.OS[L], KL = g.K[L], nlead = g.Kprod / KL, step = tab.step;
-  const int64_t* tl = tab.t[L].data();
-  tiles.clear();
-  src.clear();
-  lead.resize(static_cast<size_t>(nlead));
-  first.resize(static_cast<size_t>(KL));
-  int64_t last_line = -1;
-  const bfloat16_t* base = nullptr;
-  for (int64_t r = r0, end = r0 + n; r < end;) {
-    const int64_t line = r / OL, ol0 = r % OL, rows = std::min({int64_t(16), OL - ol0, end - r});
-    if (line != last_line) {
-      int64_t rem = line, pos[3] = {0, 0, 0};
-      for (int d = L - 1; d >= 0; --d) {
-        pos[d] = rem % g.OS[d];
-        rem /= g.OS[d];
-      }
-      base = x + rem * g.in_batch;
-      tab.lead_offsets(g, pos, lead.data());
-      last_line = line;
+// first[k] (AmxTile::first) for a tile of `rows` rows at ol0
+inline void amx_first(const int64_t* tl, int64_t KL, int64_t step, int64_t ol0, int64_t rows, int64_t* first) {
+  for (int64_t k = 0; k < KL; ++k) {
+    const int64_t t0 = tl[ol0 * KL + k];
+    bool some = false, direct = rows == 16 && step > 0;
+    for (int64_t i = 0; i < rows; ++i) {
+      const int64_t t = tl[(ol0 + i) * KL + k];
+      some |= t >= 0;
+      direct &= t >= 0 && t == t0 + i * step;
     }
-    tiles.push_back(AmxTile{r, rows, ol0});
-    // per kernel index along the line: row 0's offset where all 16 rows
-    // read pixels `step` apart, else -1 where some row reads the input, else -2
-    for (int64_t k = 0; k < KL; ++k) {
-      const int64_t t0 = tl[ol0 * KL + k];
-      bool some = false, direct = rows == 16 && step > 0;
-      for (int64_t i = 0; i < rows; ++i) {
-        const int64_t t = tl[(ol0 + i) * KL + k];
-        some |= t >= 0;
-        direct &= t >= 0 && t == t0 + i * step;
-      }
-      first[k] = direct ? t0 : some ? -1 : -2;
-    }
-    const size_t at = src.size();
-    src.resize(at + static_cast<size_t>(g.Kprod));
-    AmxSource* o = src.data() + at;
-    for (int64_t h = 0; h < nlead; ++h) {
-      const bfloat16_t* row = lead[h] < 0 ? nullptr : base + lead[h];
-      for (int64_t k = 0; k < KL; ++k, ++o) {
-        o->line = row;
-        o->p = row && first[k] >= 0 ? row + first[k] : nullptr;
-        o->any = row && first[k] > -2;
-      }
-    }
-    r += rows;
+    first[k] = direct ? t0 : some ? -1 : -2;
   }
 }
 
-// The A tile of row tile t (its source a, kernel index k along the line) at
-// channels [c0, c0 + kn) of the group at goff: the address and row stride
-// (bytes) to load it from — the input itself, or `stage` (1 KB) filled here
-// (padding, rows past the tile and channels past kn read as zeros) — or
-// nullptr where every row reads the padding.
-inline const bfloat16_t* amx_rows(const AmxSource& a, const AmxTile& t, const int64_t* tl, int64_t KL, int64_t k,
+// A task's tiles (rows [r0, r0 + n)) and the tables they point into.
+struct AmxTiles {
+  std::vector<AmxTile> tiles;
+  std::vector<int64_t> leads;   // per line of the task
+  std::vector<int64_t> firsts;  // per tile that does not start at a multiple of 16 (or is cut short)
+
+  // std_first: the per-call table, (OL + 15) / 16 x KL
+  void fill(const bfloat16_t* x, const Geometry& g, const OffsetTables& tab, const int64_t* std_first, int64_t r0,
+            int64_t n) {
+    const int L = g.D - 1;
+    const int64_t OL = g.OS[L], KL = g.K[L], nlead = g.Kprod / KL;
+    tiles.clear();
+    leads.clear();
+    firsts.clear();
+    // (offsets into leads / firsts while they grow; pointers at the end)
+    std::vector<std::pair<int64_t, int64_t>>& at = at_;
+    at.clear();
+    int64_t last_line = -1;
+    const bfloat16_t* base = nullptr;
+    for (int64_t r = r0, end = r0 + n; r < end;) {
+      const int64_t line = r / OL, ol0 = r % OL, rows = std::min({int64_t(16), OL - ol0, end - r});
+      if (line != last_line) {
+        int64_t rem = line, pos[3] = {0, 0, 0};
+        for (int d = L - 1; d >= 0; --d) {
+          pos[d] = rem % g.OS[d];
+          rem /= g.OS[d];
+        }
+        base = x + rem * g.in_batch;
+        leads.resize(leads.size() + static_cast<size_t>(nlead));
+        tab.lead_offsets(g, pos, leads.data() + leads.size() - nlead);
+        last_line = line;
+      }
+      int64_t f = -1;  // std_first's row
+      if (ol0 % 16 == 0 && rows == std::min<int64_t>(16, OL - ol0)) {
+        f = ol0 / 16;
+      } else {
+        firsts.resize(firsts.size() + static_cast<size_t>(KL));
+        amx_first(tab.t[L].data(), KL, tab.step, ol0, rows, firsts.data() + firsts.size() - KL);
+      }
+      tiles.push_back(AmxTile{r, rows, ol0, base, nullptr, nullptr});
+      at.emplace_back(static_cast<int64_t>(leads.size()) - nlead,
+                      f >= 0 ? -1 - f * KL : static_cast<int64_t>(firsts.size()) - KL);
+      r += rows;
+    }
+    for (size_t i = 0; i < tiles.size(); ++i) {
+      tiles[i].lead = leads.data() + at[i].first;
+      tiles[i].first = at[i].second < 0 ? std_first + (-1 - at[i].second) : firsts.data() + at[i].second;
+    }
+  }
+
+ private:
+  std::vector<std::pair<int64_t, int64_t>> at_;
+};
+
+// The A tile of row tile t at kernel position (h, k), channels [c0, c0 + kn)
+// of the group at goff: the address and row stride (bytes) to load it from —
+// the input itself, or `stage` (1 KB) filled here (padding, rows past the
+// tile and channels past kn read as zeros) — or nullptr where every row
+// reads the padding.
+inline const bfloat16_t* amx_rows(const AmxTile& t, int64_t h, int64_t k, const int64_t* tl, int64_t KL,
                                   const bfloat16_t* zeros, int64_t goff, int64_t c0, int64_t kn, int64_t step,
                                   uint16_t* stage, int64_t& stride) {
-  if (!a.any) return nullptr;
-  if (a.p && kn == 32) {
+  const int64_t lo = t.lead[h], f = t.first[k];
+  if (lo < 0 || f == -2) return nullptr;
+  const bfloat16_t* line = t.base + lo;
+  if (f >= 0 && kn == 32) {
     stride = step * static_cast<int64_t>(sizeof(bfloat16_t));
-    return a.p + goff + c0;
+    return line + f + goff + c0;
   }
   const __mmask32 m = kn >= 32 ? ~__mmask32(0) : (__mmask32(1) << kn) - 1;
   for (int64_t r = 0; r < 16; ++r) {  // (zeros holds C + 1 values: a chunk of it reads as zeros)
     const int64_t o = r < t.rows ? tl[(t.ol0 + r) * KL + k] : -1;
-    const bfloat16_t* p = o < 0 ? zeros : a.line + o;
+    const bfloat16_t* p = o < 0 ? zeros : line + o;
     _mm512_storeu_si512(stage + r * 32, _mm512_maskz_loadu_epi16(m, p + goff + c0));
   }
   stride = 64;
   return reinterpret_cast<const bfloat16_t*>(stage);
 }
 
-__attribute__((target("amx-tile,amx-bf16"))) void amx_conv_begin() {
-  amx_configure(8, 16, 64);
-}
-__attribute__((target("amx-tile"))) void amx_conv_end() { _tile_release(); }
-
 // The rounding of a block's float32 sums to bfloat16 and their stores,
-// deferred: amx_conv_block stores a block's C tiles into one of two
-// buffers and writes the previous block's out after issuing its own tile
-// products, so that the vector work overlaps the tile unit's instead of
-// waiting for it.
+// deferred: a block stores its C tiles into one of two buffers and writes
+// the previous block's out after issuing its own tile products, so that the
+// vector work overlaps the tile unit's instead of waiting for it.
 struct AmxPending {
   const AmxTile* t[2] = {nullptr, nullptr};  // its row tiles (t[1] null: one)
-  bfloat16_t* out = nullptr;              // output channel 0 of its columns, row 0
-  int64_t cols = 0;                       // its output channels (1..32)
-  const float* sums = nullptr;            // C tile 2 u + v at sums + (2 u + v) * 256
+  bfloat16_t* out = nullptr;                 // output channel 0 of its columns, row 0
+  int64_t cols = 0;                          // its output channels (1..32)
+  const float* sums = nullptr;               // C tile 2 u + v at sums + (2 u + v) * 256
 };
 
 // Writes a pending block out: the rows of each row tile, two column tiles
 // rounded and packed into one 32-value row where the block has all 32
-// output channels, else each column tile's valid lanes.
-inline void amx_write(const AmxPending& b, int64_t ld) {
+// output channels (by VCVTNE2PS2BF16 where `cvt`: the tile unit's sums
+// have no denormals, so its bits are round_bf16's), else each column
+// tile's valid lanes.
+__attribute__((always_inline)) inline void amx_write(const AmxPending& b, int64_t ld, bool cvt) {
   using FV = Vec<float>::V;
   for (int u = 0; u < 2 && b.t[u]; ++u) {
     const float* s0 = b.sums + (2 * u) * 256;
     const float* s1 = s0 + 256;
     bfloat16_t* dst = b.out + b.t[u]->row * ld;
     const int64_t rows = b.t[u]->rows;
-    if (b.cols == 32) {
-      for (int64_t r = 0; r < rows; ++r) {
+    if (b.cols == 32 && cvt) {
+      for (int64_t r = 0; r < rows; ++r)
+        _mm512_storeu_si512(dst + r * ld, cvt_bf16x2(vload<FV>(s0 + r * 16), vload<FV>(s1 + r * 16)));
+    } else if (b.cols == 32) {
+      for (int64_t r = 0; r < rows; ++r)
         _mm512_storeu_si512(dst + r * ld, round_bf16x2(vload<FV>(s0 + r * 16), vload<FV>(s1 + r * 16)));
-      }
     } else {
       for (int64_t r = 0; r < rows; ++r) {
         store_bf16(dst + r * ld, vload<FV>(s0 + r * 16), std::min<int64_t>(16, b.cols));
@@ -836,55 +851,82 @@ inline void amx_write(const AmxPending& b, int64_t ld) {
   }
 }
 
-// One block: row tiles t0 and t1 (t1 null: t0 alone) of group gi times
-// output channels [32 jb, 32 jb + 32) (their packed weights at wb), all
-// kernel positions and channels; its sums are stored into `sums` (4 C
-// tiles, 1024 floats) and written out (rounded to bfloat16, rows g.O apart)
-// by the next call or the caller, through `pending` — after this call has
-// written the previous block held there. stage: 1024 words.
-__attribute__((target("amx-tile,amx-bf16"))) void amx_conv_block(
-    const AmxTile* t0, const AmxTile* t1, const AmxSource* a0s, const AmxSource* a1s, const OffsetTables& tab,
-    const bfloat16_t* zeros, const Geometry& g, int64_t gi, int64_t jb, int64_t cch, const bfloat16_t* wb,
-    bfloat16_t* out, uint16_t* stage, float* sums, AmxPending& pending) {
-  const int64_t goff = gi * g.Cg, KL = g.K[g.D - 1], step = tab.step;
+// A task's state: its tiles, a stage for gathered A tiles and the sums of
+// two blocks (taking turns).
+struct AmxTask {
+  AmxTiles t;
+  AlignedScratch<uint16_t> stage{1024, false};
+  AlignedScratch<float> sums{2048, false};
+};
+
+// A task's blocks: row tiles two at a time times output channels 32 at a
+// time (2 x 2 C tiles), all kernel positions and channel chunks; then the
+// float32 sums rounded to bfloat16 into out (rows g.O apart).
+__attribute__((target("amx-tile,amx-bf16"))) void amx_conv_task(AmxTask& st, const OffsetTables& tab,
+                                                                   const bfloat16_t* zeros, const Geometry& g,
+                                                                   const ForwardPlan<AmxConv>& plan, bool cvt,
+                                                                   bfloat16_t* out) {
+  amx_configure(8, 16, 64);
+  const int64_t KL = g.K[g.D - 1], nlead = g.Kprod / KL, step = tab.step, cch = plan.cch;
   const int64_t* tl = tab.t[g.D - 1].data();
-  _tile_zero(0);
-  _tile_zero(1);
-  _tile_zero(2);
-  _tile_zero(3);
-  for (int64_t kp = 0; kp < g.Kprod; ++kp) {
-    for (int64_t ch = 0; ch < cch; ++ch) {
-      const int64_t c0 = ch * 32, kn = std::min<int64_t>(32, g.Cg - c0);
-      int64_t st0 = 0, st1 = 0;
-      const bfloat16_t* a0 = amx_rows(a0s[kp], *t0, tl, KL, kp % KL, zeros, goff, c0, kn, step, stage, st0);
-      const bfloat16_t* a1 =
-          t1 ? amx_rows(a1s[kp], *t1, tl, KL, kp % KL, zeros, goff, c0, kn, step, stage + 512, st1) : nullptr;
-      if (!a0 && !a1) continue;
-      const bfloat16_t* wt = wb + (kp * cch + ch) * 1024;
-      _tile_loadd(6, wt, 64);
-      _tile_loadd(7, wt + 512, 64);
-      if (a0) {
-        _tile_loadd(4, a0, st0);
-        _tile_dpbf16ps(0, 4, 6);
-        _tile_dpbf16ps(1, 4, 7);
-      }
-      if (a1) {
-        _tile_loadd(5, a1, st1);
-        _tile_dpbf16ps(2, 5, 6);
-        _tile_dpbf16ps(3, 5, 7);
+  const std::vector<AmxTile>& tiles = st.t.tiles;
+  uint16_t* stage = st.stage.data;
+  AmxPending pending;
+  int turn = 0;
+  for (int64_t gi = 0; gi < g.G; ++gi) {
+    const int64_t goff = gi * g.Cg;
+    for (int64_t jb = 0; jb < plan.blocks; ++jb) {
+      const bfloat16_t* wb = plan.packed->data + (gi * plan.blocks + jb) * plan.block_size(g);
+      for (size_t i = 0; i < tiles.size(); i += 2) {
+        const AmxTile* t0 = &tiles[i];
+        const AmxTile* t1 = i + 1 < tiles.size() ? &tiles[i + 1] : nullptr;
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+        for (int64_t h = 0; h < nlead; ++h) {
+          for (int64_t k = 0; k < KL; ++k) {
+            const bfloat16_t* wk = wb + (h * KL + k) * cch * 1024;
+            for (int64_t ch = 0; ch < cch; ++ch) {
+              const int64_t c0 = ch * 32, kn = std::min<int64_t>(32, g.Cg - c0);
+              int64_t st0 = 0, st1 = 0;
+              const bfloat16_t* a0 = amx_rows(*t0, h, k, tl, KL, zeros, goff, c0, kn, step, stage, st0);
+              const bfloat16_t* a1 =
+                  t1 ? amx_rows(*t1, h, k, tl, KL, zeros, goff, c0, kn, step, stage + 512, st1) : nullptr;
+              if (!a0 && !a1) continue;
+              _tile_loadd(6, wk + ch * 1024, 64);
+              _tile_loadd(7, wk + ch * 1024 + 512, 64);
+              if (a0) {
+                _tile_loadd(4, a0, st0);
+                _tile_dpbf16ps(0, 4, 6);
+                _tile_dpbf16ps(1, 4, 7);
+              }
+              if (a1) {
+                _tile_loadd(5, a1, st1);
+                _tile_dpbf16ps(2, 5, 6);
+                _tile_dpbf16ps(3, 5, 7);
+              }
+            }
+          }
+        }
+        // the previous block's rounding and stores, while the tile unit works
+        if (pending.t[0]) amx_write(pending, g.O, cvt);
+        // C tile 2 u + v: rows of tile u, output channels 32 jb + 16 v
+        float* sums = st.sums.data + turn * 1024;
+        turn ^= 1;
+        _tile_stored(0, sums, 64);
+        _tile_stored(1, sums + 256, 64);
+        if (t1) {
+          _tile_stored(2, sums + 512, 64);
+          _tile_stored(3, sums + 768, 64);
+        }
+        pending = AmxPending{{t0, t1}, out + gi * g.Og + jb * 32,
+                             std::min<int64_t>(32, g.Og - jb * 32), sums};
       }
     }
   }
-  // the previous block's rounding and stores, while the tile unit works
-  if (pending.t[0]) amx_write(pending, g.O);
-  // C tile 2 u + v: rows of tile u, output channels 32 jb + 16 v
-  _tile_stored(0, sums, 64);
-  _tile_stored(1, sums + 256, 64);
-  if (t1) {
-    _tile_stored(2, sums + 512, 64);
-    _tile_stored(3, sums + 768, 64);
-  }
-  pending = AmxPending{{t0, t1}, out + gi * g.Og + jb * 32, std::min<int64_t>(32, g.Og - jb * 32), sums};
+  if (pending.t[0]) amx_write(pending, g.O, cvt);
+  _tile_release();
 }
 
 // The forward convolution (forward_blocks' blocks of rows, one task each)
@@ -895,39 +937,18 @@ void forward_amx(const bfloat16_t* x, const Geometry& g, const ConvParams& p, co
   const int64_t nblocks = (g.rows + block_rows - 1) / block_rows;
   const std::vector<bfloat16_t> zeros(static_cast<size_t>(g.C + 1), bfloat16_t(0.0f));
   const OffsetTables tab(g, p);
-  struct State {
-    std::vector<AmxTile> tiles;
-    std::vector<AmxSource> src;  // per tile and kernel position
-    std::vector<int64_t> lead, first;
-    AlignedScratch<uint16_t> stage;
-    AlignedScratch<float> sums;  // two blocks' C tiles, taking turns
-  };
+  const int L = g.D - 1;
+  const int64_t OL = g.OS[L], KL = g.K[L];
+  std::vector<int64_t> std_first(static_cast<size_t>((OL + 15) / 16 * KL));
+  for (int64_t i = 0; i * 16 < OL; ++i)
+    amx_first(tab.t[L].data(), KL, tab.step, i * 16, std::min<int64_t>(16, OL - i * 16), std_first.data() + i * KL);
+  const bool cvt = avx512_bf16_usable();
   dynamic_for(
-      nblocks,
-      [&] {
-        return State{{}, {}, {}, {}, AlignedScratch<uint16_t>(1024, false), AlignedScratch<float>(2048, false)};
-      },
-      [&](int64_t blk, State& st) {
+      nblocks, [&] { return AmxTask{}; },
+      [&](int64_t blk, AmxTask& st) {
         const int64_t r0 = blk * block_rows;
-        amx_tiles(x, g, tab, r0, std::min(block_rows, g.rows - r0), st.tiles, st.src, st.lead, st.first);
-        amx_conv_begin();
-        AmxPending pending;
-        int turn = 0;
-        const size_t nt = st.tiles.size();
-        for (int64_t gi = 0; gi < g.G; ++gi) {
-          for (int64_t jb = 0; jb < plan.blocks; ++jb) {
-            const bfloat16_t* wb = plan.packed->data + (gi * plan.blocks + jb) * plan.block_size(g);
-            for (size_t i = 0; i < nt; i += 2) {
-              const bool two = i + 1 < nt;
-              amx_conv_block(&st.tiles[i], two ? &st.tiles[i + 1] : nullptr, st.src.data() + i * g.Kprod,
-                             two ? st.src.data() + (i + 1) * g.Kprod : nullptr, tab, zeros.data(), g, gi, jb,
-                             plan.cch, wb, out, st.stage.data, st.sums.data + turn * 1024, pending);
-              turn ^= 1;
-            }
-          }
-        }
-        if (pending.t[0]) amx_write(pending, g.O);
-        amx_conv_end();
+        st.t.fill(x, g, tab, std_first.data(), r0, std::min(block_rows, g.rows - r0));
+        amx_conv_task(st, tab, zeros.data(), g, plan, cvt, out);
       });
 }
 

@@ -129,6 +129,15 @@ inline __m512i round_bf16x2(Vec<float>::V a, Vec<float>::V b) {
   return _mm512_permutex2var_epi16((__m512i)u, even, (__m512i)w);
 }
 
+// round_bf16x2 in one instruction (VCVTNE2PS2BF16: AVX-512 BF16, where
+// avx512_bf16_usable()): the same bits for every input but denormals, which
+// it reads as zero (so for float32 sums that the tile unit has flushed)
+inline __m512i cvt_bf16x2(Vec<float>::V a, Vec<float>::V b) {
+  __m512i r;
+  __asm__("vcvtne2ps2bf16 %2, %1, %0" : "=v"(r) : "v"(b), "v"(a));
+  return r;
+}
+
 // The first n (1..16) of 16 float32 values rounded to bfloat16 (round_bf16)
 // and stored at dst
 inline void store_bf16(void* dst, Vec<float>::V v, int64_t n) {
