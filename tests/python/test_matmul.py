@@ -362,12 +362,12 @@ def test_half_matmul_in_float32_tiles(dtype, K):
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("ta, tb", [(False, False), (True, False), (False, True), (True, True)])
-def test_half_product_converted_whole_has_the_tiles_bits(level, dtype, ta, tb):
-    """One large half product converts both operands to float32 whole and
-    runs one threaded float32 product; small ones (a few rows of it) go
-    through K-tiles of 256 on row slices: every element is the same float32
-    sum over k in order, rounded once, so the rows agree bit for bit (at the
-    FMA levels; bfloat16 by pairs of k where the CPU has AVX-512 BF16)."""
+def test_half_product_threaded_has_the_row_slices_bits(level, dtype, ta, tb):
+    """One large half product runs one threaded float32 product that widens
+    its operands as it packs them; small ones (a few rows of it) run the same
+    kernel on their rows alone: every element is the same float32 sum over k
+    in order, rounded once, so the rows agree bit for bit (at the FMA levels;
+    bfloat16 by pairs of k where the CPU has AVX-512 BF16)."""
     rng = np.random.default_rng(11)
     t = getattr(mx, dtype)
     M, K, N = 96, 700, 160  # 2 * M * K * N: above the threading switch
@@ -382,6 +382,32 @@ def test_half_product_converted_whole_has_the_tiles_bits(level, dtype, ta, tb):
         return  # OpenBLAS sums the float32 tiles there: its blocking, and so its bits, follow the shape
     rows = x[40:45] @ y  # 5 rows: under the switch, the K-tiles of half_gemm (up to 4: dot products)
     np.testing.assert_array_equal(to_numpy(rows.astype(mx.float32)), to_numpy(full.astype(mx.float32))[40:45])
+
+
+@pytest.mark.parametrize("shape", [(96, 700, 160), (37, 129, 53), (8, 1025, 48), (256, 64, 6)])
+@pytest.mark.parametrize("layout", ["nn", "tn", "nt", "tt", "views"])
+def test_float16_product_is_the_float32_product_rounded(level, shape, layout):
+    """float16 operands are widened to float32 as the kernel packs them (never
+    read in place, never copied whole), so a float16 product is, bit for bit,
+    the float32 product of the widened operands rounded once to float16, for
+    every layout (at the FMA levels: the float32 kernel's own sums; OpenBLAS
+    at the baseline level blocks by shape)."""
+    if level == "baseline":
+        pytest.skip("OpenBLAS sums the float32 product at the baseline level")
+    M, K, N = shape
+    rng = np.random.default_rng(M + K + N)
+    t = mx.float16
+    if layout == "views":  # a negative-stride A and a strided B
+        a = mx.array(rng.standard_normal((M, 2 * K)).astype(np.float32)).astype(t)[::-1, ::2]
+        b = mx.array(rng.standard_normal((K, N + 3)).astype(np.float32)).astype(t)[:, 3:]
+    else:
+        a = mx.array(rng.standard_normal((K, M) if layout[0] == "t" else (M, K)).astype(np.float32)).astype(t)
+        b = mx.array(rng.standard_normal((N, K) if layout[1] == "t" else (K, N)).astype(np.float32)).astype(t)
+        a, b = (a.T if layout[0] == "t" else a), (b.T if layout[1] == "t" else b)
+    got = a @ b
+    assert got.dtype == t
+    want = (a.astype(mx.float32) @ b.astype(mx.float32)).astype(t)
+    np.testing.assert_array_equal(to_numpy(got).view(np.uint16), to_numpy(want).view(np.uint16))
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])

@@ -122,11 +122,12 @@ using FV = typename Vec<float>::V;
 constexpr int kW = Vec<float>::W;
 constexpr int kNR = kNV * kW;
 constexpr int64_t kKC = kNV == 3 ? 128 : 256;  // k per block: a packed B panel of 24 or 16 KB stays in L1
-// rows of A per task: a (rows x kKC) block in L2 — 256 rows read in place
-// (their lines, rows up to 4 KB apart, land on a fraction of L2's sets), a
-// 512 KB packed block (each task packs B's panels again: taller tasks, fewer
-// passes over B)
-constexpr int64_t kMCPanels = 256 / kMR, kMCPanelsPacked = (int64_t(128) << 10) / (kKC * kMR);
+// rows of A per task: at most 256 (a packed block of 128 KB at AVX-512, or
+// rows read in place, up to 4 KB apart, whose lines land on a fraction of
+// L2's sets). Taller packed blocks (1024 rows: fewer passes over B) were
+// 2% faster at 2048^2 but 10-17% slower for 1024-row products, transposed
+// or half-precision A (Sapphire Rapids-class VM, 2026-12-06).
+constexpr int64_t kMCPanels = 256 / kMR;
 constexpr double kPackCost = 8.0;  // packing a value, in multiply-adds (reading one in place: 1)
 constexpr int64_t kDirectFmas = int64_t(1) << 22;  // products this small read unpacked operands in place
 
@@ -197,29 +198,50 @@ inline MicroTile micro_for(int64_t nv, bool direct_a, bool direct_b) {
   return direct_b ? micro_for<false, true>(nv) : micro_for<false, false>(nv);
 }
 
-// dst[i * ldd + r] = src[r * lds + i] for an 8 x 8 block
-inline void transpose8(const float* src, int64_t lds, float* dst, int64_t ldd) {
+// 8 values at p widened to float32 (exact): float16 by F16C, bfloat16 by a shift
+template <class In>
+inline __m256 load8(const In* p) {
+  if constexpr (std::is_same_v<In, float>) {
+    return _mm256_loadu_ps(p);
+  } else if constexpr (std::is_same_v<In, float16_t>) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  } else {
+    static_assert(std::is_same_v<In, bfloat16_t>);
+    const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+  }
+}
+
+// dst[i * ldd + r] = src[r * lds + i] for an 8 x 8 block (widened to float32)
+template <class In>
+inline void transpose8(const In* src, int64_t lds, float* dst, int64_t ldd) {
   __m256 r[8];
-  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * lds);
+  for (int i = 0; i < 8; ++i) r[i] = load8(src + i * lds);
   transpose8x8(r);
   for (int i = 0; i < 8; ++i) _mm256_storeu_ps(dst + i * ldd, r[i]);
 }
 
 // One panel: dst[k * P + q] = X(q, k) for q < n (zero for n <= q < P),
 // k < kc, where X(q, k) = src[q * ld + k] (`along_k`: each q's values lie
-// along k, the transposing case) or src[k * ld + q].
-template <int P>
-void pack_panel(const float* src, bool along_k, int64_t ld, int64_t n, int64_t kc, float* dst) {
+// along k, the transposing case) or src[k * ld + q]; half-precision values
+// widened to float32 here, so a half product packs what it reads as a
+// float32 one does, without float32 copies of its operands.
+template <int P, class In>
+void pack_panel(const In* src, bool along_k, int64_t ld, int64_t n, int64_t kc, float* dst) {
   if (!along_k) {
-    if (n == P) {  // whole rows of P values: vector copies
-      for (int64_t k = 0; k < kc; ++k) std::memcpy(dst + k * P, src + k * ld, P * sizeof(float));
-      return;
+    if constexpr (std::is_same_v<In, float>) {
+      if (n == P) {  // whole rows of P values: vector copies
+        for (int64_t k = 0; k < kc; ++k) std::memcpy(dst + k * P, src + k * ld, P * sizeof(float));
+        return;
+      }
     }
     for (int64_t k = 0; k < kc; ++k) {
-      const float* s = src + k * ld;
+      const In* s = src + k * ld;
       float* d = dst + k * P;
       int64_t q = 0;
-      for (; q < n; ++q) d[q] = s[q];
+      if constexpr (!std::is_same_v<In, float>)
+        for (; q + 8 <= n; q += 8) _mm256_storeu_ps(d + q, load8(s + q));
+      for (; q < n; ++q) d[q] = static_cast<float>(s[q]);
       for (; q < P; ++q) d[q] = 0.0f;
     }
     return;
@@ -229,10 +251,10 @@ void pack_panel(const float* src, bool along_k, int64_t ld, int64_t n, int64_t k
     int64_t k = 0;
     for (; k + 8 <= kc; k += 8) transpose8(src + q0 * ld + k, ld, dst + k * P + q0, P);
     for (; k < kc; ++k)
-      for (int q = 0; q < 8; ++q) dst[k * P + q0 + q] = src[(q0 + q) * ld + k];
+      for (int q = 0; q < 8; ++q) dst[k * P + q0 + q] = static_cast<float>(src[(q0 + q) * ld + k]);
   }
   for (int64_t q = q0; q < n; ++q)
-    for (int64_t k = 0; k < kc; ++k) dst[k * P + q] = src[q * ld + k];
+    for (int64_t k = 0; k < kc; ++k) dst[k * P + q] = static_cast<float>(src[q * ld + k]);
   for (int64_t q = std::max(q0, n); q < P; ++q)
     for (int64_t k = 0; k < kc; ++k) dst[k * P + q] = 0.0f;
 }
@@ -252,12 +274,14 @@ inline float* pack_buffer(int64_t n) {
 
 // C (M x N, element (i, j) at c[i * rs + j * cs]) = op(A) op(B) (+ C if add), where
 // op(A)(i, k) = ta ? a[k * lda + i] : a[i * lda + k], op(B)(k, j) = tb ?
-// b[j * ldb + k] : b[k * ldb + j].
+// b[j * ldb + k] : b[k * ldb + j]; operands of float32 or, widened as they
+// are packed (never read in place), float16 or bfloat16, into float32 C.
+template <class In>
 struct Sgemm {
-  const float* a;
+  const In* a;
   bool ta;
   int64_t lda;
-  const float* b;
+  const In* b;
   bool tb;
   int64_t ldb;
   float* c;
@@ -276,9 +300,9 @@ struct Sgemm {
     // cache's sets; rows further apart, a power of two especially, crowd a
     // few sets: packed). B's rows are read in place only in small products:
     // a tile's k-steps would spread over as many pages as rows.
-    const bool small = M * N * K <= kDirectFmas;
-    const bool direct_a = !ta && M % kMR == 0 && (small || lda <= 1024);
-    const bool direct_b = small && !tb && N % kW == 0;
+    const bool small = M * N * K <= kDirectFmas, f32 = std::is_same_v<In, float>;
+    const bool direct_a = f32 && !ta && M % kMR == 0 && (small || lda <= 1024);
+    const bool direct_b = f32 && small && !tb && N % kW == 0;
     const auto [trows, tcols] = split(mp, np, threaded ? num_threads() : 1, !direct_a, !direct_b);
     const int64_t tn = ceil_div(np, tcols);
     const int64_t na = direct_a ? 0 : trows * kMR * kc, nb = direct_b ? 0 : kc * kNR;
@@ -294,12 +318,12 @@ struct Sgemm {
   // least estimated time on nt threads: whole rounds of the largest task,
   // each its multiply-adds plus the reading of its operands (pack_a, pack_b:
   // a task packs its rows of A and its columns of B, once per k-block); row
-  // groups of at most kMCPanels(Packed) panels (A's block stays in L2). Tasks that
+  // groups of at most kMCPanels panels (A's block stays in L2). Tasks that
   // share the threads evenly beat more, smaller ones: each packs its B
   // panels again, so a split finer than the threads costs more than the
   // balance it buys.
   static std::pair<int64_t, int64_t> split(int64_t mn, int64_t nn, int64_t nt, bool pack_a, bool pack_b) {
-    const int64_t mt_min = ceil_div(mn, pack_a ? kMCPanelsPacked : kMCPanels);
+    const int64_t mt_min = ceil_div(mn, kMCPanels);
     std::pair<int64_t, int64_t> best{mn, nn};
     double best_cost = -1;
     for (int64_t mt = mt_min; mt <= std::min(mn, mt_min * 2 * nt); ++mt) {
@@ -333,15 +357,15 @@ struct Sgemm {
       }
       for (int64_t pn = pn0; pn < pn1; ++pn) {
         const int64_t j0 = pn * kNR, cols = std::min<int64_t>(kNR, N - j0);
-        const float* bpan = b + k * ldb + j0;
-        if (!direct_b) {
-          pack_panel<kNR>(tb ? b + j0 * ldb + k : bpan, tb, ldb, cols, kcb, pb);
-          bpan = pb;
-        }
+        const float* bpan = pb;
+        if (!direct_b) pack_panel<kNR>(tb ? b + j0 * ldb + k : b + k * ldb + j0, tb, ldb, cols, kcb, pb);
+        else if constexpr (std::is_same_v<In, float>) bpan = b + k * ldb + j0;
         const MicroTile micro = micro_for(ceil_div(cols, kW), direct_a, direct_b);
         for (int64_t pm = pm0; pm < pm1; ++pm) {
           const int64_t i0 = pm * kMR, rows = std::min<int64_t>(kMR, M - i0);
-          const float* apan = direct_a ? a + i0 * lda + k : pa + (pm - pm0) * kcb * kMR;
+          const float* apan = pa + (pm - pm0) * kcb * kMR;
+          if constexpr (std::is_same_v<In, float>)
+            if (direct_a) apan = a + i0 * lda + k;
           float* ct = c + i0 * rs + j0 * cs;
           if (cs == 1 && rows == kMR && cols % kW == 0) {  // whole vectors of C: in place
             micro(kcb, apan, lda, bpan, ldb, ct, rs, acc);
@@ -391,12 +415,13 @@ inline int64_t padded_work(int64_t M, int64_t N) { return ceil_div(M, kMR) * kMR
 // added to (add) or overwritten. A product with few columns is computed as
 // C^T = op(B)^T op(A)^T (its rows fill the wide side of the tile), stored
 // transposed.
-void sgemm(const float* a, bool ta, int64_t lda, const float* b, bool tb, int64_t ldb, float* c, int64_t ldc,
+template <class In>
+void sgemm(const In* a, bool ta, int64_t lda, const In* b, bool tb, int64_t ldb, float* c, int64_t ldc,
            int64_t M, int64_t N, int64_t K, bool threaded, bool add = false) {
   if (padded_work(N, M) * 5 < padded_work(M, N) * 4) {
-    Sgemm{b, !tb, ldb, a, !ta, lda, c, 1, ldc, N, M, K, add}.run(threaded);
+    Sgemm<In>{b, !tb, ldb, a, !ta, lda, c, 1, ldc, N, M, K, add}.run(threaded);
   } else {
-    Sgemm{a, ta, lda, b, tb, ldb, c, ldc, 1, M, N, K, add}.run(threaded);
+    Sgemm<In>{a, ta, lda, b, tb, ldb, c, ldc, 1, M, N, K, add}.run(threaded);
   }
 }
 #endif  // EMBER_ISA_HAS_AVX2
@@ -746,9 +771,14 @@ void half_gemm(const T* a, bool ta, int64_t lda, const T* b, bool tb, int64_t ld
     }
     return;
   }
+#if EMBER_ISA_HAS_AVX2
+  // sgemm widens what it packs
+  std::vector<float> acc(M * N);
+  sgemm(a, ta, lda, b, tb, ldb, acc.data(), N, M, N, K, false);
+#else
   // each tile keeps its operand's layout (a transposed operand stays
   // transposed, read along its rows), so every conversion reads memory in
-  // order and sgemm takes the transpose flag
+  // order and cblas takes the transpose flag
   std::vector<float> ta_buf, tb_buf, acc(M * N, 0.0f);
   for (int64_t k0 = 0; k0 < K; k0 += kTileK) {
     const int64_t kb = std::min(kTileK, K - k0);
@@ -768,13 +798,10 @@ void half_gemm(const T* a, bool ta, int64_t lda, const T* b, bool tb, int64_t ld
       for (int64_t k = 0; k < kb; ++k)
         for (int64_t j = 0; j < N; ++j) tb_buf[k * N + j] = static_cast<float>(b[(k0 + k) * ldb + j]);
     }
-#if EMBER_ISA_HAS_AVX2
-    sgemm(ta_buf.data(), ta, ta ? M : kb, tb_buf.data(), tb, tb ? kb : N, acc.data(), N, M, N, kb, false, true);
-#else
     scipy_cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, kb, 1.0f,
                       ta_buf.data(), ta ? M : kb, tb_buf.data(), tb ? kb : N, 1.0f, acc.data(), N);
-#endif
   }
+#endif
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) c[i * ldc + j] = T(acc[i * N + j]);
 }
@@ -807,25 +834,15 @@ constexpr int64_t kParallelFlops = int64_t(1) << 21;      // below: one thread
 constexpr int64_t kThreadedItemFlops = int64_t(1) << 25;  // batch items this large: each split over the pool
 
 #if EMBER_ISA_HAS_AVX2
-constexpr int64_t kHalfWhole = int64_t(1) << 26;  // operand values of a half product converted whole, at most
-
-// One threaded half-precision product: both operands converted to float32
-// whole (the copy engine's casts over the pool, each operand keeping its
-// layout), one threaded sgemm, the float32 product rounded to the output's
-// dtype. The same FMA chains as half_gemm's K-tiles (each tile continues the
-// stored sums), so the same bits; one product over the cores instead of row
-// slices that each convert all of B.
-void half_gemm_whole(const MatView& A, const MatView& B, array& out, int64_t M, int64_t N, int64_t K) {
-  auto widen = [](const MatView& v, int64_t rows, int64_t cols) {
-    AlignedScratch<float> f(rows * cols, false);
-    char* base = v.arr.data<char>() + v.offsets[0] * v.arr.itemsize();
-    cpu::copy_into(v.arr, {rows, cols}, {v.ld, 1}, base, Dtype::float32, {cols, 1}, reinterpret_cast<char*>(f.data));
-    return f;
-  };
-  const AlignedScratch<float> fa = widen(A, A.trans ? K : M, A.trans ? M : K);
-  const AlignedScratch<float> fb = widen(B, B.trans ? N : K, B.trans ? K : N);
+// One threaded half-precision product: sgemm over the pool, widening what
+// it packs, into a float32 product rounded to the output's dtype once. The
+// same FMA chains as half_gemm's, so the same bits; one product over the
+// cores instead of row slices that each pack all of B.
+template <class T>
+void half_gemm_threaded(const T* a, bool ta, int64_t lda, const T* b, bool tb, int64_t ldb, array& out, int64_t M,
+                        int64_t N, int64_t K) {
   AlignedScratch<float> fc(M * N, false);
-  sgemm(fa.data, A.trans, A.trans ? M : K, fb.data, B.trans, B.trans ? K : N, fc.data, N, M, N, K, true);
+  sgemm(a, ta, lda, b, tb, ldb, fc.data, N, M, N, K, true);
   cpu::convert_dense(Dtype::float32, fc.data, out.dtype(), out.raw_data(), M * N);
 }
 #endif
@@ -886,9 +903,9 @@ void matmul_eval(const std::vector<array>& inputs, std::vector<array>& outputs) 
     }
 #endif
 #if EMBER_ISA_HAS_AVX2
-    if constexpr (is_half_v<T>) {  // one large product: converted whole, one threaded sgemm
-      if (flops >= kParallelFlops && M * K + K * N <= kHalfWhole && !(B.trans && M <= 4))
-        return half_gemm_whole(A, B, out, M, N, K);
+    if constexpr (is_half_v<T>) {  // one large product: one threaded sgemm
+      if (flops >= kParallelFlops && !(B.trans && M <= 4))
+        return half_gemm_threaded(a, A.trans, A.ld, b, B.trans, B.ld, out, M, N, K);
     }
 #endif
     // one product: split the rows of C (or its columns when there are few rows)
