@@ -155,10 +155,14 @@ void pool_tasks(int64_t n, bool threaded, F&& f) {
 // kernel for the last columns of C). A: packed (ap: kc x MR) or, DirectA,
 // read in place (row r's values along k at ap + r * lda); B: packed (bp: kc
 // rows of NR) or, DirectB, in place (row k at bp + k * ldb). Either way the
-// same chain of FMAs per element, so the same bits.
+// same chain of FMAs per element, so the same bits. `next` (or null): the
+// C tile that the thread computes next (same row stride), prefetched one
+// vector every 4 steps, so that its loads do not wait for memory: a large
+// C is read and written once per k-block, and its tiles came from L3 or
+// DRAM at each tile's start (2048^2 on one thread: 180-190 -> 213 GFLOP/s).
 template <int NV, bool DirectA = false, bool DirectB = false>
 void micro_tile(int64_t kc, const float* __restrict ap, int64_t lda, const float* __restrict bp, int64_t ldb,
-                float* c, int64_t ldc, bool accumulate) {
+                float* c, int64_t ldc, bool accumulate, const float* next) {
   FV acc[kMR][NV];
 #pragma GCC unroll 8
   for (int r = 0; r < kMR; ++r)
@@ -168,7 +172,7 @@ void micro_tile(int64_t kc, const float* __restrict ap, int64_t lda, const float
 #pragma GCC unroll 8
   for (int r = 0; r < kMR; ++r) arow[r] = DirectA ? ap + r * lda : ap + r;
   const int64_t ak = DirectA ? 1 : kMR, bk = DirectB ? ldb : kNR;
-  for (int64_t k = 0; k < kc; ++k) {
+  auto step = [&](int64_t k) __attribute__((always_inline)) {
     FV bv[NV];
 #pragma GCC unroll 3
     for (int j = 0; j < NV; ++j) bv[j] = vload<FV>(bp + k * bk + j * kW);
@@ -178,7 +182,18 @@ void micro_tile(int64_t kc, const float* __restrict ap, int64_t lda, const float
 #pragma GCC unroll 3
       for (int j = 0; j < NV; ++j) acc[r][j] = vfma(av, bv[j], acc[r][j]);
     }
+  };
+  int64_t k = 0;
+  if (next) {
+    for (int q = 0; q < kMR * NV && k + 4 <= kc; ++q, k += 4) {
+      _mm_prefetch(reinterpret_cast<const char*>(next + (q / NV) * ldc + (q % NV) * kW), _MM_HINT_T0);
+      step(k);
+      step(k + 1);
+      step(k + 2);
+      step(k + 3);
+    }
   }
+  for (; k < kc; ++k) step(k);
 #pragma GCC unroll 8
   for (int r = 0; r < kMR; ++r)
 #pragma GCC unroll 3
@@ -186,7 +201,8 @@ void micro_tile(int64_t kc, const float* __restrict ap, int64_t lda, const float
 }
 
 // the kernel of a tile whose columns fill nv vectors (1..kNV)
-using MicroTile = void (*)(int64_t, const float*, int64_t, const float*, int64_t, float*, int64_t, bool);
+using MicroTile = void (*)(int64_t, const float*, int64_t, const float*, int64_t, float*, int64_t, bool,
+                           const float*);
 template <bool DirectA, bool DirectB>
 MicroTile micro_for(int64_t nv) {
   if constexpr (kNV == 3)
@@ -368,10 +384,12 @@ struct Sgemm {
             if (direct_a) apan = a + i0 * lda + k;
           float* ct = c + i0 * rs + j0 * cs;
           if (cs == 1 && rows == kMR && cols % kW == 0) {  // whole vectors of C: in place
-            micro(kcb, apan, lda, bpan, ldb, ct, rs, acc);
+            // (the next tile: the next row panel's, else the next column panel's first)
+            const float* next = pm + 1 < pm1 ? ct + kMR * rs : pn + 1 < pn1 ? c + pm0 * kMR * rs + j0 + kNR : nullptr;
+            micro(kcb, apan, lda, bpan, ldb, ct, rs, acc, next);
           } else {  // an edge tile, or C stored transposed: through a local tile
             if (acc) tile_copy<true>(ct, tile, rows, cols);
-            micro(kcb, apan, lda, bpan, ldb, tile, kNR, acc);
+            micro(kcb, apan, lda, bpan, ldb, tile, kNR, acc, nullptr);
             tile_copy<false>(ct, tile, rows, cols);
           }
         }
