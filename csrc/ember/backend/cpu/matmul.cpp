@@ -755,10 +755,11 @@ void bf16_gemm(const bfloat16_t* a, bool ta, int64_t lda, const bfloat16_t* b, b
 inline bool bf16_pairs(bool tb, int64_t M) { return avx512_bf16_usable() && !(tb && M <= 4); }
 #endif  // EMBER_ISA_HAS_AVX512
 
-// Half-precision operands: tiles of kTileK columns of A and rows of B are
-// converted to float32 and accumulated by sgemm into a float32 product,
-// rounded to the output type once. Memory stays O(M * kTileK + kTileK * N +
-// M * N) per product instead of float32 copies of both operands.
+// Half-precision operands: a float32 product rounded to the output type
+// once. At the FMA levels sgemm widens the operands as it packs them; at the
+// baseline, tiles of kTileK columns of A and rows of B are converted and
+// accumulated by OpenBLAS. Memory stays O(M * N) (and O(M * kTileK + kTileK
+// * N) for the baseline's tiles) instead of float32 copies of both operands.
 constexpr int64_t kTileK = 256;
 
 template <class T>
