@@ -205,6 +205,53 @@ def test_shared_subexpressions_accumulate():
     gradcheck.check_grads(f, [np.array([0.3, -1.2, 2.0])], order=2)
 
 
+@pytest.mark.parametrize("pieces,axis,used", [
+    (3, -1, (0, 1, 2)),      # a transformer's q, k, v: every piece
+    (4, 1, (0, 1, 3)),       # a gap: two adjacent pieces, then one apart
+    (4, 0, (1, 2)),          # the middle ones: zeros at both ends
+    (2, -1, (0, 1)),
+])
+def test_split_pieces_cotangents(pieces, axis, used):
+    # the pieces' cotangents (zeros around each slice) are summed by
+    # concatenating adjacent ones, which must give the same gradient as
+    # adding them, for every pattern of pieces used (NumPy's reference)
+    rng = np.random.default_rng(pieces + axis)
+    xn = rng.standard_normal((8, 12, 6)).astype(np.float32)
+    ws = [rng.standard_normal((8, 12, 6)).astype(np.float32) for _ in range(pieces)]
+
+    def f(x):
+        parts = mx.split(x, pieces, axis=axis)
+        total = mx.array(0.0)
+        for i in used:
+            w = mx.array(np.split(ws[i], pieces, axis=axis)[i])
+            total = total + (mx.sin(parts[i]) * w).sum()
+        return total
+
+    got = to_numpy(mx.grad(f)(mx.array(xn)))
+    want = np.zeros_like(xn)
+    xs = np.split(xn, pieces, axis=axis)
+    bounds = np.cumsum([0] + [p.shape[axis] for p in xs])
+    for i in used:
+        sl = [slice(None)] * 3
+        sl[axis] = slice(bounds[i], bounds[i + 1])
+        want[tuple(sl)] = np.cos(xs[i]) * np.split(ws[i], pieces, axis=axis)[i]
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    gradcheck.check_grads(f, [xn.astype(np.float64)])
+
+
+@ember_only
+def test_split_pieces_cotangents_are_one_concatenation():
+    # q, k, v = split(x): the gradient of x is one Concatenate of the three
+    # pieces' cotangents, not three zero-padded arrays added together
+    def f(x):
+        q, k, v = mx.split(x, 3, axis=-1)
+        return (q * k * mx.exp(v)).sum()
+
+    text = str(mx.make_jaxpr(mx.grad(f))(mx.ones((4, 5, 9))))
+    assert "= Concatenate" in text
+    assert "= Pad" not in text and "= Add" not in text
+
+
 def test_unused_branches_are_not_computed():
     # an output nobody asks for never runs: a huge unused branch costs nothing
     big = mx.zeros((1 << 14, 1 << 14))  # 1 GiB if it were ever computed
