@@ -158,10 +158,22 @@ def _best_run(exe: str, bits: int, threads: int, target_s: float = 0.25, reps: i
     return max([g] + [run(iters)[0] for _ in range(reps)])
 
 
+def _best_of(old: Dict, new: Dict) -> Dict:
+    """Per width and thread count, the higher of two measurements: the peak
+    is what the machine reaches, and a VM's slow spell only lowers a figure."""
+    out = dict(new, gflops={b: dict(per) for b, per in new["gflops"].items()})
+    for bits, per in old.get("gflops", {}).items():
+        for threads, g in per.items():
+            mine = out["gflops"].setdefault(bits, {})
+            mine[threads] = max(g, mine.get(threads, 0.0))
+    return out
+
+
 def peak(refresh: bool = False, log=None) -> Dict:
     """The cached measurement for this machine, measuring (and caching) if
-    there is none or `refresh`."""
-    return cached_measurement("fma_peak", lambda: measure(log), refresh, log)
+    there is none or `refresh`; a new measurement keeps, per width and thread
+    count, the best of it and the cached one."""
+    return cached_measurement("fma_peak", lambda: measure(log), refresh, log, merge=_best_of)
 
 
 # Ember's ISA level -> the widest vectors that level computes with

@@ -59,20 +59,30 @@ class LoadMeter:
         return max(0.0, other / dt)
 
 
-def cached_measurement(name: str, measure: Callable[[], Dict], refresh: bool = False, log=None) -> Dict:
+def cached_measurement(name: str, measure: Callable[[], Dict], refresh: bool = False, log=None,
+                       merge: Optional[Callable[[Dict, Dict], Dict]] = None) -> Dict:
     """`measure()`'s result for this machine (CPU model, flags and count),
     from `cache_dir()/<name>-<key>.json` unless `refresh`; a fresh result is
     cached only if other processes kept at most 0.25 cores busy (its
     "other_cores"), since a figure measured beside other work is too low.
+    With `merge`, a fresh result is first merged with the cached one
+    (`merge(cached, fresh)`: for a peak, the best of both, so that a VM's
+    slow spell during one measurement does not lower it for later runs).
     The result's "cached" says the file it came from or went to (None: not
     cached)."""
     model, flags = cpu_info()
     key = hashlib.sha1(f"{model}|{' '.join(sorted(flags))}|{os.cpu_count()}".encode()).hexdigest()[:12]
     path = os.path.join(cache_dir(), f"{name}-{key}.json")
-    if not refresh and os.path.exists(path):
+    old = None
+    if os.path.exists(path):
         with open(path) as f:
-            return dict(json.load(f), cached=path)
+            old = json.load(f)
+        old.pop("cached", None)
+        if not refresh:
+            return dict(old, cached=path)
     result = measure()
+    if merge and old is not None:
+        result = merge(old, result)
     if result["other_cores"] > 0.25:
         if log:
             log(f"other processes kept {result['other_cores']:.2f} cores busy: "
