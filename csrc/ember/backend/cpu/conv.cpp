@@ -169,6 +169,17 @@ struct OffsetTables {
       for (int64_t k1 = 0; k1 < g.K[1]; ++k1)
         lead[k0 * g.K[1] + k1] = (t0[k0] < 0 || t1[k1] < 0) ? -1 : t0[k0] + t1[k1];
   }
+  // Output line `line` (all but the last spatial dim fixed, in row-major
+  // order): its batch item, returned, and its leading offsets into lead
+  int64_t line_start(const Geometry& g, int64_t line, int64_t* lead) const {
+    int64_t pos[3] = {0, 0, 0};
+    for (int d = g.D - 2; d >= 0; --d) {
+      pos[d] = line % g.OS[d];
+      line /= g.OS[d];
+    }
+    lead_offsets(g, pos, lead);
+    return line;
+  }
 };
 
 // A run of output rows that one register tile computes: its rows' pointers
@@ -756,14 +767,8 @@ struct AmxTiles {
     for (int64_t r = r0, end = r0 + n; r < end;) {
       const int64_t line = r / OL, ol0 = r % OL, rows = std::min({int64_t(16), OL - ol0, end - r});
       if (line != last_line) {
-        int64_t rem = line, pos[3] = {0, 0, 0};
-        for (int d = L - 1; d >= 0; --d) {
-          pos[d] = rem % g.OS[d];
-          rem /= g.OS[d];
-        }
-        base = x + rem * g.in_batch;
         leads.resize(leads.size() + static_cast<size_t>(nlead));
-        tab.lead_offsets(g, pos, leads.data() + leads.size() - nlead);
+        base = x + tab.line_start(g, line, leads.data() + leads.size() - nlead) * g.in_batch;
         last_line = line;
       }
       int64_t f = -1;  // std_first's row
@@ -1113,13 +1118,7 @@ void conv_depthwise(const A* x, const A* w, const Geometry& g, const ConvParams&
     std::vector<int64_t>& lead = st.lead;
     for (int64_t line = t * grain, l1 = std::min(lines, line + grain); line < l1; ++line) {
       // the line's batch item and leading positions
-      int64_t rem = line, pos[3] = {0, 0, 0};
-      for (int d = L - 1; d >= 0; --d) {
-        pos[d] = rem % g.OS[d];
-        rem /= g.OS[d];
-      }
-      const A* base = x + rem * g.in_batch;
-      tab.lead_offsets(g, pos, lead.data());
+      const A* base = x + tab.line_start(g, line, lead.data()) * g.in_batch;
       A* ol = out + line * OL * g.O;
       for (int64_t c0 = 0; c0 < g.C; c0 += NR * W) {
         const int64_t cols = std::min<int64_t>(NR * W, g.C - c0);
