@@ -14,6 +14,8 @@
 //             outputs and each output's batch axis (-1: not batched). All
 //             batched inputs share one batch size; a rule may move the axis.
 //   is_equivalent  same op with the same parameters (for compile's CSE)
+//   sum_with  (optional) a cheaper graph for its output plus another array
+//             (vjp's accumulation of cotangents)
 //
 // Rules are written with public ops (ops.h), so they are differentiable too.
 // The transforms only ask for derivatives through inexact (floating or
@@ -24,6 +26,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -60,6 +63,11 @@ class Primitive {
   virtual std::pair<std::vector<array>, std::vector<int>> vmap(const std::vector<array>& inputs,
                                                                const std::vector<int>& axes);
   virtual bool is_equivalent(const Primitive& /*other*/) const { return false; }
+  // mine + other, where `mine` is this primitive's single, unevaluated
+  // output, as a graph cheaper than their sum where the primitive knows one
+  // (vjp accumulates cotangents with it: Pad joins zero-padded blocks that
+  // sit side by side); nullopt: add them
+  virtual std::optional<array> sum_with(const array& /*mine*/, const array& /*other*/) const { return std::nullopt; }
 
   // Traits used by passes (compile's fusion and simplification).
   virtual bool is_elementwise() const { return false; }

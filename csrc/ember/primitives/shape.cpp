@@ -352,6 +352,65 @@ VmapResult Pad::vmap(const std::vector<array>& inputs, const std::vector<int>& a
   return {{where(mask, v, padded, s)}, {0}};
 }
 
+namespace {
+
+// a, unevaluated, as (what it pads, its Pad) where it is a Pad with zeros
+std::pair<const array*, const Pad*> zero_padded(const array& a) {
+  if (a.is_evaluated() || !a.has_primitive()) return {nullptr, nullptr};
+  const Node& n = *a.desc()->node;
+  const auto* p = dynamic_cast<const Pad*>(n.prim.get());
+  if (!p || n.inputs.size() != 2) return {nullptr, nullptr};
+  const array& v = n.inputs[1];
+  if (!v.is_evaluated() || v.size() != 1 || !v.buffer()) return {nullptr, nullptr};
+  const char* b = static_cast<const char*>(v.raw_data());
+  for (int i = 0; i < v.itemsize(); ++i)
+    if (b[i] != 0) return {nullptr, nullptr};
+  return {&n.inputs[0], p};
+}
+
+}  // namespace
+
+// Two blocks side by side along one axis in zeros (their other dims placed
+// alike) sum to one Pad of their concatenation, not two padded arrays and an
+// add (a transformer step's q, k and v cotangents: three (B, T, 3 d) arrays
+// and two adds before). A Pad of a Concatenate along that axis contributes
+// its pieces, so n pieces make one concatenation, the intermediate ones
+// never evaluated. No padding left: the concatenation itself.
+std::optional<array> Pad::sum_with(const array& mine, const array& other) const {
+  auto [xa, pa] = zero_padded(mine);
+  auto [xb, pb] = zero_padded(other);
+  if (!pa || !pb || mine.shape() != other.shape() || mine.dtype() != other.dtype()) return std::nullopt;
+  int axis = -1;
+  for (int d = 0; d < mine.ndim(); ++d) {
+    if (pa->low()[d] == pb->low()[d] && pa->high()[d] == pb->high()[d]) continue;
+    if (axis >= 0) return std::nullopt;  // placed apart along two axes
+    axis = d;
+  }
+  if (axis < 0) return std::nullopt;
+  const int64_t la = pa->low()[axis], lb = pb->low()[axis];
+  const int64_t ea = la + xa->shape()[axis], eb = lb + xb->shape()[axis];
+  if (ea != lb && eb != la) return std::nullopt;  // not adjacent
+  auto pieces = [axis](const array& x, std::vector<array>& out) {
+    const auto* c = x.is_evaluated() || !x.has_primitive() ? nullptr
+                                                            : dynamic_cast<const Concatenate*>(&x.primitive());
+    if (c && c->axis() == axis) {
+      for (const array& in : x.desc()->node->inputs) out.push_back(in);
+    } else {
+      out.push_back(x);
+    }
+  };
+  std::vector<array> parts;
+  pieces(ea == lb ? *xa : *xb, parts);
+  pieces(ea == lb ? *xb : *xa, parts);
+  std::vector<std::pair<int64_t, int64_t>> widths;
+  for (int d = 0; d < mine.ndim(); ++d) widths.push_back({pa->low()[d], pa->high()[d]});
+  widths[axis] = {std::min(la, lb), mine.shape()[axis] - std::max(ea, eb)};
+  array joined = concatenate(parts, axis, stream());
+  bool whole = true;  // the pieces cover the array: no padding left
+  for (auto [lo, hi] : widths) whole = whole && lo == 0 && hi == 0;
+  return whole ? joined : pad(joined, widths, "constant", array(0, mine.dtype()), stream());
+}
+
 // ---- View -------------------------------------------------------------------
 
 // With the batch first, the dtype change resizes the item's last dim only.

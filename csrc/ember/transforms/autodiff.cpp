@@ -11,7 +11,6 @@
 #include <unordered_map>
 
 #include "ember/ops.h"
-#include "ember/primitives/shape.h"
 #include "ember/transforms/graph.h"
 #include "ember/transforms/transforms.h"
 
@@ -71,66 +70,13 @@ std::vector<array> tracer_copies(const std::vector<array>& primals) {
   return out;
 }
 
-// a, unevaluated, as (what it pads, its Pad) where it is a Pad with zeros
-std::pair<const array*, const Pad*> zero_padded(const array& a) {
-  if (a.is_evaluated() || !a.has_primitive()) return {nullptr, nullptr};
-  const Node& n = *a.desc()->node;
-  const auto* p = dynamic_cast<const Pad*>(n.prim.get());
-  if (!p || n.inputs.size() != 2) return {nullptr, nullptr};
-  const array& v = n.inputs[1];
-  if (!v.is_evaluated() || v.size() != 1 || !v.buffer()) return {nullptr, nullptr};
-  const char* b = static_cast<const char*>(v.raw_data());
-  for (int i = 0; i < v.itemsize(); ++i)
-    if (b[i] != 0) return {nullptr, nullptr};
-  return {&n.inputs[0], p};
-}
-
-// The sum of two cotangents that place blocks side by side along one axis in
-// zeros (the vjps of the pieces of a split, each a slice: a Pad each): one
-// Pad of their concatenation, not two padded arrays and their sum (a
-// transformer step's q, k and v pieces: three (B, T, 3 d) arrays and two
-// adds). A Pad of a Concatenate along that axis contributes its pieces, so
-// n pieces make one concatenation. No merge (nullopt) in any other case.
-std::optional<array> merge_padded(const array& a, const array& b) {
-  auto [xa, pa] = zero_padded(a);
-  auto [xb, pb] = zero_padded(b);
-  if (!pa || !pb || a.shape() != b.shape() || a.dtype() != b.dtype()) return std::nullopt;
-  int axis = -1;
-  for (int d = 0; d < a.ndim(); ++d) {
-    if (pa->low()[d] == pb->low()[d] && pa->high()[d] == pb->high()[d]) continue;
-    if (axis >= 0) return std::nullopt;  // placed apart along two axes
-    axis = d;
-  }
-  if (axis < 0) return std::nullopt;
-  const int64_t la = pa->low()[axis], lb = pb->low()[axis];
-  const int64_t ea = la + xa->shape()[axis], eb = lb + xb->shape()[axis];
-  if (ea != lb && eb != la) return std::nullopt;  // not adjacent
-  auto pieces = [axis](const array& x, std::vector<array>& out) {
-    const auto* c = x.is_evaluated() || !x.has_primitive() ? nullptr
-                                                            : dynamic_cast<const Concatenate*>(&x.primitive());
-    if (c && c->axis() == axis) {
-      for (const array& in : x.desc()->node->inputs) out.push_back(in);
-    } else {
-      out.push_back(x);
-    }
-  };
-  std::vector<array> parts;
-  pieces(ea == lb ? *xa : *xb, parts);
-  pieces(ea == lb ? *xb : *xa, parts);
-  std::vector<std::pair<int64_t, int64_t>> widths;
-  for (int d = 0; d < a.ndim(); ++d) widths.push_back({pa->low()[d], pa->high()[d]});
-  widths[axis] = {std::min(la, lb), a.shape()[axis] - std::max(ea, eb)};
-  array joined = concatenate(parts, axis, a.primitive().stream());
-  bool whole = true;  // the pieces cover the array: no padding left
-  for (auto [lo, hi] : widths) whole = whole && lo == 0 && hi == 0;
-  return whole ? joined : pad(joined, widths, "constant", array(0, a.dtype()), a.primitive().stream());
-}
-
 void accumulate(DescMap& m, const array& key, const array& v) {
   auto it = m.find(key.desc().get());
   if (it == m.end()) {
     m.emplace(key.desc().get(), v);
-  } else if (auto merged = merge_padded(it->second, v)) {
+  } else if (auto merged = it->second.is_evaluated() || !it->second.has_primitive()
+                                 ? std::nullopt
+                                 : it->second.primitive().sum_with(it->second, v)) {
     it->second = *merged;
   } else {
     it->second = add(it->second, v);

@@ -751,46 +751,38 @@ struct AmxTiles {
   std::vector<int64_t> leads;   // per line of the task
   std::vector<int64_t> firsts;  // per tile that does not start at a multiple of 16 (or is cut short)
 
-  // std_first: the per-call table, (OL + 15) / 16 x KL
+  // std_first: the per-call table, (OL + 15) / 16 x KL. Both tables are
+  // sized for the task first (at most n tiles, n / OL + 2 lines), so the
+  // tiles' pointers into them stay valid.
   void fill(const bfloat16_t* x, const Geometry& g, const OffsetTables& tab, const int64_t* std_first, int64_t r0,
             int64_t n) {
     const int L = g.D - 1;
     const int64_t OL = g.OS[L], KL = g.K[L], nlead = g.Kprod / KL;
     tiles.clear();
-    leads.clear();
-    firsts.clear();
-    // (offsets into leads / firsts while they grow; pointers at the end)
-    std::vector<std::pair<int64_t, int64_t>>& at = at_;
-    at.clear();
+    const size_t nl = static_cast<size_t>((n / OL + 2) * nlead), nf = static_cast<size_t>(n * KL);
+    if (leads.size() < nl) leads.resize(nl);
+    if (firsts.size() < nf) firsts.resize(nf);
+    int64_t* lead = nullptr;  // the current line's
+    int64_t* free_first = firsts.data();
     int64_t last_line = -1;
     const bfloat16_t* base = nullptr;
     for (int64_t r = r0, end = r0 + n; r < end;) {
       const int64_t line = r / OL, ol0 = r % OL, rows = std::min({int64_t(16), OL - ol0, end - r});
       if (line != last_line) {
-        leads.resize(leads.size() + static_cast<size_t>(nlead));
-        base = x + tab.line_start(g, line, leads.data() + leads.size() - nlead) * g.in_batch;
+        lead = lead ? lead + nlead : leads.data();
+        base = x + tab.line_start(g, line, lead) * g.in_batch;
         last_line = line;
       }
-      int64_t f = -1;  // std_first's row
-      if (ol0 % 16 == 0 && rows == std::min<int64_t>(16, OL - ol0)) {
-        f = ol0 / 16;
-      } else {
-        firsts.resize(firsts.size() + static_cast<size_t>(KL));
-        amx_first(tab.t[L].data(), KL, tab.step, ol0, rows, firsts.data() + firsts.size() - KL);
+      const int64_t* first = std_first + ol0 / 16 * KL;
+      if (ol0 % 16 != 0 || rows != std::min<int64_t>(16, OL - ol0)) {
+        amx_first(tab.t[L].data(), KL, tab.step, ol0, rows, free_first);
+        first = free_first;
+        free_first += KL;
       }
-      tiles.push_back(AmxTile{r, rows, ol0, base, nullptr, nullptr});
-      at.emplace_back(static_cast<int64_t>(leads.size()) - nlead,
-                      f >= 0 ? -1 - f * KL : static_cast<int64_t>(firsts.size()) - KL);
+      tiles.push_back(AmxTile{r, rows, ol0, base, lead, first});
       r += rows;
     }
-    for (size_t i = 0; i < tiles.size(); ++i) {
-      tiles[i].lead = leads.data() + at[i].first;
-      tiles[i].first = at[i].second < 0 ? std_first + (-1 - at[i].second) : firsts.data() + at[i].second;
-    }
   }
-
- private:
-  std::vector<std::pair<int64_t, int64_t>> at_;
 };
 
 // The A tile of row tile t at kernel position (h, k), channels [c0, c0 + kn)

@@ -792,13 +792,15 @@ void half_gemm(const T* a, bool ta, int64_t lda, const T* b, bool tb, int64_t ld
   }
 #if EMBER_ISA_HAS_AVX2
   // sgemm widens what it packs
-  std::vector<float> acc(M * N);
-  sgemm(a, ta, lda, b, tb, ldb, acc.data(), N, M, N, K, false);
+  AlignedScratch<float> scratch(M * N, false);
+  float* acc = scratch.data;
+  sgemm(a, ta, lda, b, tb, ldb, acc, N, M, N, K, false);
 #else
   // each tile keeps its operand's layout (a transposed operand stays
   // transposed, read along its rows), so every conversion reads memory in
   // order and cblas takes the transpose flag
-  std::vector<float> ta_buf, tb_buf, acc(M * N, 0.0f);
+  std::vector<float> ta_buf, tb_buf, sums(M * N, 0.0f);
+  float* acc = sums.data();
   for (int64_t k0 = 0; k0 < K; k0 += kTileK) {
     const int64_t kb = std::min(kTileK, K - k0);
     ta_buf.resize(M * kb);
@@ -818,11 +820,11 @@ void half_gemm(const T* a, bool ta, int64_t lda, const T* b, bool tb, int64_t ld
         for (int64_t j = 0; j < N; ++j) tb_buf[k * N + j] = static_cast<float>(b[(k0 + k) * ldb + j]);
     }
     scipy_cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, kb, 1.0f,
-                      ta_buf.data(), ta ? M : kb, tb_buf.data(), tb ? kb : N, 1.0f, acc.data(), N);
+                      ta_buf.data(), ta ? M : kb, tb_buf.data(), tb ? kb : N, 1.0f, acc, N);
   }
 #endif
-  for (int64_t i = 0; i < M; ++i)
-    for (int64_t j = 0; j < N; ++j) c[i * ldc + j] = T(acc[i * N + j]);
+  for (int64_t i = 0; i < M; ++i)  // rounded once, by the copy engine's conversion
+    cpu::convert_dense(Dtype::float32, acc + i * N, type_to_dtype<T>::value, c + i * ldc, N);
 }
 
 

@@ -106,27 +106,25 @@ inline Vec<float>::V splat_pair(const void* p) {
 // 16 float32 values rounded to bfloat16 as bfloat16_t(float) rounds them
 // (to nearest even, a NaN kept quiet), in vector lanes: GCC leaves the
 // constructor's loop scalar and branchy (matmul's and conv's bfloat16 outputs)
-inline VecN<uint16_t, 16> round_bf16(Vec<float>::V v) {
+// (each lane's bfloat16 in its low 16 bits)
+inline VecN<uint32_t, 16> bf16_lanes(Vec<float>::V v) {
   using U = VecN<uint32_t, 16>;
   U u;
   std::memcpy(&u, &v, sizeof u);
   const U r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
   const U nan = (u >> 16) | 0x40u;
-  return __builtin_convertvector((u & 0x7fffffffu) > 0x7f800000u ? nan : r, VecN<uint16_t, 16>);
+  return (u & 0x7fffffffu) > 0x7f800000u ? nan : r;
+}
+inline VecN<uint16_t, 16> round_bf16(Vec<float>::V v) {
+  return __builtin_convertvector(bf16_lanes(v), VecN<uint16_t, 16>);
 }
 
 // 32 float32 values (a, then b) rounded to bfloat16 as round_bf16 rounds
 // them, in one register: a's 16 words, then b's
 inline __m512i round_bf16x2(Vec<float>::V a, Vec<float>::V b) {
-  using U = VecN<uint32_t, 16>;
-  U u, w;  // each lane's bfloat16 in its low word
-  std::memcpy(&u, &a, sizeof u);
-  std::memcpy(&w, &b, sizeof w);
-  u = (u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-  w = (w & 0x7fffffffu) > 0x7f800000u ? (w >> 16) | 0x40u : (w + 0x7fffu + ((w >> 16) & 1u)) >> 16;
   const __m512i even = _mm512_set_epi16(62, 60, 58, 56, 54, 52, 50, 48, 46, 44, 42, 40, 38, 36, 34, 32, 30, 28, 26,
                                         24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
-  return _mm512_permutex2var_epi16((__m512i)u, even, (__m512i)w);
+  return _mm512_permutex2var_epi16((__m512i)bf16_lanes(a), even, (__m512i)bf16_lanes(b));
 }
 
 // round_bf16x2 in one instruction (VCVTNE2PS2BF16: AVX-512 BF16, where
