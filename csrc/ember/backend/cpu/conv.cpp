@@ -124,6 +124,8 @@ struct OffsetTables {
   // along the last dim: shift[pos] when position pos reads, at every kernel
   // index, the input `step` elements after what pos - 1 read (no padding)
   std::vector<char> shift;
+  // run[pos]: how many positions from pos on are shifted (0: pos is not)
+  std::vector<int64_t> run;
   int64_t step = 0;
   OffsetTables(const Geometry& g, const ConvParams& p) {
     for (int d = 0; d < g.D; ++d) {
@@ -149,6 +151,8 @@ struct OffsetTables {
       }
       shift[pos] = ok;
     }
+    run.assign(static_cast<size_t>(g.OS[L]) + 1, 0);
+    for (int64_t pos = g.OS[L] - 1; pos >= 0; --pos) run[pos] = shift[pos] ? run[pos + 1] + 1 : 0;
   }
   // lead[(k0, k1)]: the input offset of the leading dims' kernel positions
   // (all but the last dim) for output positions pos[0..D-2], or -1 where
@@ -252,8 +256,33 @@ struct RowPointers {
       affine = true;
     };
     bool prev_in_line = false;
+    auto next_line = [&] {
+      prev_in_line = false;
+      pos[L] = 0;
+      int d = L - 1;
+      for (; d >= 0; --d) {
+        if (++pos[d] < g.OS[d]) break;
+        pos[d] = 0;
+      }
+      if (d < 0) ++b;
+      line_offsets(pos, g);
+    };
     for (int64_t r = 0; r < n; ++r) {
       const A** row = ptr.data() + at * g.Kprod;
+      if (mr > 1 && cur.rows == 0 && prev_in_line && tab.run[pos[L]] >= mr && r + mr <= n) {
+        // a whole affine tile at once: its first row one step on, the
+        // others never written
+        write_shifted(row, anchor, dist + 1);
+        anchor = row;
+        dist = mr - 1;
+        at += mr;
+        cur.rows = mr;
+        r += mr - 1;
+        pos[L] += mr;
+        close();
+        if (pos[L] == OL) next_line();
+        continue;
+      }
       const bool shifted = prev_in_line && tab.shift[pos[L]];
       if (cur.rows > 0 && !shifted && affine) {
         write_deferred();
@@ -285,16 +314,7 @@ struct RowPointers {
       ++cur.rows;
       const bool line_end = ++pos[L] == OL;
       if (cur.rows == mr || (mr > 1 && line_end)) close();
-      if (!line_end) continue;
-      prev_in_line = false;
-      pos[L] = 0;  // next output line
-      int d = L - 1;
-      for (; d >= 0; --d) {
-        if (++pos[d] < g.OS[d]) break;
-        pos[d] = 0;
-      }
-      if (d < 0) ++b;
-      line_offsets(pos, g);
+      if (line_end) next_line();
     }
     if (cur.rows > 0) close();
   }
