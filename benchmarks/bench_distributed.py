@@ -14,7 +14,7 @@ mean per call on rank 0 (the best of ``--rounds``, which alternate the
 order), and the fastest window's, which a machine shared with other work
 still gives when its neighbours leave both cores free for a moment. Ember
 runs three ways: ``default`` (the agreement message, a point-to-point
-exchange of a 208-byte header that carries an array of up to 1 KB itself,
+exchange of a 208-byte header that carries an array of up to 64 KB itself,
 then nonblocking MPI calls polled against EMBER_DISTRIBUTED_TIMEOUT),
 ``nocheck`` (EMBER_DISTRIBUTED_CHECKS=0: the header only where it carries
 the data) and ``blocking`` (no check and EMBER_DISTRIBUTED_TIMEOUT=0: MPI's
