@@ -316,10 +316,11 @@ constexpr int kHeader = 13;  // code, dtype, ndim, size, 8 dims, inline reductio
 // Every collective starts with the agreement message: the header and its
 // negation, then, for a reduction of at most kInline bytes, its data, which
 // is reduced in the same message (one exchange instead of two for small
-// arrays; measured on 2 ranks of a Zen 5, up to 64 KB this is faster than
-// MPI_Iallreduce polled, whose schedule costs more than the data: 16 KB 8.0
-// -> 5.3 us, 64 KB 15.1 -> 11.6 us, MPI_Allreduce 5.4 and 10.0). The message travels on point-to-point messages of its own tag
-// (recursive doubling, mpi::check_agree), at most kCheckBytes long.
+// arrays; on 2 ranks of a Zen 5, up to 64 KB this is faster than a polled
+// MPI_Iallreduce, whose schedule costs more than the data: 16 KB 8.0 -> 5.3
+// us, 64 KB 15.1 -> 11.6 us; MPI_Allreduce 5.4 and 10.0). The message
+// travels on point-to-point messages of its own tag (recursive doubling,
+// mpi::check_agree), at most kCheckBytes long.
 constexpr int64_t kInline = 64 << 10;
 constexpr int64_t kCheckBytes = 2 * kHeader * 8 + kInline;
 constexpr int kTag = 0x3e5;       // send / recv
@@ -644,15 +645,11 @@ bool check_agree(Comm& c, const Op& op, const void* data, void* result) {
   // without the check only a reduction that rides in the message sends it
   if (!checks_enabled() && !carried) return false;
   Lib& l = lib();
-  constexpr int64_t words = (kCheckBytes + 7) / 8;
+  constexpr int64_t words = kCheckBytes / 8;
   // the message and the partner's, kept for the thread's next collective
   // (after a timeout MPI still owns them: let go of, never freed)
   thread_local std::unique_ptr<int64_t[]> block;
-  thread_local int64_t have = 0;
-  if (have < 2 * words) {
-    block.reset(new int64_t[2 * words]);
-    have = 2 * words;
-  }
+  if (!block) block.reset(new int64_t[2 * words]);
   int64_t* h = block.get();
   header(op, h);
   for (int i = 0; i < kHeader; i++) h[kHeader + i] = -h[i];
@@ -664,7 +661,6 @@ bool check_agree(Comm& c, const Op& op, const void* data, void* result) {
     r = reduce_check(c, h, h + words, static_cast<int>(2 * kHeader * 8 + (carried ? nbytes : 0)), op.name);
   } catch (const Timeout&) {
     block.release();
-    have = 0;
     throw;
   }
   bool same = true;
