@@ -328,6 +328,49 @@ void sdpa_rows(const ScaledDotProductAttention& p, const std::vector<array>& inp
   // k transposed and v, a block of kBk keys at a time, in the compute type
   auto pack = [&](int64_t b, int64_t kh, int64_t j0, int64_t nk, C* KT, C* Vb) {
     int64_t j = 0;
+#if EMBER_ISA_HAS_AVX512
+// GCC 12 warns about the undefined pass-through operand inside its own
+// AVX-512 intrinsic headers (a false positive, as in qmm.cpp)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+    if constexpr (std::is_same_v<T, float> && std::is_same_v<C, float>) {
+      // float keys, 16 keys x 16 features at a time, transposed 16 x 16
+      if (ks[3] == 1 && D % 16 == 0) {
+        for (; j + 16 <= nk; j += 16) {
+          const T* kr = kd + b * ks[0] + kh * ks[1] + (j0 + j) * ks[2];
+          for (int64_t d = 0; d < D; d += 16) {
+            __m512i r[16];
+            for (int t = 0; t < 16; ++t) r[t] = _mm512_loadu_si512(kr + t * ks[2] + d);
+            transpose16_epi32(r);
+            for (int q = 0; q < 16; ++q) _mm512_storeu_si512(KT + (d + q) * kBk + j, r[q]);
+          }
+        }
+      }
+    }
+    if constexpr (std::is_same_v<T, bfloat16_t> && std::is_same_v<C, float>) {
+      // bfloat16 keys, 16 keys x 32 features at a time: each key's feature
+      // pairs as 32-bit words, transposed 16 x 16 (pair q of key t to lane t
+      // of r[q]), each pair then split into its two features, widened
+      // exactly (a bfloat16's bits are a float's upper half): a third of the
+      // instructions of the 8 x 8 float transpose below, the same values
+      if (ks[3] == 1 && D % 32 == 0) {
+        const __m512i upper = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
+        for (; j + 16 <= nk; j += 16) {
+          const T* kr = kd + b * ks[0] + kh * ks[1] + (j0 + j) * ks[2];
+          for (int64_t d = 0; d < D; d += 32) {
+            __m512i r[16];
+            for (int t = 0; t < 16; ++t) r[t] = _mm512_loadu_si512(kr + t * ks[2] + d);
+            transpose16_epi32(r);
+            for (int q = 0; q < 16; ++q) {
+              _mm512_storeu_ps(KT + (d + 2 * q) * kBk + j, _mm512_castsi512_ps(_mm512_slli_epi32(r[q], 16)));
+              _mm512_storeu_ps(KT + (d + 2 * q + 1) * kBk + j, _mm512_castsi512_ps(_mm512_and_si512(r[q], upper)));
+            }
+          }
+        }
+      }
+    }
+#pragma GCC diagnostic pop
+#endif
     if constexpr (sizeof(C) == 4) {
       // rows of contiguous keys: 8 keys x 8 features at a time, converted,
       // transposed in registers and stored as 8 rows of KT (a scalar store
@@ -450,6 +493,8 @@ void sdpa_rows(const ScaledDotProductAttention& p, const std::vector<array>& inp
         constexpr int TR = decltype(rows)::value;
         for (int64_t i = 0; i < nrt; i += TR) {
           int64_t j = 0;
+          if constexpr (TR == 4 && kTr == 8)  // as the accumulation below
+            for (; j + 4 * W <= nkp; j += 4 * W) score_tile<4, TR>(Q + i * D, D, KT + j, Sc + i * kBk + j);
           for (; j + 2 * W <= nkp; j += 2 * W) score_tile<2, TR>(Q + i * D, D, KT + j, Sc + i * kBk + j);
           for (; j < nkp; j += W) score_tile<1, TR>(Q + i * D, D, KT + j, Sc + i * kBk + j);
         }
@@ -496,6 +541,10 @@ void sdpa_rows(const ScaledDotProductAttention& p, const std::vector<array>& inp
           // the values' rows: the packed block (Dp apart), or the cache's in place
           auto tiles = [&](const auto* src, int64_t stride) {
             int64_t e = 0;
+            // four vectors where the registers hold 4 rows' 16 accumulators
+            // (AVX-512): each weight's broadcast serves twice the FMAs
+            if constexpr (TR == 4 && kTr == 8)
+              for (; e + 4 * W <= Dp; e += 4 * W) pv_tile<4, TR, C>(Sc + i * kBk, nk, src + e, stride, Dp, a + e);
             for (; e + 2 * W <= Dp; e += 2 * W) pv_tile<2, TR, C>(Sc + i * kBk, nk, src + e, stride, Dp, a + e);
             for (; e < Dp; e += W) pv_tile<1, TR, C>(Sc + i * kBk, nk, src + e, stride, Dp, a + e);
           };
