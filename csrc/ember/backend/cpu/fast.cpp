@@ -333,37 +333,29 @@ void sdpa_rows(const ScaledDotProductAttention& p, const std::vector<array>& inp
 // AVX-512 intrinsic headers (a false positive, as in qmm.cpp)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-    if constexpr (std::is_same_v<T, float> && std::is_same_v<C, float>) {
-      // float keys, 16 keys x 16 features at a time, transposed 16 x 16
-      if (ks[3] == 1 && D % 16 == 0) {
-        for (; j + 16 <= nk; j += 16) {
-          const T* kr = kd + b * ks[0] + kh * ks[1] + (j0 + j) * ks[2];
-          for (int64_t d = 0; d < D; d += 16) {
-            __m512i r[16];
-            for (int t = 0; t < 16; ++t) r[t] = _mm512_loadu_si512(kr + t * ks[2] + d);
-            transpose16_epi32(r);
-            for (int q = 0; q < 16; ++q) _mm512_storeu_si512(KT + (d + q) * kBk + j, r[q]);
-          }
-        }
-      }
-    }
-    if constexpr (std::is_same_v<T, bfloat16_t> && std::is_same_v<C, float>) {
-      // bfloat16 keys, 16 keys x 32 features at a time: each key's feature
-      // pairs as 32-bit words, transposed 16 x 16 (pair q of key t to lane t
-      // of r[q]), each pair then split into its two features, widened
-      // exactly (a bfloat16's bits are a float's upper half): a third of the
-      // instructions of the 8 x 8 float transpose below, the same values
-      if (ks[3] == 1 && D % 32 == 0) {
+    if constexpr (std::is_same_v<C, float> && (std::is_same_v<T, float> || std::is_same_v<T, bfloat16_t>)) {
+      // 16 keys x 64 bytes of features at a time as 16 x 16 32-bit words,
+      // transposed in registers (word q of key t to lane t of r[q]): float
+      // keys' features, or bfloat16 keys' feature pairs, each pair then split
+      // into its two features widened exactly (a bfloat16's bits are a
+      // float's upper half). A third of the instructions of the 8 x 8
+      // transpose below, the same values.
+      constexpr int64_t F = 64 / sizeof(T);  // features a word row holds
+      if (ks[3] == 1 && D % F == 0) {
         const __m512i upper = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
         for (; j + 16 <= nk; j += 16) {
           const T* kr = kd + b * ks[0] + kh * ks[1] + (j0 + j) * ks[2];
-          for (int64_t d = 0; d < D; d += 32) {
+          for (int64_t d = 0; d < D; d += F) {
             __m512i r[16];
             for (int t = 0; t < 16; ++t) r[t] = _mm512_loadu_si512(kr + t * ks[2] + d);
             transpose16_epi32(r);
             for (int q = 0; q < 16; ++q) {
-              _mm512_storeu_ps(KT + (d + 2 * q) * kBk + j, _mm512_castsi512_ps(_mm512_slli_epi32(r[q], 16)));
-              _mm512_storeu_ps(KT + (d + 2 * q + 1) * kBk + j, _mm512_castsi512_ps(_mm512_and_si512(r[q], upper)));
+              if constexpr (sizeof(T) == 4) {
+                _mm512_storeu_si512(KT + (d + q) * kBk + j, r[q]);
+              } else {
+                _mm512_storeu_ps(KT + (d + 2 * q) * kBk + j, _mm512_castsi512_ps(_mm512_slli_epi32(r[q], 16)));
+                _mm512_storeu_ps(KT + (d + 2 * q + 1) * kBk + j, _mm512_castsi512_ps(_mm512_and_si512(r[q], upper)));
+              }
             }
           }
         }
