@@ -111,6 +111,31 @@ def test_int8_and_float_paths_against_float64(rng, level, int8_setting, bits):
             assert np.abs(i2 - emu).max() <= 2e-5 * scale, (gs, M, N, K)
 
 
+def test_int8_rows_in_many_chunks(rng, int8_setting):
+    # enough rows that the matrix-vector path cuts them into many chunks, the
+    # last ones shrinking (qmv_int8), over batch items and two sibling
+    # matrices of one x: every row exactly once
+    for batch, N in [((), 40_003), ((2,), 20_001)]:
+        x, wq, s, b, W = case(rng, N, 256, 64, 4, 1, batch=batch)
+        emu = x_int8(x) @ np.swapaxes(W, -1, -2)
+        w2q, s2, b2 = wq[..., ::-1, :] + 0, s[..., ::-1, :] + 0, b[..., ::-1, :] + 0
+        mx.eval(w2q, s2, b2)  # settled, so that the two products batch
+        before = mx._set_qmm_int8(2)
+        try:
+            xa = mx.array(x)
+            o1 = mx.quantized_matmul(xa, wq, s, b, True, 64, 4)
+            o2 = mx.quantized_matmul(xa, w2q, s2, b2, True, 64, 4)
+            stats = mx._eval_stats()["batched"]
+            mx.eval(o1, o2)
+            assert mx._eval_stats()["batched"] == stats + 2
+            o1, o2 = np.array(o1).astype(np.float64), np.array(o2).astype(np.float64)
+        finally:
+            mx._set_qmm_int8(before)
+        tol = 2e-5 * np.abs(emu).max()
+        assert np.abs(o1 - emu).max() <= tol, batch
+        assert np.abs(o2 - emu[..., ::-1]).max() <= tol, batch
+
+
 def test_int8_error_size(rng, int8_setting):
     """What the int8 activations cost, for the record: on Gaussian x and
     weights the relative error of a 4-bit decode product is ~0.3-1%, the
