@@ -252,6 +252,45 @@ def _share(shared):
         np.testing.assert_allclose(v, total * (i + 1), rtol=1e-5)
 
 
+@ember_only
+def test_thread_pool_many_short_jobs_oversubscribed():
+    # more pool threads than cores, two Python threads and async_eval: every
+    # parallel job (reductions split across the threads, elementwise chains)
+    # must run each of its tasks exactly once, whichever thread lags behind
+    r = run_python("""
+        import threading
+        import numpy as np
+        import ember.core as mx
+        rng = np.random.default_rng(0)
+        xs = [rng.standard_normal(n).astype(np.float32) for n in (70_000, 130_001, 262_144, 33)]
+        def job(x):
+            a = mx.array(x)
+            return mx.sum(a * 3 + 1), mx.cumsum(a)[-1], mx.max(mx.abs(a) - a)
+        expected = [[np.array(v) for v in job(x)] for x in xs]
+        errors = []
+        def loop(seed):
+            try:
+                for i in range(400):
+                    k = (i + seed) % len(xs)
+                    out = job(xs[k])
+                    if i % 3 == 0:
+                        mx.async_eval(*out)
+                    got = [np.array(v) for v in out]
+                    for g, e in zip(got, expected[k]):
+                        assert np.array_equal(g, e), (k, g, e)
+            except Exception as e:
+                errors.append(repr(e))
+        threads = [threading.Thread(target=loop, args=(s,)) for s in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors, errors[:3]
+        print("ok")
+    """, env={"EMBER_NUM_THREADS": "5"}, timeout=300)
+    assert r.stdout.strip() == "ok"
+
+
 def test_threads_share_an_evaluated_input():
     shared = mx.exp(mx.arange(1000.0) / 1000.0)
     mx.eval(shared)
