@@ -162,12 +162,13 @@ def test_levels_agree_bitwise(rng, int8_setting):
             np.testing.assert_array_equal(o, outs[0])
 
 
-def test_int8_rounding_ties_agree_across_levels(rng, int8_setting):
+@pytest.mark.parametrize("M", [3, 12])  # the matrix-vector path and the int8 tiles
+def test_int8_rounding_ties_agree_across_levels(rng, int8_setting, M):
     # every value of x a tie once scaled (block maximum 127, so 1 / d = 1),
     # and a block of denormals: the levels' quantizations of x (vector code
     # at AVX-512, loops below it) round ties to even alike, bit for bit
     K = 2048
-    x = rng.integers(-126, 126, (3, K)).astype(np.float32) + np.float32(0.5)
+    x = rng.integers(-126, 126, (M, K)).astype(np.float32) + np.float32(0.5)
     x[:, ::32] = 127.0
     x[1, :64] *= np.float32(1e-40)
     wq, s, b = mx.quantize(mx.array(rng.standard_normal((64, K)).astype(np.float32)), 64, 4)

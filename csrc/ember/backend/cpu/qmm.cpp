@@ -451,14 +451,69 @@ constexpr int kXB = 32;  // columns per activation block
 template <int BITS>
 constexpr int int8_chunk_cols() { return BITS == 4 ? 128 : 64; }
 
-// x rows (M of K) -> xq (M rows of K int8, laid out as above), dl (M rows
-// of K / 32 floats: each block's d) and xs (M rows of K / gs: each group's
-// sum of the quantized x).
 // GCC 12 warns about the undefined pass-through operand inside its own
 // AVX-512 intrinsic headers (a false positive, as below)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+// One block of kXB values of x (finite) to int8, in column order: d =
+// max |x| / 127, q = x / d rounded to nearest even and clamped to +-127 (a
+// block below 127 * FLT_MIN quantizes to zero: 1 / d would overflow).
+// Returns d; isum gets the block's sum of q. A max is exact in any order and
+// the sum is an exact integer, so the vector form and the loops give the
+// same bits.
+inline float quantize_block(const float* xb, int8_t* q, int32_t& isum) {
+#if EMBER_ISA_HAS_AVX512
+  const __m512 v0 = _mm512_loadu_ps(xb), v1 = _mm512_loadu_ps(xb + 16);
+  const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+#else
+  // in 8 lanes (one chain of 32 dependent maxima was most of the time)
+  float lane[8] = {};
+  for (int k = 0; k < kXB; ++k) lane[k % 8] = std::max(lane[k % 8], std::fabs(xb[k]));
+  float amax = 0.0f;
+  for (int j = 0; j < 8; ++j) amax = std::max(amax, lane[j]);
+#endif
+  const float db = amax / 127.0f;
+  const float id = db >= std::numeric_limits<float>::min() ? 1.0f / db : 0.0f;
+#if EMBER_ISA_HAS_AVX512
+  const __m512 vid = _mm512_set1_ps(id), lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
+  auto quant = [&](__m512 v) {
+    const __m512 r = _mm512_roundscale_ps(_mm512_mul_ps(v, vid), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    return _mm512_cvtps_epi32(_mm512_min_ps(hi, _mm512_max_ps(lo, r)));
+  };
+  const __m512i i0 = quant(v0), i1 = quant(v1);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(q), _mm512_cvtepi32_epi8(i0));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 16), _mm512_cvtepi32_epi8(i1));
+  isum = _mm512_reduce_add_epi32(_mm512_add_epi32(i0, i1));
+#else
+  int32_t s = 0;
+  for (int k = 0; k < kXB; ++k) {
+    // round to nearest even (|x * id| <= 127.x: adding 1.5 * 2^23 leaves
+    // units), as nearbyint in the default rounding mode
+    float v = (xb[k] * id + 12582912.0f) - 12582912.0f;
+    v = std::min(127.0f, std::max(-127.0f, v));
+    q[k] = static_cast<int8_t>(v);
+    s += q[k];
+  }
+  isum = s;
+#endif
+  return db;
+}
+
+// xs[g] for the G groups of a row: its blocks' d times their sums of q,
+// added in block order
+inline void group_sums(const float* d, const int32_t* isum, int64_t G, int64_t bpg, float* xs) {
+  for (int64_t g = 0; g < G; ++g) {
+    float acc = 0.0f;
+    for (int64_t b = g * bpg; b < (g + 1) * bpg; ++b) acc = acc + d[b] * static_cast<float>(isum[b]);
+    xs[g] = acc;
+  }
+}
+#pragma GCC diagnostic pop
+
+// x rows (M of K) -> xq (M rows of K int8, laid out as above), dl (M rows
+// of K / 32 floats: each block's d) and xs (M rows of K / gs: each group's
+// sum of the quantized x).
 template <int BITS>
 void quantize_x_int8(const float* x, int64_t M, int64_t K, int64_t gs, int8_t* xq, float* dl, float* xs) {
   constexpr int CK = int8_chunk_cols<BITS>();
@@ -468,53 +523,8 @@ void quantize_x_int8(const float* x, int64_t M, int64_t K, int64_t gs, int8_t* x
   for (int64_t m = 0; m < M; ++m) {
     const float* xm = x + m * K;
     float* d = dl + m * (K / kXB);
-    for (int64_t b = 0; b < K / kXB; ++b) {
-#if EMBER_ISA_HAS_AVX512
-      // the block as two vectors, the same steps as the loops below (x is
-      // finite here; a max is exact in any order, the rounding is to
-      // nearest even as nearbyint's, the block sum an exact integer)
-      {
-        const __m512 v0 = _mm512_loadu_ps(xm + b * kXB), v1 = _mm512_loadu_ps(xm + b * kXB + 16);
-        const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
-        const float db = amax / 127.0f;
-        const float id = db >= std::numeric_limits<float>::min() ? 1.0f / db : 0.0f;
-        d[b] = db;
-        const __m512 vid = _mm512_set1_ps(id), lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
-        auto quant = [&](__m512 v) {
-          const __m512 r = _mm512_roundscale_ps(_mm512_mul_ps(v, vid), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-          return _mm512_cvtps_epi32(_mm512_min_ps(hi, _mm512_max_ps(lo, r)));
-        };
-        const __m512i i0 = quant(v0), i1 = quant(v1);
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(q.data() + b * kXB), _mm512_cvtepi32_epi8(i0));
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(q.data() + b * kXB + 16), _mm512_cvtepi32_epi8(i1));
-        isum_of[b] = _mm512_reduce_add_epi32(_mm512_add_epi32(i0, i1));
-        continue;
-      }
-#endif
-      // max |x| of the block in 8 lanes (a max is exact in any order; one
-      // chain of 32 dependent maxima was most of this function's time)
-      float lane[8] = {};
-      for (int k = 0; k < kXB; ++k) lane[k % 8] = std::max(lane[k % 8], std::fabs(xm[b * kXB + k]));
-      float amax = 0.0f;
-      for (int j = 0; j < 8; ++j) amax = std::max(amax, lane[j]);
-      const float db = amax / 127.0f;
-      // blocks below 127 * FLT_MIN quantize to zero (1 / d would overflow)
-      const float id = db >= std::numeric_limits<float>::min() ? 1.0f / db : 0.0f;
-      d[b] = db;
-      for (int k = 0; k < kXB; ++k) {
-        float v = std::nearbyint(xm[b * kXB + k] * id);
-        v = std::min(127.0f, std::max(-127.0f, v));
-        q[b * kXB + k] = static_cast<int8_t>(v);
-      }
-      int32_t isum = 0;
-      for (int k = 0; k < kXB; ++k) isum += q[b * kXB + k];
-      isum_of[b] = isum;
-    }
-    for (int64_t g = 0; g < K / gs; ++g) {
-      float acc = 0.0f;
-      for (int64_t b = g * gs / kXB; b < (g + 1) * gs / kXB; ++b) acc = acc + d[b] * static_cast<float>(isum_of[b]);
-      xs[m * (K / gs) + g] = acc;
-    }
+    for (int64_t b = 0; b < K / kXB; ++b) d[b] = quantize_block(xm + b * kXB, q.data() + b * kXB, isum_of[b]);
+    group_sums(d, isum_of.data(), K / gs, gs / kXB, xs + m * (K / gs));
     int8_t* o = xq + m * K;
     for (int64_t c = 0; c < chunks; ++c) {
       const int8_t* qc = q.data() + c * CK;
@@ -530,7 +540,6 @@ void quantize_x_int8(const float* x, int64_t M, int64_t K, int64_t gs, int8_t* x
     }
   }
 }
-#pragma GCC diagnostic pop
 
 // sum over g of bi[g] * xs[g]: 8 partial sums (g mod 8), then a pairwise
 // tree (a fixed order, independent of the vector width)
@@ -1029,23 +1038,8 @@ void quantize_rows_q8(const float* x, int64_t r0, int64_t r1, int64_t K, int64_t
     const float* xm = x + r * K;
     int8_t* o = xq + r * K;
     for (int64_t b = 0; b < nb; ++b) {
-      const float* xb = xm + b * kXB;
-      float amax = 0.0f;
-      for (int k = 0; k < kXB; ++k) amax = std::max(amax, std::fabs(xb[k]));
-      const float db = amax / 127.0f;
-      const float id = db >= std::numeric_limits<float>::min() ? 1.0f / db : 0.0f;
       int8_t q[kXB];
-      int32_t s = 0;
-      for (int k = 0; k < kXB; ++k) {
-        // round to nearest even (|x * id| <= 127.x: adding 1.5 * 2^23 leaves
-        // units), as nearbyint in the default rounding mode
-        float v = (xb[k] * id + 12582912.0f) - 12582912.0f;
-        v = std::min(127.0f, std::max(-127.0f, v));
-        q[k] = static_cast<int8_t>(v);
-        s += q[k];
-      }
-      isum[b] = s;
-      d[r * nb + b] = db;
+      d[r * nb + b] = quantize_block(xm + b * kXB, q, isum[b]);
       int8_t* ob = o + b * kXB;
       if (BITS == 4) {
         for (int j = 0; j < kXB / 8; ++j)
@@ -1057,11 +1051,7 @@ void quantize_rows_q8(const float* x, int64_t r0, int64_t r1, int64_t K, int64_t
         std::memcpy(ob, q, kXB);
       }
     }
-    for (int64_t g = 0; g < G; ++g) {
-      float acc = 0.0f;
-      for (int64_t b = g * bpg; b < (g + 1) * bpg; ++b) acc = acc + d[r * nb + b] * static_cast<float>(isum[b]);
-      xs[r * G + g] = acc;
-    }
+    group_sums(d + r * nb, isum.data(), G, bpg, xs + r * G);
   }
 }
 
