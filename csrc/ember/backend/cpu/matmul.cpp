@@ -123,7 +123,7 @@ constexpr int kW = Vec<float>::W;
 constexpr int kNR = kNV * kW;
 constexpr int64_t kKC = kNV == 3 ? 128 : 256;  // k per block: a packed B panel of 24 or 16 KB stays in L1
 // rows of A per task: at most 256 (a packed block of 128 KB at AVX-512, or
-// rows read in place, up to 4 KB apart, whose lines land on a fraction of
+// rows read in place, less than 4 KB apart, whose lines land on a fraction of
 // L2's sets). Taller packed blocks (1024 rows: fewer passes over B) were
 // 2% faster at 2048^2 but 10-17% slower for 1024-row products, transposed
 // or half-precision A (Sapphire Rapids-class VM, 2026-12-06).
@@ -150,6 +150,50 @@ void pool_tasks(int64_t n, bool threaded, F&& f) {
   pool_tasks(n, threaded, no_state, [&](int64_t i, NoState&) { f(i); });
 }
 
+// The source lines of a panel that is packed next, prefetched into L2 a
+// few at a time from inside the tiles computed before it, so that packing
+// reads from L2 instead of memory: B's rows are usually a page or more
+// apart, where the hardware prefetchers give up (2048^2 on one thread
+// spent a sixth of its time packing B, waiting on L3). Issued in a burst
+// instead, the prefetches stalled on the core's line fill buffers.
+struct LineWalk {
+  static constexpr int kMax = 32;  // lines a tile takes at most (one per 4 k-steps of a 128-step block)
+  const char* base = nullptr;      // row r's bytes at base + r * stride, `bytes` of them
+  int64_t stride = 0, bytes = 0, r = 0, rows = 0;
+  uintptr_t q = 0, end = 0;  // the next line of the current row, and the row's end
+  int per_tile = 0;          // lines a tile takes
+
+  // the lines pack_panel(src, along_k, ld, n, kc) reads, over `tiles` tiles
+  template <class In>
+  void start(const In* src, bool along_k, int64_t ld, int64_t n, int64_t kc, int64_t tiles) {
+    base = reinterpret_cast<const char*>(src);
+    stride = ld * int64_t(sizeof(In));
+    rows = along_k ? n : kc;
+    bytes = (along_k ? kc : n) * int64_t(sizeof(In));
+    r = 0, q = end = 0;
+    per_tile = int(std::min<int64_t>(kMax, ceil_div(rows * (bytes / 64 + 2), std::max<int64_t>(tiles, 1))));
+  }
+  // the next lines, at most `most` of them, into out; how many
+  int take(const char** out, int most) {
+    int n = 0;
+    while (n < most) {
+      if (q >= end) {
+        if (r == rows) break;
+        const uintptr_t p = reinterpret_cast<uintptr_t>(base + r++ * stride);
+        q = p & ~uintptr_t(63), end = p + bytes;
+      }
+      out[n++] = reinterpret_cast<const char*>(q);
+      q += 64;
+    }
+    return n;
+  }
+  void finish() {  // what is left, at once
+    const char* line[kMax];
+    for (int n; (n = take(line, kMax)) > 0;)
+      for (int i = 0; i < n; ++i) _mm_prefetch(line[i], _MM_HINT_T1);
+  }
+};
+
 // C tile (MR x NV vectors at c, row stride ldc) = [C tile if accumulate] +
 // A B over kc steps; the first NV vectors of B's rows are read (a narrower
 // kernel for the last columns of C). A: packed (ap: kc x MR) or, DirectA,
@@ -160,9 +204,11 @@ void pool_tasks(int64_t n, bool threaded, F&& f) {
 // vector every 4 steps, so that its loads do not wait for memory: a large
 // C is read and written once per k-block, and its tiles came from L3 or
 // DRAM at each tile's start (2048^2 on one thread: 180-190 -> 213 GFLOP/s).
+// `lines`: nlines lines prefetched into L2 for the next packing (see
+// LineWalk), one every 4 k-steps.
 template <int NV, bool DirectA = false, bool DirectB = false>
 void micro_tile(int64_t kc, const float* __restrict ap, int64_t lda, const float* __restrict bp, int64_t ldb,
-                float* c, int64_t ldc, bool accumulate, const float* next) {
+                float* c, int64_t ldc, bool accumulate, const float* next, const char* const* lines, int nlines) {
   FV acc[kMR][NV];
 #pragma GCC unroll 8
   for (int r = 0; r < kMR; ++r)
@@ -184,9 +230,11 @@ void micro_tile(int64_t kc, const float* __restrict ap, int64_t lda, const float
     }
   };
   int64_t k = 0;
-  if (next) {
-    for (int q = 0; q < kMR * NV && k + 4 <= kc; ++q, k += 4) {
-      _mm_prefetch(reinterpret_cast<const char*>(next + (q / NV) * ldc + (q % NV) * kW), _MM_HINT_T0);
+  const int nc = next ? kMR * NV : 0;
+  if (nc || nlines) {
+    for (int q = 0; (q < nc || q < nlines) && k + 4 <= kc; ++q, k += 4) {
+      if (q < nc) _mm_prefetch(reinterpret_cast<const char*>(next + (q / NV) * ldc + (q % NV) * kW), _MM_HINT_T0);
+      if (q < nlines) _mm_prefetch(lines[q], _MM_HINT_T1);
       step(k);
       step(k + 1);
       step(k + 2);
@@ -202,7 +250,7 @@ void micro_tile(int64_t kc, const float* __restrict ap, int64_t lda, const float
 
 // the kernel of a tile whose columns fill nv vectors (1..kNV)
 using MicroTile = void (*)(int64_t, const float*, int64_t, const float*, int64_t, float*, int64_t, bool,
-                           const float*);
+                           const float*, const char* const*, int);
 template <bool DirectA, bool DirectB>
 MicroTile micro_for(int64_t nv) {
   if constexpr (kNV == 3)
@@ -311,15 +359,16 @@ struct Sgemm {
     // An operand whose rows lie along the tile's (A along k, B along j) is
     // read in place, unpacked, where every tile reads only its own rows and
     // columns: in a small product (packing would cost as much as the product
-    // gains from it), and A also where its rows are at most 4 KB apart (a
+    // gains from it), and A also where its rows are less than 4 KB apart (a
     // tile's 8 rows stay on 8 pages, a task's block of rows spread over the
-    // cache's sets; rows further apart, a power of two especially, crowd a
-    // few sets: packed). B's rows are read in place only in small products:
+    // cache's sets; rows 4 KB apart or more, a power of two especially, put
+    // a tile's 8 lines of each k-step in one L1 set: packed, 1024^2 1-3%
+    // faster). B's rows are read in place only in small products:
     // a tile's k-steps would spread over as many pages as rows.
     const bool small = M * N * K <= kDirectFmas, f32 = std::is_same_v<In, float>;
-    const bool direct_a = f32 && !ta && M % kMR == 0 && (small || lda <= 1024);
+    const bool direct_a = f32 && !ta && M % kMR == 0 && (small || lda < 1024);
     const bool direct_b = f32 && small && !tb && N % kW == 0;
-    const auto [trows, tcols] = split(mp, np, threaded ? num_threads() : 1, !direct_a, !direct_b);
+    const auto [trows, tcols] = split(mp, np, ceil_div(N, kW), threaded ? num_threads() : 1, !direct_a, !direct_b);
     const int64_t tn = ceil_div(np, tcols);
     const int64_t na = direct_a ? 0 : trows * kMR * kc, nb = direct_b ? 0 : kc * kNR;
     pool_tasks(ceil_div(mp, trows) * tn, threaded, [&](int64_t t) {
@@ -337,8 +386,13 @@ struct Sgemm {
   // groups of at most kMCPanels panels (A's block stays in L2). Tasks that
   // share the threads evenly beat more, smaller ones: each packs its B
   // panels again, so a split finer than the threads costs more than the
-  // balance it buys.
-  static std::pair<int64_t, int64_t> split(int64_t mn, int64_t nn, int64_t nt, bool pack_a, bool pack_b) {
+  // balance it buys. The first task of a split is the largest; its columns
+  // are counted in vectors (nvec of them in all), as the narrower kernels
+  // of the last panel compute them: a 256-column product split into 3 + 3
+  // panels of 48 gives one thread 144 columns and the other 112, where
+  // splitting the rows shares the work evenly.
+  static std::pair<int64_t, int64_t> split(int64_t mn, int64_t nn, int64_t nvec, int64_t nt, bool pack_a,
+                                           bool pack_b) {
     const int64_t mt_min = ceil_div(mn, kMCPanels);
     std::pair<int64_t, int64_t> best{mn, nn};
     double best_cost = -1;
@@ -347,7 +401,8 @@ struct Sgemm {
         const int64_t rows = ceil_div(mn, mt), cols = ceil_div(nn, ntn);
         const int64_t ntasks = ceil_div(mn, rows) * ceil_div(nn, cols);
         const double reads = (pack_a ? kPackCost : 1.0) * rows * kMR + (pack_b ? kPackCost : 1.0) * cols * kNR;
-        const double cost = double(ceil_div(ntasks, nt)) * (double(rows * cols) * kMR * kNR + reads);
+        const double cols_real = double(std::min(cols * kNV, nvec) * kW);
+        const double cost = double(ceil_div(ntasks, nt)) * (double(rows * kMR) * cols_real + reads);
         if (best_cost < 0 || cost < best_cost) best_cost = cost, best = {rows, cols};
       }
     }
@@ -361,23 +416,31 @@ struct Sgemm {
   void task(int64_t pm0, int64_t pm1, int64_t pn0, int64_t pn1, int64_t kc, bool direct_a, bool direct_b, float* pa,
             float* pb) const {
     alignas(64) float tile[kMR * kNR] = {};
+    LineWalk walk;
     for (int64_t k = 0; k < K; k += kc) {
       const int64_t kcb = std::min(kc, K - k);
       const bool acc = add || k > 0;
       if (!direct_a) {
         for (int64_t pm = pm0; pm < pm1; ++pm) {
           const int64_t i0 = pm * kMR;
-          pack_panel<kMR>(ta ? a + k * lda + i0 : a + i0 * lda + k, !ta, lda, std::min<int64_t>(kMR, M - i0), kcb,
-                          pa + (pm - pm0) * kcb * kMR);
+          pack_panel<kMR>(a_block(i0, k), !ta, lda, std::min<int64_t>(kMR, M - i0), kcb, pa + (pm - pm0) * kcb * kMR);
         }
       }
       for (int64_t pn = pn0; pn < pn1; ++pn) {
         const int64_t j0 = pn * kNR, cols = std::min<int64_t>(kNR, N - j0);
         const float* bpan = pb;
-        if (!direct_b) pack_panel<kNR>(tb ? b + j0 * ldb + k : b + k * ldb + j0, tb, ldb, cols, kcb, pb);
+        if (!direct_b) pack_panel<kNR>(b_panel(j0, k), tb, ldb, cols, kcb, pb);
         else if constexpr (std::is_same_v<In, float>) bpan = b + k * ldb + j0;
         const MicroTile micro = micro_for(ceil_div(cols, kW), direct_a, direct_b);
+        // the B panel packed next (this k-block's next panel, else the next
+        // k-block's first), prefetched from inside this panel's tiles
+        int64_t nj = j0 + kNR, nk = k;
+        if (pn + 1 == pn1) nj = pn0 * kNR, nk = k + kc;
+        const bool pre = !direct_b && nk < K;
+        if (pre) walk.start(b_panel(nj, nk), tb, ldb, std::min<int64_t>(kNR, N - nj), std::min(kc, K - nk), pm1 - pm0);
         for (int64_t pm = pm0; pm < pm1; ++pm) {
+          const char* lines[LineWalk::kMax];
+          const int nlines = pre ? walk.take(lines, std::min<int>(walk.per_tile, int(kcb / 4))) : 0;
           const int64_t i0 = pm * kMR, rows = std::min<int64_t>(kMR, M - i0);
           const float* apan = pa + (pm - pm0) * kcb * kMR;
           if constexpr (std::is_same_v<In, float>)
@@ -386,16 +449,22 @@ struct Sgemm {
           if (cs == 1 && rows == kMR && cols % kW == 0) {  // whole vectors of C: in place
             // (the next tile: the next row panel's, else the next column panel's first)
             const float* next = pm + 1 < pm1 ? ct + kMR * rs : pn + 1 < pn1 ? c + pm0 * kMR * rs + j0 + kNR : nullptr;
-            micro(kcb, apan, lda, bpan, ldb, ct, rs, acc, next);
+            micro(kcb, apan, lda, bpan, ldb, ct, rs, acc, next, lines, nlines);
           } else {  // an edge tile, or C stored transposed: through a local tile
             if (acc) tile_copy<true>(ct, tile, rows, cols);
-            micro(kcb, apan, lda, bpan, ldb, tile, kNR, acc, nullptr);
+            micro(kcb, apan, lda, bpan, ldb, tile, kNR, acc, nullptr, lines, nlines);
             tile_copy<false>(ct, tile, rows, cols);
           }
         }
+        if (pre) walk.finish();
       }
     }
   }
+
+  // the source of A's rows from i0, k-block from k
+  const In* a_block(int64_t i0, int64_t k) const { return ta ? a + k * lda + i0 : a + i0 * lda + k; }
+  // the source of B's panel of columns from j0, k-block from k
+  const In* b_panel(int64_t j0, int64_t k) const { return tb ? b + j0 * ldb + k : b + k * ldb + j0; }
 
   // the valid part of a tile of C into `tile` (Load) or back
   template <bool Load>
