@@ -110,9 +110,16 @@ std::shared_ptr<Buffer> malloc(size_t nbytes) {
   void* p = nullptr;
   {
     std::lock_guard<std::mutex> lock(s.mu);
-    // Reuse a cached block of the same size, or one at most 25% larger.
+    // Reuse a cached block of the same size, or one at most 25% larger: of
+    // the blocks of that size, the one freed last (equal keys keep their
+    // insertion order), whose lines are the likeliest to be still in the
+    // caches. Taking the oldest instead rotated a step's buffers through all
+    // the cached blocks of their size: a compiled layer norm (16 MB in and
+    // out) after a few eager ones wrote to memory at 20 GB/s instead of to
+    // L3 at 38 (Intel, 2026-12-06).
     auto it = s.cache.lower_bound(size);
     if (it != s.cache.end() && it->first <= size + size / 4) {
+      it = std::prev(s.cache.upper_bound(it->first));
       size = it->first;
       p = it->second;
       s.cached -= size;

@@ -644,3 +644,36 @@ def test_failed_evaluation_raises_again_on_every_access():
             access()
     with pytest.raises(BufferError, match="out of bounds"):  # the buffer protocol's own error type
         memoryview(r)
+
+
+def _data_address(a):
+    return np.asarray(a).__array_interface__["data"][0]
+
+
+@pytest.mark.skipif(IS_MLX, reason="Ember's allocator: MLX picks its cached blocks its own way")
+def test_cache_reuses_the_block_freed_last():
+    # Of the cached blocks of one size, an allocation takes the one freed
+    # last: its lines are the likeliest to be in the CPU's caches (taking the
+    # oldest rotated a loop's buffers through every cached block of the size).
+    old = mx.set_cache_limit(1 << 30)
+    try:
+        mx.clear_cache()
+        n = 1 << 20
+        a, b, c = (mx.full((n,), float(i)) for i in range(3))
+        mx.eval(a, b, c)
+        addr = [_data_address(x) for x in (a, b, c)]
+        assert len(set(addr)) == 3
+        del a
+        del c
+        del b  # freed last
+        d = mx.full((n,), 7.0)
+        mx.eval(d)
+        assert _data_address(d) == addr[1]
+        del d
+        e = mx.full((n,), 8.0)  # d's block again, not the older c's
+        mx.eval(e)
+        assert _data_address(e) == addr[1]
+        assert float(e[0].item()) == 8.0
+    finally:
+        mx.clear_cache()
+        mx.set_cache_limit(old)
