@@ -650,7 +650,7 @@ def _data_address(a):
     return np.asarray(a).__array_interface__["data"][0]
 
 
-@pytest.mark.skipif(IS_MLX, reason="Ember's allocator: MLX picks its cached blocks its own way")
+@ember_only  # Ember's allocator: MLX picks its cached blocks its own way
 def test_cache_reuses_the_block_freed_last():
     # Of the cached blocks of one size, an allocation takes the one freed
     # last: its lines are the likeliest to be in the CPU's caches (taking the
