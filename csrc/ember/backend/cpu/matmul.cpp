@@ -123,7 +123,7 @@ constexpr int kW = Vec<float>::W;
 constexpr int kNR = kNV * kW;
 constexpr int64_t kKC = kNV == 3 ? 128 : 256;  // k per block: a packed B panel of 24 or 16 KB stays in L1
 // rows of A per task: at most 256 (a packed block of 128 KB at AVX-512, or
-// rows read in place, less than 4 KB apart, whose lines land on a fraction of
+// rows read in place, up to 4 KB apart, whose lines land on a fraction of
 // L2's sets). Taller packed blocks (1024 rows: fewer passes over B) were
 // 2% faster at 2048^2 but 10-17% slower for 1024-row products, transposed
 // or half-precision A (Sapphire Rapids-class VM, 2026-12-06).
@@ -386,14 +386,16 @@ struct Sgemm {
     // An operand whose rows lie along the tile's (A along k, B along j) is
     // read in place, unpacked, where every tile reads only its own rows and
     // columns: in a small product (packing would cost as much as the product
-    // gains from it), and A also where its rows are less than 4 KB apart (a
+    // gains from it), and A also where its rows are at most 4 KB apart (a
     // tile's 8 rows stay on 8 pages, a task's block of rows spread over the
-    // cache's sets; rows 4 KB apart or more, a power of two especially, put
-    // a tile's 8 lines of each k-step in one L1 set: packed, 1024^2 1-3%
-    // faster). B's rows are read in place only in small products:
+    // cache's sets; rows further apart, a power of two especially, crowd a
+    // few sets: packed). At exactly 4 KB, packing was 1-3% faster for 1024^2
+    // but 4% slower for (2048 x 1024) (1024 x 256), whose few column panels
+    // amortize the packing less (Intel, 2026-12-06): in place.
+    // B's rows are read in place only in small products:
     // a tile's k-steps would spread over as many pages as rows.
     const bool small = M * N * K <= kDirectFmas, f32 = std::is_same_v<In, float>;
-    const bool direct_a = f32 && !ta && M % kMR == 0 && (small || lda < 1024);
+    const bool direct_a = f32 && !ta && M % kMR == 0 && (small || lda <= 1024);
     const bool direct_b = f32 && small && !tb && N % kW == 0;
     const auto [trows, tcols] = split(mp, np, ceil_div(N, kW), threaded ? num_threads() : 1, !direct_a, !direct_b);
     const int64_t tn = ceil_div(np, tcols);
