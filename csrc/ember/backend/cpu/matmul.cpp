@@ -449,15 +449,7 @@ struct Sgemm {
     for (int64_t k = 0; k < K; k += kc) {
       const int64_t kcb = std::min(kc, K - k);
       const bool acc = add || k > 0;
-      if constexpr (std::is_same_v<In, float>) {
-        if (!direct_a && ta) pack_rows_across(a_block(pm0 * kMR, k), lda, std::min(M, pm1 * kMR) - pm0 * kMR, kcb, pa);
-      }
-      if (!direct_a && (!ta || !std::is_same_v<In, float>)) {
-        for (int64_t pm = pm0; pm < pm1; ++pm) {
-          const int64_t i0 = pm * kMR;
-          pack_panel<kMR>(a_block(i0, k), !ta, lda, std::min<int64_t>(kMR, M - i0), kcb, pa + (pm - pm0) * kcb * kMR);
-        }
-      }
+      if (!direct_a) pack_a(pm0, pm1, k, kcb, pa);
       for (int64_t pn = pn0; pn < pn1; ++pn) {
         const int64_t j0 = pn * kNR, cols = std::min<int64_t>(kNR, N - j0);
         const float* bpan = pb;
@@ -490,6 +482,18 @@ struct Sgemm {
         }
         if (pre) walk.finish();
       }
+    }
+  }
+
+  // A's row panels [pm0, pm1) over the k-block of kcb steps from k into pa
+  // (kcb x kMR each): a transposed float32 A across all the panels at once
+  // (pack_rows_across), else panel by panel
+  void pack_a(int64_t pm0, int64_t pm1, int64_t k, int64_t kcb, float* pa) const {
+    if constexpr (std::is_same_v<In, float>)
+      if (ta) return pack_rows_across(a_block(pm0 * kMR, k), lda, std::min(M, pm1 * kMR) - pm0 * kMR, kcb, pa);
+    for (int64_t pm = pm0; pm < pm1; ++pm) {
+      const int64_t i0 = pm * kMR;
+      pack_panel<kMR>(a_block(i0, k), !ta, lda, std::min<int64_t>(kMR, M - i0), kcb, pa + (pm - pm0) * kcb * kMR);
     }
   }
 
