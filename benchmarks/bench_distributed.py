@@ -14,11 +14,11 @@ mean per call on rank 0 (the best of ``--rounds``, which alternate the
 order), and the fastest window's, which a machine shared with other work
 still gives when its neighbours leave both cores free for a moment. Ember
 runs three ways: ``default`` (the agreement message, a point-to-point
-exchange of a 208-byte header that carries an array of up to 64 KB itself,
-then nonblocking MPI calls polled against EMBER_DISTRIBUTED_TIMEOUT),
-``nocheck`` (EMBER_DISTRIBUTED_CHECKS=0: the header only where it carries
-the data) and ``blocking`` (no check and EMBER_DISTRIBUTED_TIMEOUT=0: MPI's
-blocking call, what the C program calls). The table gives microseconds per
+exchange of a 208-byte header that carries an array of up to 16 KB itself,
+then, above, a ring of point-to-point messages polled against
+EMBER_DISTRIBUTED_TIMEOUT), ``nocheck`` (EMBER_DISTRIBUTED_CHECKS=0: the
+header only where it carries the data) and ``blocking`` (no check and
+EMBER_DISTRIBUTED_TIMEOUT=0: waits without a deadline). The table gives microseconds per
 call, the algorithm bandwidth (bytes of the array / time) and each time over
 MPI's.
 

@@ -46,7 +46,7 @@ struct Op {
 
 // Raises (ValueError) unless every rank of the group is about to run the
 // same collective on the same dtype and shape. For a reduction of at most
-// 1 KB (op.inline_kind >= 0, `data` its input) the data rides in the same
+// 16 KB (op.inline_kind >= 0, `data` its input) the data rides in the same
 // message: it is reduced into `result` and the call returns true.
 bool check_agree(Comm& c, const Op& op, const void* data = nullptr, void* result = nullptr);
 void all_reduce(Comm& c, const void* in, void* out, int64_t count, Dtype dt, ReduceKind k);

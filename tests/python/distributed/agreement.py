@@ -1,10 +1,11 @@
 """Run on 3 and 4 ranks by test_distributed_mpi.py: the agreement message,
 reduced by recursive doubling over point-to-point messages (a group that is
-not a power of two folds its last ranks in first), carrying small reductions.
-Sums, maxima and minima against NumPy below and above the size that rides in
-the message, every rank's result bit for bit the same, disagreements named
-with both ranks' shapes on every rank, the group usable afterwards. Prints
-"OK <rank>" at the end; any failure raises."""
+not a power of two folds its last ranks in first), carrying small reductions;
+larger ones through MPI or around the ring of ranks. Sums, maxima and minima
+against NumPy below and above the size that rides in the message, every
+rank's result bit for bit the same, disagreements named with both ranks'
+shapes on every rank, the group usable afterwards. Prints "OK <rank>" at the
+end; any failure raises."""
 import numpy as np
 
 import ember.core as mx
@@ -19,9 +20,12 @@ def data(rank, size, dtype, seed=0):
     return np.random.default_rng(seed + 31 * rank).standard_normal(size).astype(dtype)
 
 
-# up to 64 KB rides in the message: 16384 float32 do, 16385 do not (and
-# float64 from 8193 on)
-for size in (1, 7, 300, 5000, 8193, 16384, 16385):
+# up to 16 KB rides in the message: 4096 float32 do, 4097 do not (and float64
+# from 2049 on); above, MPI_Iallreduce where a rank's block would be under
+# 8 KB, else the ring (ring_all_reduce): blocks split unevenly, and 98305
+# float64 on 3 ranks (blocks of 32768, 32768 and 32769: 256 KB segments) gives
+# one rank more segments to send than to receive
+for size in (1, 7, 300, 2049, 4096, 4097, 16385, 98305):
     for dt in ("float32", "float64", "int32"):
         xs = [data(k, size, "float64", size) * 100 for k in range(n)]
         xs = [x.astype(dt) for x in xs]

@@ -81,10 +81,43 @@ for dt in DTYPES:
         ref = to_np(mx.array(ref.astype(np.float32)).astype(getattr(mx, dt)))
     np.testing.assert_array_equal(to_np(y), ref, err_msg=f"sum_scatter {dt}")
 
+# ---- arrays above 16 KB go round the ring of ranks (ring_all_reduce): blocks
+# split unevenly between the ranks, in several 256 KB segments for the larger
+# size (every dtype), the same bits on every rank
+for dt in DTYPES:
+    for size in (40001, 600001):
+        rng = [np.random.default_rng(size + 7 * k) for k in range(n)]
+        if dt == "bool_":
+            xs = [g_.random(size) < 0.5 for g_ in rng]
+        elif dt == "complex64":
+            xs = [(g_.integers(-8, 8, size) + 1j * g_.integers(-8, 8, size)).astype(np.complex64) for g_ in rng]
+        else:  # small integers: exact in every float dtype, sums included
+            xs = [g_.integers(0 if dt.startswith("u") else -60, 60, size).astype(np.float64 if dt in ("float16", "bfloat16") else dt) for g_ in rng]
+        x = mk(xs[r], dt)
+        for kind in ("sum", "max", "min"):
+            y = getattr(D, "all_" + kind)(x)
+            assert y.dtype == x.dtype and y.shape == x.shape, (kind, dt, size)
+            np.testing.assert_array_equal(to_np(y), np_reduce(xs, kind, dt), err_msg=f"all_{kind} {dt} {size}")
+def noisy(k, size):
+    """Rank k's inexact float32 input, NaN at every 97th element on rank 0."""
+    v = np.random.default_rng(size + k).standard_normal(size).astype(np.float32)
+    if k == 0:
+        v[::97] = np.nan
+    return v
+
+
+for size in (5000, 600001):  # inexact sums and NaN maxima: the same bits on every rank
+    for y in (D.all_sum(mx.array(noisy(r, size))), D.all_max(mx.array(noisy(r, size))),
+              D.all_min(mx.array(noisy(r, size)))):
+        every = np.array(D.all_gather(y.reshape(1, -1)))
+        assert (every.view(np.uint32) == every[:1].view(np.uint32)).all(), size
+    clean = [np.nan_to_num(noisy(k, size)) for k in range(n)]
+    np.testing.assert_allclose(np.array(D.all_sum(mx.array(clean[r]))), np.sum(clean, axis=0), rtol=1e-5, atol=1e-5)
+
 # ---- sums that overflow wrap as NumPy's, small (in the agreement message) and
-# large (MPI's reduction; Open MPI's own for 8- and 16-bit integers saturates)
+# large (round the ring; Open MPI's own op for 8- and 16-bit integers saturates)
 for dt in ("int8", "uint8", "int16", "uint16", "int32", "uint64"):
-    for size in (10, 3000):
+    for size in (10, 3000, 30000):
         info = np.iinfo(dt)
         xs = [np.random.default_rng(50 + k).integers(info.max // 2, info.max, size, dtype=dt) for k in range(n)]
         got = np.array(D.all_sum(mx.array(xs[r])))
