@@ -147,6 +147,44 @@ def test_a_rank_that_dies_makes_the_other_raise(tmp_path, how):
 
 
 @needs_mpi
+@pytest.mark.parametrize("op", ["all_sum", "all_gather", "sum_scatter"])
+def test_a_rank_that_dies_during_large_collectives_makes_the_other_raise(tmp_path, op):
+    # 16 MB arrays go round the ring of point-to-point messages after the
+    # agreement message; rank 1 exits while the two ranks are in a loop of
+    # them, so rank 0 is almost surely in the ring's waits when it goes
+    p = run_script(tmp_path, """
+        import os, sys, threading, time
+        import ember.core as mx
+        D = mx.distributed
+        g = D.init()
+        f = getattr(D, sys.argv[-1])
+        x = mx.ones(4 << 20)
+        mx.eval(f(x))
+        if g.rank() == 1:
+            threading.Timer(0.3, lambda: os._exit(3)).start()
+        t = time.time()
+        try:
+            for _ in range(100000):
+                mx.eval(f(x))
+                t = time.time()
+        except RuntimeError as e:
+            print("RAISED", round(time.time() - t, 1), e, flush=True)
+        try:
+            mx.eval(D.all_sum(mx.ones(2)))
+        except RuntimeError as e:
+            print("AGAIN", e, flush=True)
+        print("survivor finished", flush=True)
+        """, env=_env(EMBER_DISTRIBUTED_TIMEOUT="1.5"), timeout=60, script_args=[op])
+    out = p.stdout + p.stderr
+    assert "survivor finished" in p.stdout, out
+    line = p.stdout.split("RAISED")[1].splitlines()[0]
+    assert 1.4 <= float(line.split()[0]) < 5, out
+    assert f"{op} did not complete within 1.5 s" in line and "rank 1 (pid " in line and "has exited" in line, out
+    assert "the group cannot be used any more" in p.stdout.split("AGAIN")[1], out
+    assert p.returncode == 3, out
+
+
+@needs_mpi
 def test_world_and_launcher_environment(tmp_path):
     p = run_script(tmp_path, """
         import ember.core as mx

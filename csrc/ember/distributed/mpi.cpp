@@ -11,6 +11,7 @@
 // 1) and is kept per library.
 #include "ember/distributed/mpi.h"
 
+#include "ember/allocator.h"
 #include "ember/eval.h"
 
 #include <dlfcn.h>
@@ -318,18 +319,18 @@ constexpr int kHeader = 13;  // code, dtype, ndim, size, 8 dims, inline reductio
 // is reduced in the same message (one exchange instead of three for small
 // arrays). The message travels on point-to-point messages of its own tag
 // (recursive doubling, mpi::check_agree), at most kCheckBytes long. Larger
-// reductions go round the ring (ring_all_reduce) once their blocks reach
-// kRingBlock bytes, else to MPI_Iallreduce. On 2 ranks of an Intel Xeon
+// reductions go round the ring (Ring) on 2 ranks, and on more once their
+// blocks reach kRingBlock bytes, else to MPI_Iallreduce. On 2 ranks of an Intel Xeon
 // (Open MPI 5, shared memory), against MPI_Allreduce: 16 KB in the message
 // 8.9 us (MPI 8.2), 64 KB 24 us in the message and 17 round the ring (MPI
 // 17), 256 KB round the ring 29 us (MPI 42).
 constexpr int64_t kInline = 16 << 10;
 constexpr int64_t kCheckBytes = 2 * kHeader * 8 + kInline;
 constexpr int64_t kRingBlock = 8 << 10;
-constexpr int64_t kSegment = 256 << 10;  // ring_all_reduce's unit of reduction
+constexpr int64_t kSegment = 256 << 10;  // the ring's unit of reduction
 constexpr int kTag = 0x3e5;       // send / recv
 constexpr int kCheckTag = 0x3e6;  // the agreement message
-constexpr int kRingTag = 0x3e7;   // ring_all_reduce's blocks
+constexpr int kRingTag = 0x3e7;   // the ring's blocks
 
 void header(const mpi::Op& op, int64_t* h) {
   const Shape& s = *op.shape;
@@ -637,45 +638,95 @@ const int64_t* reduce_check(Comm& c, int64_t* cur, int64_t* in, int bytes, const
   return cur;
 }
 
-// An all-reduce on point-to-point messages around the ring of ranks: a
-// reduce-scatter, then an all-gather, each size - 1 steps in which every rank
-// sends one block to its right neighbour and receives one from its left. A
-// rank sends and receives 2 (p - 1) / p of the array and reduces (p - 1) / p
-// of it; each block is reduced along one path and then copied, so every rank
-// ends with the same bits. The reduce-scatter's blocks travel in segments
+// The collectives on point-to-point messages around the ring of ranks
+// (right = rank + 1, left = rank - 1): `count` elements in blocks, block b
+// [count * b / p, count * (b + 1) / p), and size - 1 steps, in each of which
+// every rank sends one block to its right and receives one from its left.
+// The reduce-scatter ends with block r reduced on rank r, the all-gather
+// starts from there; an all-reduce is the two, so each rank sends and
+// receives 2 (p - 1) / p of the array and reduces (p - 1) / p of it (MPI's
+// algorithm for large arrays, Rabenseifner's and the ring's). Each block is
+// reduced along one path and then copied, so every rank ends with the same
+// bits. The reduce-scatter's blocks travel in segments of kSegment bytes,
 // received into two scratch buffers in turn: one is reduced while the next
-// arrives, and both stay in cache. (On 2 ranks of an Intel Xeon, Open MPI 5's
-// polled MPI_Iallreduce took 1.2-1.3x its MPI_Allreduce from 64 KB to 16 MB;
-// this takes 0.5-0.7x: 1 MB 138 us against 195, 16 MB 1.76 ms against 3.57.
-// 256 KB segments were the fastest of 64 KB - 1 MB.)
-void ring_all_reduce(Comm& c, const char* in, char* out, int64_t count, Dtype dt, ReduceKind k, const char* what) {
-  Lib& l = lib();
-  const int p = c.size, r = c.rank, right = (r + 1) % p, left = (r + p - 1) % p;
-  const int64_t item = size_of(dt);
-  auto lo = [&](int b) { return count * b / p; };
-  int64_t seg = std::max<int64_t>(1, kSegment / item);
-  // a block's elements in messages of at most `per` elements (MPI counts are int)
-  auto pieces = [](int64_t n, int64_t per) { return (n + per - 1) / per; };
-  thread_local std::unique_ptr<char[]> scratch;
-  thread_local int64_t cap = 0;
-  if (cap < 2 * seg * item) {
-    scratch.reset(new char[static_cast<size_t>(2 * seg * item)]);
-    cap = 2 * seg * item;
+// arrives, and both stay in cache. On 2 ranks of an Intel Xeon, against
+// Open MPI 5's blocking calls: all_sum 1 MB 137 us (MPI_Allreduce 195),
+// 16 MB 1.83 ms (3.69); where its nonblocking calls, polled, took 1.2-1.3x
+// the blocking ones (256 KB segments were the fastest of 64 KB - 1 MB).
+struct Ring {
+  Comm& c;
+  Lib& l;
+  const char* what;
+  int p, r, right, left;
+  Dtype dt;
+  int64_t count, item;
+
+  Ring(Comm& comm, int64_t n, Dtype dtype, const char* name)
+      : c(comm), l(lib()), what(name), p(comm.size), r(comm.rank), right((r + 1) % p), left((r + p - 1) % p),
+        dt(dtype), count(n), item(size_of(dtype)) {}
+  int64_t lo(int b) const { return count * b / p; }
+  int64_t len(int b) const { return lo(b + 1) - lo(b); }
+  int block(int b) const { return ((b % p) + p) % p; }
+
+  // The segments' two buffers, the calling thread's, kept between calls;
+  // the partial sums' (sum_scatter on more than 2 ranks), the allocator's.
+  // After a timeout MPI owns them: let go of, never freed.
+  struct Scratch {
+    std::unique_ptr<char[]> mem;
+    int64_t cap = 0;
+  };
+  static Scratch& segments() {
+    thread_local Scratch s;
+    return s;
   }
-  char* tmp[2] = {scratch.get(), scratch.get() + seg * item};
-  int kind = static_cast<int>(k);
-  try {
-    // the reduce-scatter: after step s, the block received holds the sum of s + 2 ranks
+  std::shared_ptr<Buffer> partial;
+  template <class F>
+  void guard(F&& f) {
+    try {
+      f();
+    } catch (const mpi::Timeout&) {
+      segments().mem.release();
+      segments().cap = 0;
+      if (partial) {
+        static std::mutex mu;
+        static std::vector<std::shared_ptr<Buffer>> abandoned;
+        std::lock_guard<std::mutex> lock(mu);
+        abandoned.push_back(partial);
+      }
+      throw;
+    }
+  }
+
+  // Block r of the reduction of every rank's `in` into `mine`; `whole`:
+  // `mine` is the whole array's buffer (the partial sums go to their
+  // blocks' places in it), else block r's alone.
+  void reduce_scatter(const char* in, char* mine, bool whole, ReduceKind k) {
+    const int64_t seg = std::max<int64_t>(1, kSegment / item);
+    Scratch& sc = segments();
+    if (sc.cap < 2 * seg * item) {
+      sc.mem.reset(new char[static_cast<size_t>(2 * seg * item)]);
+      sc.cap = 2 * seg * item;
+    }
+    char* tmp = sc.mem.get();
+    char* part[2] = {nullptr, nullptr};
+    if (!whole && p > 2) {
+      int64_t most = 0;
+      for (int b = 0; b < p; b++) most = std::max(most, len(b));
+      partial = allocator::malloc(static_cast<size_t>(2 * most * item));
+      part[0] = static_cast<char*>(partial->ptr());
+      part[1] = part[0] + most * item;
+    }
+    const char* sent = nullptr;  // the block the last step reduced: the next one sends it on
     for (int s = 0; s < p - 1; s++) {
-      int sb = (r - s + p) % p, rb = (r - s - 1 + p) % p;
-      const char* src = (s == 0 ? in : out) + lo(sb) * item;
-      int64_t ns = lo(sb + 1) - lo(sb), nr = lo(rb + 1) - lo(rb);
-      int64_t js = pieces(ns, seg), jr = pieces(nr, seg);
+      int sb = block(r - s - 1), rb = block(r - s - 2);
+      const char* src = s == 0 ? in + lo(sb) * item : sent;
+      char* dst = whole ? mine + lo(rb) * item : s == p - 2 ? mine : part[s % 2];
+      int64_t ns = len(sb), nr = len(rb), js = (ns + seg - 1) / seg, jr = (nr + seg - 1) / seg;
       Handle reqs[4] = {};
       auto post = [&](int64_t j) {
         if (j < jr)
-          check(l.Irecv(tmp[j % 2], static_cast<int>(std::min(seg, nr - j * seg) * item), l.byte, left, kRingTag,
-                        c.handle, &reqs[2 * (j % 2)]),
+          check(l.Irecv(tmp + (j % 2) * seg * item, static_cast<int>(std::min(seg, nr - j * seg) * item), l.byte,
+                        left, kRingTag, c.handle, &reqs[2 * (j % 2)]),
                 "MPI_Irecv");
         if (j < js)
           check(l.Isend(src + j * seg * item, static_cast<int>(std::min(seg, ns - j * seg) * item), l.byte, right,
@@ -685,47 +736,51 @@ void ring_all_reduce(Comm& c, const char* in, char* out, int64_t count, Dtype dt
       post(0);
       for (int64_t j = 0; j < std::max(js, jr); j++) {
         post(j + 1);
-        Handle* mine = &reqs[2 * (j % 2)];
+        Handle* now = &reqs[2 * (j % 2)];
         if (j < jr && j < js)
-          wait(c, mine, 2, what);
+          wait(c, now, 2, what);
         else
-          wait(c, j < jr ? mine : mine + 1, 1, what);
-        if (j < jr) {
-          int64_t at = lo(rb) + j * seg, n = std::min(seg, nr - j * seg);
-          dispatch_all(dt, [&](auto tag) {
-            using T = typename decltype(tag)::type;
-            combine(reinterpret_cast<const T*>(in) + at, reinterpret_cast<const T*>(tmp[j % 2]),
-                    reinterpret_cast<T*>(out) + at, n, kind);
-          });
-        }
+          wait(c, j < jr ? now : now + 1, 1, what);
+        if (j < jr) reduce(in + (lo(rb) + j * seg) * item, tmp + (j % 2) * seg * item, dst + j * seg * item,
+                           std::min(seg, nr - j * seg), k);
       }
+      sent = dst;
     }
-    // the all-gather: each rank's finished block goes round into the others' outputs
-    const int64_t most = int64_t(1) << 30;
+  }
+
+  // Every rank's block into `out` (the whole array), rank r's from `own`
+  // (nullptr: already in place).
+  void all_gather(char* out, const char* own) {
+    const int64_t per = (int64_t(1) << 30) / item;  // MPI's counts are int
     for (int s = 0; s < p - 1; s++) {
-      int sb = (r + 1 - s + p) % p, rb = (r - s + p) % p;
-      int64_t ns = lo(sb + 1) - lo(sb), nr = lo(rb + 1) - lo(rb);
-      int64_t per = std::max<int64_t>(1, most / item);
-      for (int64_t j = 0; j < std::max(pieces(ns, per), pieces(nr, per)); j++) {
+      int sb = block(r - s), rb = block(r - s - 1);
+      const char* src = s == 0 && own ? own : out + lo(sb) * item;
+      int64_t ns = len(sb), nr = len(rb);
+      for (int64_t j = 0; j * per < std::max(ns, nr); j++) {
         Handle reqs[2];
         int n = 0;
         if (j * per < nr)
-          check(l.Irecv(out + (lo(rb) + j * per) * item, static_cast<int>(std::min(per, nr - j * per) * item), l.byte,
-                        left, kRingTag, c.handle, &reqs[n++]),
+          check(l.Irecv(out + (lo(rb) + j * per) * item, static_cast<int>(std::min(per, nr - j * per) * item),
+                        l.byte, left, kRingTag, c.handle, &reqs[n++]),
                 "MPI_Irecv");
         if (j * per < ns)
-          check(l.Isend(out + (lo(sb) + j * per) * item, static_cast<int>(std::min(per, ns - j * per) * item), l.byte,
-                        right, kRingTag, c.handle, &reqs[n++]),
+          check(l.Isend(src + j * per * item, static_cast<int>(std::min(per, ns - j * per) * item), l.byte, right,
+                        kRingTag, c.handle, &reqs[n++]),
                 "MPI_Isend");
+        if (s == 0 && own && j == 0) std::memcpy(out + lo(r) * item, own, static_cast<size_t>(len(r) * item));
         wait(c, reqs, n, what);
       }
     }
-  } catch (const mpi::Timeout&) {
-    scratch.release();  // MPI's now
-    cap = 0;
-    throw;
   }
-}
+
+  void reduce(const char* a, const char* b, char* out, int64_t n, ReduceKind k) const {
+    dispatch_all(dt, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      combine(reinterpret_cast<const T*>(a), reinterpret_cast<const T*>(b), reinterpret_cast<T*>(out), n,
+              static_cast<int>(k));
+    });
+  }
+};
 
 namespace mpi {
 
@@ -783,32 +838,40 @@ bool check_agree(Comm& c, const Op& op, const void* data, void* result) {
   throw std::invalid_argument(m.str());
 }
 
+// Round the ring on 2 ranks (one exchange each way: MPI's schedules only
+// cost more), and on more where a rank's block is at least kRingBlock bytes
+// (below, the ring's size - 1 steps add up: MPI's recursive algorithms
+// take log2(size)).
+bool ring_for(const Comm& c, int64_t block_bytes) { return c.size == 2 || block_bytes >= kRingBlock; }
+
 void all_reduce(Comm& c, const void* in, void* out, int64_t count, Dtype dt, ReduceKind k) {
-  Lib& l = lib();
-  auto [type, op] = reduction(dt, k);
-  const char* in_p = static_cast<const char*>(in);
-  char* out_p = static_cast<char*>(out);
-  int64_t item = size_of(dt);
   const char* what = k == ReduceKind::sum ? "all_sum" : k == ReduceKind::max ? "all_max" : "all_min";
-  if (count * item > kInline && count * item >= kRingBlock * c.size) {
-    ring_all_reduce(c, in_p, out_p, count, dt, k, what);
+  if (ring_for(c, count * size_of(dt) / c.size)) {
+    Ring ring(c, count, dt, what);
+    ring.guard([&] {
+      ring.reduce_scatter(static_cast<const char*>(in), static_cast<char*>(out), true, k);
+      ring.all_gather(static_cast<char*>(out), nullptr);
+    });
     return;
   }
-  const int64_t chunk = int64_t(1) << 30;
-  for (int64_t done = 0; done < count || (count == 0 && done == 0); done += chunk) {
-    int n = static_cast<int>(std::min(chunk, count - done));
-    if (n == 0) break;
-    if (bounded()) {
-      Handle req = nullptr;
-      check(l.Iallreduce(in_p + done * item, out_p + done * item, n, type, op, c.handle, &req), "MPI_Iallreduce");
-      wait(c, &req, what);
-    } else {
-      check(l.Allreduce(in_p + done * item, out_p + done * item, n, type, op, c.handle), "MPI_Allreduce");
-    }
+  Lib& l = lib();
+  auto [type, op] = reduction(dt, k);
+  int n = as_int(count, what);
+  if (bounded()) {
+    Handle req = nullptr;
+    check(l.Iallreduce(in, out, n, type, op, c.handle, &req), "MPI_Iallreduce");
+    wait(c, &req, what);
+  } else {
+    check(l.Allreduce(in, out, n, type, op, c.handle), "MPI_Allreduce");
   }
 }
 
 void all_gather(Comm& c, const void* in, void* out, int64_t count, Dtype dt) {
+  if (ring_for(c, count * size_of(dt))) {
+    Ring ring(c, count * c.size, dt, "all_gather");
+    ring.guard([&] { ring.all_gather(static_cast<char*>(out), static_cast<const char*>(in)); });
+    return;
+  }
   Lib& l = lib();
   int n = as_int(count, "all_gather");
   Handle type = l.bytes[static_cast<int>(dt)];
@@ -822,6 +885,11 @@ void all_gather(Comm& c, const void* in, void* out, int64_t count, Dtype dt) {
 }
 
 void reduce_scatter(Comm& c, const void* in, void* out, int64_t count, Dtype dt) {
+  if (ring_for(c, count * size_of(dt))) {
+    Ring ring(c, count * c.size, dt, "sum_scatter");
+    ring.guard([&] { ring.reduce_scatter(static_cast<const char*>(in), static_cast<char*>(out), false, ReduceKind::sum); });
+    return;
+  }
   Lib& l = lib();
   as_int(count * c.size, "sum_scatter");
   int n = static_cast<int>(count);

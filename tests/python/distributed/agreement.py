@@ -46,6 +46,18 @@ for size in (1, 7, 300, 2049, 4096, 4097, 16385, 98305):
     every = np.array(D.all_gather(D.all_max(mx.array(x)).reshape(1, -1)))
     assert (every.view(np.uint32) == every[:1].view(np.uint32)).all(), size
 
+# sum_scatter and all_gather: through MPI for blocks under 8 KB, round the ring
+# above (the reduce-scatter's partial sums in the thread's two block buffers)
+for size in (100, 30001):
+    zs = [np.random.default_rng(k).integers(-1000, 1000, size * n).astype(np.int32) for k in range(n)]
+    got = np.array(D.sum_scatter(mx.array(zs[r])))
+    np.testing.assert_array_equal(got, np.sum(zs, axis=0)[r * size:(r + 1) * size], err_msg=f"sum_scatter {size}")
+    fs = [z.astype(np.float32) / 7 for z in zs]
+    got = np.array(D.sum_scatter(mx.array(fs[r])))
+    np.testing.assert_allclose(got, np.sum(fs, axis=0)[r * size:(r + 1) * size], rtol=1e-5, atol=1e-4, err_msg=f"sum_scatter {size}")
+    got = np.array(D.all_gather(mx.array(zs[r][:size])))
+    np.testing.assert_array_equal(got, np.concatenate([z[:size] for z in zs]), err_msg=f"all_gather {size}")
+
 # ---- disagreements: the last rank differs; every rank raises naming it ------------
 last = n - 1
 # (both carried; neither; a message of 24 bytes of data against one of 64 KB)

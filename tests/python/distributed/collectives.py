@@ -81,9 +81,10 @@ for dt in DTYPES:
         ref = to_np(mx.array(ref.astype(np.float32)).astype(getattr(mx, dt)))
     np.testing.assert_array_equal(to_np(y), ref, err_msg=f"sum_scatter {dt}")
 
-# ---- arrays above 16 KB go round the ring of ranks (ring_all_reduce): blocks
-# split unevenly between the ranks, in several 256 KB segments for the larger
-# size (every dtype), the same bits on every rank
+# ---- reductions above 16 KB, and every all_gather and sum_scatter on 2 ranks,
+# go round the ring of ranks (mpi.cpp's Ring): blocks split unevenly between
+# the ranks, in several 256 KB segments for the larger size (every dtype), the
+# same bits on every rank
 for dt in DTYPES:
     for size in (40001, 600001):
         rng = [np.random.default_rng(size + 7 * k) for k in range(n)]
@@ -98,6 +99,13 @@ for dt in DTYPES:
             y = getattr(D, "all_" + kind)(x)
             assert y.dtype == x.dtype and y.shape == x.shape, (kind, dt, size)
             np.testing.assert_array_equal(to_np(y), np_reduce(xs, kind, dt), err_msg=f"all_{kind} {dt} {size}")
+        y = D.all_gather(x)
+        np.testing.assert_array_equal(to_np(y), np.concatenate([to_np(mk(v, dt)) for v in xs]), err_msg=f"all_gather {dt} {size}")
+        # rank k's input for sum_scatter: n blocks that differ
+        zs = [np.concatenate([(~v if b % 2 else v) if dt == "bool_" else v + b for b in range(n)]) for v in xs]
+        y = D.sum_scatter(mk(zs[r], dt))
+        np.testing.assert_array_equal(to_np(y), np_reduce(zs, "sum", dt)[r * size:(r + 1) * size],
+                                      err_msg=f"sum_scatter {dt} {size}")
 def noisy(k, size):
     """Rank k's inexact float32 input, NaN at every 97th element on rank 0."""
     v = np.random.default_rng(size + k).standard_normal(size).astype(np.float32)
