@@ -268,15 +268,15 @@ void wait(Comm& c, Handle* reqs, int n, const char* what) {
   using clock = std::chrono::steady_clock;
   bool limited = timeout_seconds() > 0;
   auto deadline = limited ? clock::now() + std::chrono::duration<double>(timeout_seconds()) : clock::time_point::max();
-  bool done[2] = {false, false};
+  uint64_t done = 0;  // n <= 64
   int left = n;
   for (long spins = 0;; spins++) {
     for (int i = 0; i < n; i++) {
-      if (done[i]) continue;
+      if (done >> i & 1) continue;
       int flag = 0;
       check(l.Test(&reqs[i], &flag, l.status_ignore), what);
       if (flag) {
-        done[i] = true;
+        done |= uint64_t(1) << i;
         left--;
       }
     }
@@ -318,15 +318,20 @@ constexpr int kHeader = 13;  // code, dtype, ndim, size, 8 dims, inline reductio
 // negation, then, for a reduction of at most kInline bytes, its data, which
 // is reduced in the same message (one exchange instead of three for small
 // arrays). The message travels on point-to-point messages of its own tag
-// (recursive doubling, mpi::check_agree), at most kCheckBytes long. Larger
-// reductions go round the ring (Ring) on 2 ranks, and on more once their
-// blocks reach kRingBlock bytes, else to MPI_Iallreduce. On 2 ranks of an Intel Xeon
-// (Open MPI 5, shared memory), against MPI_Allreduce: 16 KB in the message
-// 8.9 us (MPI 8.2), 64 KB 24 us in the message and 17 round the ring (MPI
-// 17), 256 KB round the ring 29 us (MPI 42).
+// (recursive doubling, reduce_check), at most kCheckBytes long, in pieces of
+// kPiece bytes: under Open MPI's shared-memory eager limit (4 KB with its
+// headers), a piece goes at once, where a longer message waits for the
+// rendezvous handshake. Larger reductions go round the ring (Ring) on 2
+// ranks, and on more once their blocks reach kRingBlock bytes, else to
+// MPI_Iallreduce. On 2 ranks of an Intel Xeon (Open MPI 5), against
+// MPI_Allreduce: 4 KB in 3.5 us (in one piece of 4.3 KB: 4.9; MPI 3.1),
+// 16 KB 7.6 (one piece: 9.1; MPI 8.2); 64 KB in the message 23 us, round the
+// ring 16 (MPI 17.8).
 constexpr int64_t kInline = 16 << 10;
 constexpr int64_t kCheckBytes = 2 * kHeader * 8 + kInline;
 constexpr int64_t kRingBlock = 8 << 10;
+constexpr int64_t kPiece = 4096 - 256;  // the agreement message's pieces (reduce_check)
+constexpr int kPieces = static_cast<int>((kCheckBytes + kPiece - 1) / kPiece);
 constexpr int64_t kSegment = 256 << 10;  // the ring's unit of reduction
 constexpr int kTag = 0x3e5;       // send / recv
 constexpr int kCheckTag = 0x3e6;  // the agreement message
@@ -441,6 +446,16 @@ void check_combine(const int64_t* a, int64_t* b) {
     using T = typename decltype(tag)::type;
     combine(static_cast<const T*>(pa), static_cast<T*>(pb), n, kind);
   });
+}
+
+// The bytes of an agreement message: the header, its negation and the data
+// its header says it carries (a reduction of at most kInline bytes).
+int64_t check_length(const int64_t* h) {
+  int64_t n = h[3], dt = h[1], kind = h[12], data = 0;
+  if (kind >= 0 && kind <= 2 && dt >= 0 && dt < kNumDtypes && n > 0 && n <= kInline &&
+      n * size_of(static_cast<Dtype>(dt)) <= kInline)
+    data = n * size_of(static_cast<Dtype>(dt));
+  return 2 * kHeader * 8 + data;
 }
 
 std::string describe(const int64_t* h) {
@@ -584,7 +599,7 @@ Group Group::split(int color, int key) const {
   return Group(c);
 }
 
-// The agreement message (`cur`, `bytes` long) reduced over the group by
+// The agreement message (`cur`, check_length(cur) bytes long) reduced over the group by
 // recursive doubling on point-to-point messages: log2(size) exchanges, and
 // one before and one after for the ranks beyond the largest power of two,
 // which fold into their neighbour. Each pair combines its parts in rank
@@ -592,18 +607,40 @@ Group Group::split(int color, int key) const {
 // a schedule on every call, and a user-defined op on a derived type costs
 // more still: twice this for a small message.) `in` receives the partner's
 // part; the result is in one of the two.
-const int64_t* reduce_check(Comm& c, int64_t* cur, int64_t* in, int bytes, const char* what) {
+const int64_t* reduce_check(Comm& c, int64_t* cur, int64_t* in, const char* what) {
   Lib& l = lib();
   int p = c.size, r = c.rank;
   int pof2 = 1;
   while (pof2 * 2 <= p) pof2 *= 2;
   int rem = p - pof2;
+  // A message goes in pieces of at most kPiece bytes, each under Open MPI's
+  // shared-memory eager limit (4 KB), so that none waits for the
+  // rendezvous handshake; its length is a function of its header
+  // (check_length), which the first piece carries.
   auto trade = [&](int peer, bool give, bool take) {
-    Handle reqs[2];
+    Handle reqs[2 * kPieces];
     int n = 0;
-    if (take) check(l.Irecv(in, static_cast<int>(kCheckBytes), l.byte, peer, kCheckTag, c.handle, &reqs[n++]), "MPI_Irecv");
-    if (give) check(l.Isend(cur, bytes, l.byte, peer, kCheckTag, c.handle, &reqs[n++]), "MPI_Isend");
-    wait(c, reqs, n, what);
+    char* from = reinterpret_cast<char*>(cur);
+    char* to = reinterpret_cast<char*>(in);
+    if (take) check(l.Irecv(to, static_cast<int>(kPiece), l.byte, peer, kCheckTag, c.handle, &reqs[n++]), "MPI_Irecv");
+    if (give) {
+      int64_t len = check_length(cur);
+      for (int64_t at = 0; at < len; at += kPiece)
+        check(l.Isend(from + at, static_cast<int>(std::min(kPiece, len - at)), l.byte, peer, kCheckTag, c.handle,
+                      &reqs[n++]),
+              "MPI_Isend");
+    }
+    if (take) {
+      wait(c, reqs, 1, what);
+      int64_t len = check_length(in);
+      for (int64_t at = kPiece; at < len; at += kPiece)
+        check(l.Irecv(to + at, static_cast<int>(std::min(kPiece, len - at)), l.byte, peer, kCheckTag, c.handle,
+                      &reqs[n++]),
+              "MPI_Irecv");
+      wait(c, reqs + 1, n - 1, what);
+    } else {
+      wait(c, reqs, n, what);
+    }
   };
   int vr = r - rem;  // the rank among the power of two; -1: folded into the next rank
   if (r < 2 * rem) {
@@ -813,7 +850,7 @@ bool check_agree(Comm& c, const Op& op, const void* data, void* result) {
   if (carried && nbytes > 0) std::memcpy(h + 2 * kHeader, data, static_cast<size_t>(nbytes));
   const int64_t* r;
   try {
-    r = reduce_check(c, h, h + words, static_cast<int>(2 * kHeader * 8 + (carried ? nbytes : 0)), op.name);
+    r = reduce_check(c, h, h + words, op.name);  // check_length(h): the header and, if carried, the data
   } catch (const Timeout&) {
     block.release();
     throw;

@@ -60,8 +60,9 @@ for size in (100, 30001):
 
 # ---- disagreements: the last rank differs; every rank raises naming it ------------
 last = n - 1
-# (both carried; neither; a message of 24 bytes of data against one of 64 KB)
-for shape, other in (((2, 3), (3, 2)), ((200, 100), (100, 200)), ((2, 3), (128, 128))):
+# (both carried; neither; 24 bytes of data against 64 KB, not carried; and
+# against 16 KB, carried in 5 pieces of the message where 24 bytes take one)
+for shape, other in (((2, 3), (3, 2)), ((200, 100), (100, 200)), ((2, 3), (128, 128)), ((2, 3), (64, 64))):
     try:
         mx.eval(D.all_sum(mx.ones(shape if r != last else other)))
         raise AssertionError("no error")

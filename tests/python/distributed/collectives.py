@@ -191,12 +191,15 @@ for bad, call in [("Invalid destination", lambda: D.send(msg, n)), ("Invalid sou
         assert bad in str(err), str(err)
 
 # ---- disagreements are reported with both ranks' shapes -------------------------
-try:
-    mx.eval(D.all_sum(mx.ones((2, 3)) if r == 0 else mx.ones((3,))))
-    raise AssertionError("no error")
-except ValueError as err:
-    s = str(err)
-    assert "[all_sum]" in s and "rank 0 has a float32 array of shape (2, 3)" in s and "shape (3,)" in s, s
+# (the second: messages of 1 and 5 pieces; the group stays usable)
+for other in ((3,), (64, 64)):
+    try:
+        mx.eval(D.all_sum(mx.ones((2, 3)) if r == 0 else mx.ones(other)))
+        raise AssertionError("no error")
+    except ValueError as err:
+        s = str(err)
+        assert "[all_sum]" in s and "rank 0 has a float32 array of shape (2, 3)" in s and f"shape {other}" in s, s
+    assert D.all_sum(mx.full((64, 64), r)).sum().item() == 4096 * n * (n - 1) // 2
 try:
     mx.eval(D.all_gather(mx.ones((2,), dtype=mx.float32 if r == 0 else mx.int32)))
     raise AssertionError("no error")
