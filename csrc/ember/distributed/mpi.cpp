@@ -599,10 +599,10 @@ Group Group::split(int color, int key) const {
   return Group(c);
 }
 
-// The agreement message (`cur`, check_length(cur) bytes long) reduced over the group by
-// recursive doubling on point-to-point messages: log2(size) exchanges, and
-// one before and one after for the ranks beyond the largest power of two,
-// which fold into their neighbour. Each pair combines its parts in rank
+// The agreement message (`cur`, check_length(cur) bytes long) reduced over
+// the group by recursive doubling on point-to-point messages: log2(size)
+// exchanges, and one before and one after for the ranks beyond the largest
+// power of two, which fold into their neighbour. Each pair combines its parts in rank
 // order, so that every rank ends with the same bits. (MPI_Iallreduce builds
 // a schedule on every call, and a user-defined op on a derived type costs
 // more still: twice this for a small message.) `in` receives the partner's
