@@ -2,7 +2,6 @@
 // (through mpi.cpp) and their transform rules.
 #include "ember/distributed/distributed.h"
 
-#include <mutex>
 #include <sstream>
 
 #include "ember/backend/cpu/copy.h"
@@ -52,11 +51,7 @@ void guarded(const array& in, const array& out, const std::shared_ptr<Buffer>& s
   try {
     f();
   } catch (const mpi::Timeout&) {
-    static std::mutex mu;
-    static std::vector<std::shared_ptr<Buffer>> abandoned;
-    std::lock_guard<std::mutex> l(mu);
-    for (const auto& b : {in.buffer(), out.buffer(), scratch})
-      if (b) abandoned.push_back(b);
+    for (const auto& b : {in.buffer(), out.buffer(), scratch}) mpi::abandon(b);
     throw;
   }
 }

@@ -724,12 +724,7 @@ struct Ring {
     } catch (const mpi::Timeout&) {
       segments().mem.release();
       segments().cap = 0;
-      if (partial) {
-        static std::mutex mu;
-        static std::vector<std::shared_ptr<Buffer>> abandoned;
-        std::lock_guard<std::mutex> lock(mu);
-        abandoned.push_back(partial);
-      }
+      mpi::abandon(partial);
       throw;
     }
   }
@@ -820,6 +815,14 @@ struct Ring {
 };
 
 namespace mpi {
+
+void abandon(std::shared_ptr<Buffer> b) {
+  if (!b) return;
+  static std::mutex mu;
+  static std::vector<std::shared_ptr<Buffer>> kept;
+  std::lock_guard<std::mutex> lock(mu);
+  kept.push_back(std::move(b));
+}
 
 bool checks_enabled() {
   static bool on = [] {

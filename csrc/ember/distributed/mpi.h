@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -33,6 +34,10 @@ namespace mpi {
 struct Timeout : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+// Keeps `b` for the life of the process (a buffer an outstanding request
+// may still read or write after a Timeout); null is ignored.
+void abandon(std::shared_ptr<Buffer> b);
 
 // What a rank is about to do, exchanged before the data so that ranks that
 // disagree raise instead of corrupting or hanging.
