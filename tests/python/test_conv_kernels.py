@@ -372,6 +372,34 @@ def test_half_types_all_paths(level, dt):
         np.testing.assert_allclose(to_numpy(got.astype(mx.float32)), want, rtol=t, atol=t * 4)
 
 
+# A half output is rounded from the float32 kernels' sums block by block of
+# output rows (the last block partial), chunk sums included: the same bits as
+# the float32 convolution of the same values, rounded. Odd group widths keep
+# bfloat16 off the channel-pair and tile paths, which sum in their own order.
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+@pytest.mark.parametrize("op,xs,ws,kw", [
+    ("conv2d", (2, 21, 30, 15), (24, 3, 3, 15), dict(padding=1)),            # 6 blocks, the last partial
+    ("conv2d", (1, 7, 40, 261), (40, 3, 3, 261), dict(padding=(1, 2))),      # kernel positions in chunks
+    ("conv2d", (2, 9, 13, 12), (8, 3, 3, 3), dict(groups=4, stride=2)),      # groups, a partial vector
+    ("conv1d", (3, 700, 9), (17, 5, 9), dict(padding=2, dilation=2)),
+    ("conv3d", (1, 6, 11, 13, 5), (32, 3, 3, 3, 5), dict(padding=1)),
+    ("conv_transpose2d", (2, 11, 12, 7), (16, 3, 3, 7), dict(stride=2, padding=1)),
+])
+def test_half_output_is_the_float32_sums_rounded(level, dt, op, xs, ws, kw):
+    rng = np.random.default_rng(sum(xs) + sum(ws))
+    mdt = getattr(mx, dt)
+    x = mx.array(rng.standard_normal(xs).astype(np.float32)).astype(mdt)
+    w = mx.array(rng.standard_normal(ws).astype(np.float32)).astype(mdt)
+    amx_before = mx._set_amx(False)
+    try:
+        got = getattr(mx, op)(x, w, **kw)
+        want = getattr(mx, op)(x.astype(mx.float32), w.astype(mx.float32), **kw).astype(mdt)
+        assert got.dtype == mdt
+        np.testing.assert_array_equal(to_numpy(got.view(mx.uint16)), to_numpy(want.view(mx.uint16)))
+    finally:
+        mx._set_amx(amx_before)
+
+
 def bf16(a):
     """a rounded to bfloat16, as an Ember array, and its values in float64."""
     m = mx.array(np.asarray(a, np.float32)).astype(mx.bfloat16)

@@ -650,8 +650,20 @@ inline int64_t forward_block_rows(const Geometry& g, int64_t mr) {
   return OL <= kBlockRows ? kBlockRows / OL * OL : std::max<int64_t>(mr, kBlockRows / mr * mr);
 }
 
-template <class D, int MR, int NR, class In = typename D::In, class Acc = typename D::Acc>
-void forward_blocks(const In* x, const Geometry& g, const ConvParams& p, const ForwardPlan<D>& plan, Acc* out) {
+// A block's state on one thread: its pointer table and, for an output of
+// another type than the sums (float16/bfloat16), the block's float32 sums.
+template <class In, class Acc>
+struct BlockState {
+  RowPointers<In> rp;
+  std::vector<Acc> sums;
+};
+
+// Out: the output's storage type. The sums of an Out other than Acc (a half
+// type) go to a block-sized scratch, rounded into out as each block is done,
+// while they are still in the caches.
+template <class D, int MR, int NR, class Out, class In = typename D::In, class Acc = typename D::Acc>
+void forward_blocks(const In* x, const Geometry& g, const ConvParams& p, const ForwardPlan<D>& plan, Out* out) {
+  constexpr bool direct = std::is_same_v<Out, Acc>;
   const In* wp = plan.packed->data;
   // (kpos, c) chunks whose weights fit in L1, of balanced sizes
   const int64_t per_c = plan.nrw * static_cast<int64_t>(sizeof(In));
@@ -675,18 +687,22 @@ void forward_blocks(const In* x, const Geometry& g, const ConvParams& p, const F
   // an output far larger than the caches, computed in one chunk, is written
   // around them where every full tile's vectors are whole cache lines
   constexpr int64_t line = 64 / sizeof(Acc);
-  const bool stream = kp_step == g.Kprod && c_step == g.Cg && plan.nrw % line == 0 && g.O % line == 0 &&
+  const bool stream = direct && kp_step == g.Kprod && c_step == g.Cg && plan.nrw % line == 0 && g.O % line == 0 &&
                       (g.G == 1 || g.Og % line == 0) && reinterpret_cast<uintptr_t>(out) % 64 == 0 &&
                       g.rows * g.O * static_cast<int64_t>(sizeof(Acc)) >= kStreamBytes;
   // one task per block of rows: its pointer table, then every group and column block
-  auto block = [&](RowPointers<In>& rp, int64_t blk) {
+  auto block = [&](BlockState<In, Acc>& st, int64_t blk) {
     const int64_t r0 = blk * block_rows, nr = std::min(block_rows, g.rows - r0);
+    RowPointers<In>& rp = st.rp;
     rp.fill(x, zeros.data(), r0, nr, MR, g);
+    Acc* sums;  // output row r0's sums
+    if constexpr (direct) sums = out + r0 * g.O;
+    else sums = st.sums.data();
     for (int64_t gi = 0; gi < g.G; ++gi) {
       for (int64_t jb = 0; jb < plan.blocks; ++jb) {
         const int64_t col0 = jb * plan.nrw, cols = std::min(plan.nrw, g.Og - col0);
         const In* wb = wp + (gi * plan.blocks + jb) * plan.block_size(g);
-        Acc* ob = out + gi * g.Og + col0;
+        Acc* ob = sums + gi * g.Og + col0;
         bool first = true;
         for (int64_t kp0 = 0; kp0 < g.Kprod; kp0 += kp_step) {
           const int64_t kp1 = std::min(g.Kprod, kp0 + kp_step);
@@ -698,26 +714,36 @@ void forward_blocks(const In* x, const Geometry& g, const ConvParams& p, const F
                           : t.rows == MR    ? fwd_tile<D, MR, NR, true>
                                             : fwd_short_tile<D, MR - 1, NR>;
               tile(rp.ptr.data() + t.at * g.Kprod, zeros.data(), g.Kprod, gi * g.Cg, cstride, kp0, kp1, c0, c1,
-                   wb, g.Cg * plan.nrw, ob + t.row * g.O, g.O, t.rows, cols, !first, stream, t.affine, tab.step);
+                   wb, g.Cg * plan.nrw, ob + (t.row - r0) * g.O, g.O, t.rows, cols, !first, stream, t.affine,
+                   tab.step);
             }
             first = false;
           }
         }
       }
     }
+    if constexpr (!direct) {
+      Out* o = out + r0 * g.O;
+      for (int64_t i = 0; i < nr * g.O; ++i) o[i] = convert<Out>(sums[i]);
+    }
   };
   dynamic_for(
-      nblocks, [&] { return RowPointers<In>(g, tab, block_rows, MR); },
-      [&](int64_t i, RowPointers<In>& st) { block(st, i); },
-      [&](RowPointers<In>&) {
+      nblocks,
+      [&] {
+        return BlockState<In, Acc>{RowPointers<In>(g, tab, block_rows, MR),
+                                   std::vector<Acc>(direct ? 0 : static_cast<size_t>(block_rows * g.O))};
+      },
+      [&](int64_t i, BlockState<In, Acc>& st) { block(st, i); },
+      [&](BlockState<In, Acc>&) {
         if (stream) stream_fence();
       });
 }
 
-// x (the input) and w (the weights) as D::In, out as D::Acc; with Bf16Dot
-// the group width Cg is even.
-template <class D, class In = typename D::In, class A = typename D::Acc>
-void conv_forward(const In* x, const In* w, const array& warr, const Geometry& g, const ConvParams& params, A* out) {
+// x (the input) and w (the weights) as D::In, out as D::Acc or a half type
+// (rounded from D::Acc); with Bf16Dot the group width Cg is even.
+template <class D, class Out, class In = typename D::In, class A = typename D::Acc>
+void conv_forward(const In* x, const In* w, const array& warr, const Geometry& g, const ConvParams& params,
+                  Out* out) {
   ForwardPlan<D> plan(g, params.flip);
   plan.packed = pack_cache<D>().get(warr, g, plan, w);
   ConvParams p = params;  // the packed weights carry the flip
@@ -1342,8 +1368,10 @@ struct DenseAs {
 };
 
 // The conv kernels run on float32/float64 and half types (the op layer
-// rejects the rest); half types compute in float32.
-template <class F>
+// rejects the rest); half types compute in float32. f(A{}, o) writes the
+// output through o: an A* (a float32 scratch for a half output, converted
+// afterwards), or with HalfOut the output's own pointer, half types too.
+template <bool HalfOut = false, class F>
 void run_floating(const char* name, array& out, F&& f) {
   out.alloc();
   if (out.size() == 0) return;
@@ -1351,8 +1379,8 @@ void run_floating(const char* name, array& out, F&& f) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || is_half_v<T>) {
       using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
-      if constexpr (std::is_same_v<T, A>) {
-        f(A{}, out.data<A>());
+      if constexpr (std::is_same_v<T, A> || HalfOut) {
+        f(A{}, out.data<T>());
       } else {
         AlignedScratch<A> tmp(out.size(), false);
         f(A{}, tmp.data);
@@ -1370,12 +1398,12 @@ void run_floating(const char* name, array& out, F&& f) {
 
 void conv_eval(const ConvGeneral& prim, const std::vector<array>& inputs, std::vector<array>& outputs) {
   const ConvParams& p = prim.params();
+  const Geometry g = make_geometry(inputs[0].shape(), inputs[1].shape(), outputs[0].shape(), p);
 #if EMBER_ISA_HAS_AVX512
   // bfloat16 on the AMX tile unit where the CPU has it (groups of at least
   // 16 channels: a step takes 32), rounded to bfloat16 as each tile is done
   if (inputs[0].dtype() == Dtype::bfloat16 && inputs[1].dtype() == Dtype::bfloat16 &&
       outputs[0].dtype() == Dtype::bfloat16 && amx_bf16_usable()) {
-    const Geometry g = make_geometry(inputs[0].shape(), inputs[1].shape(), outputs[0].shape(), p);
     if (g.Cg >= 16 && g.KC > 0 && outputs[0].size() > 0) {  // (so never depthwise)
       outputs[0].alloc();
       DenseAs<bfloat16_t> x(inputs[0]), w(inputs[1]);
@@ -1383,19 +1411,25 @@ void conv_eval(const ConvGeneral& prim, const std::vector<array>& inputs, std::v
     }
   }
 #endif
-  run_floating("ConvGeneral", outputs[0], [&](auto tag, auto* o) {
+  if (g.G == g.C && g.Cg == 1 && g.Og == 1 && g.KC > 0) {  // depthwise
+    return run_floating("ConvGeneral", outputs[0], [&](auto tag, auto* o) {
+      DenseAs<decltype(tag)> x(inputs[0]), w(inputs[1]);
+      conv_depthwise(x.data, w.data, g, p, o);
+    });
+  }
+  // the other kernels round a half output block by block
+  run_floating<true>("ConvGeneral", outputs[0], [&](auto tag, auto* o) {
     using A = decltype(tag);
-    const Geometry g = make_geometry(inputs[0].shape(), inputs[1].shape(), outputs[0].shape(), p);
+    using Out = std::remove_pointer_t<decltype(o)>;
     if (g.KC == 0) {
-      std::fill(o, o + outputs[0].size(), A(0));
+      std::fill(o, o + outputs[0].size(), Out(0.0f));
       return;
     }
-    const bool depthwise = g.G == g.C && g.Cg == 1 && g.Og == 1;
 #if EMBER_ISA_HAS_AVX512
     // bfloat16 by pairs of input channels where the CPU has VDPBF16PS (the
     // tile unit's path, above, writes bfloat16 itself)
     if constexpr (std::is_same_v<A, float>) {
-      if (!depthwise && g.Cg % 2 == 0 && inputs[0].dtype() == Dtype::bfloat16 &&
+      if (g.Cg % 2 == 0 && inputs[0].dtype() == Dtype::bfloat16 &&
           inputs[1].dtype() == Dtype::bfloat16 && avx512_bf16_usable()) {
         DenseAs<bfloat16_t> x(inputs[0]), w(inputs[1]);
         return conv_forward<Bf16Dot>(x.data, w.data, inputs[1], g, p, o);
@@ -1403,7 +1437,6 @@ void conv_eval(const ConvGeneral& prim, const std::vector<array>& inputs, std::v
     }
 #endif
     DenseAs<A> x(inputs[0]), w(inputs[1]);
-    if (depthwise) return conv_depthwise(x.data, w.data, g, p, o);
     conv_forward<FmaDot<A>>(x.data, w.data, inputs[1], g, p, o);
   });
 }
