@@ -58,18 +58,18 @@ const char* ctype(Dtype t) {
 }
 // the type it is stored as
 const char* mtype(Dtype t) {
-  return t == Dtype::float16 ? "_Float16" : t == Dtype::bfloat16 ? "uint16_t" : ctype(t);
+  return t == Dtype::float16 || t == Dtype::bfloat16 ? "uint16_t" : ctype(t);
 }
 // a stored value read as its compute type, a computed value rounded to its
 // dtype (kept in the compute type), a computed value as stored
 std::string load_as(Dtype t, const std::string& e) {
-  return t == Dtype::float16 ? "static_cast<float>(" + e + ")" : t == Dtype::bfloat16 ? "e_bf2f(" + e + ")" : e;
+  return t == Dtype::float16 ? "e_h2f(" + e + ")" : t == Dtype::bfloat16 ? "e_bf2f(" + e + ")" : e;
 }
 std::string round_to(Dtype t, const std::string& e) {
   return t == Dtype::float16 ? "e_rf16(" + e + ")" : t == Dtype::bfloat16 ? "e_rbf16(" + e + ")" : e;
 }
 std::string store_as(Dtype t, const std::string& e) {
-  return t == Dtype::float16 ? "static_cast<_Float16>(" + e + ")" : t == Dtype::bfloat16 ? "e_f2bf(" + e + ")" : e;
+  return t == Dtype::float16 ? "e_f2h(" + e + ")" : t == Dtype::bfloat16 ? "e_f2bf(" + e + ")" : e;
 }
 
 // Per op tag: the input dtypes covered (0: none) and whether float32 needs
@@ -255,7 +255,14 @@ F2 bool e_NaNEqual(T a, T b) { return a == b || (a != a && b != b); }
   u += 0x7fffu + ((u >> 16) & 1u);
   return static_cast<uint16_t>(u >> 16);
 }
-template <class T> [[maybe_unused]] inline float e_rf16(T x) { return static_cast<float>(static_cast<_Float16>(x)); }
+// float16 as Ember's float16_t converts it (half_bits.h, whose text comes
+// before this prelude; a double rounded once)
+template <class T> [[maybe_unused]] inline uint16_t e_f2h(T x) {
+  if constexpr (std::is_same_v<T, double>) return ember::half_bits::from_double(x);
+  else return ember::half_bits::from_float(static_cast<float>(x));
+}
+[[maybe_unused]] inline float e_h2f(uint16_t h) { return ember::half_bits::to_float16_value(h); }
+template <class T> [[maybe_unused]] inline float e_rf16(T x) { return e_h2f(e_f2h(x)); }
 // x rounded to bfloat16 and kept as a float: e_bf2f(e_f2bf(x)) computed in
 // 32-bit lanes (narrowing each step's lanes to 16 bits and widening them
 // back cost a fused bfloat16 silu * up 19% of its time)

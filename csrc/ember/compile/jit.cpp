@@ -1,7 +1,7 @@
 // Compile's kernel builder: the system C++ compiler, the disk cache and the
 // in-memory cache of fused kernels.
 //
-// A kernel's full source is the prelude, simd_math.h's text (embedded at
+// A kernel's full source is the prelude, the text of half_bits.h and simd_math.h (embedded at
 // build time) and the generators' functions (codegen.cpp), then the kernel;
 // the prelude is a header of its own in the cache folder, which GCC
 // precompiles once (see Pch below). A kernel is compiled for
@@ -364,7 +364,7 @@ FusedProgram::Kernel load_kernel(const std::string& source, int level) {
   // other PID namespaces may share the folder)
   const std::string tmp = dir + "/" + key + ".tmp" + std::to_string(::getpid()) + "." + std::to_string(S.counter++) +
                           "." + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count() & 0xffffff);
-  // the prelude (simd_math.h's text and the generators' functions) as a
+  // the prelude (half_bits.h's and simd_math.h's text and the generators' functions) as a
   // header of its own, named by the prelude, the compiler, the flags and
   // the version, which the kernel includes
   Pch& pch = S.pch[level];
