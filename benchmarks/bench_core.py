@@ -47,6 +47,10 @@ def chain_ref(x):
     return CHAIN["numpy"](np, x.astype(np.float64))
 
 
+def chain_inputs_f16(rng):
+    return [rng.standard_normal(N_CHAIN, dtype=np.float32).astype(np.float16)]
+
+
 # --- eager and compiled implementations from f(m, x) ------------------------
 
 def _jax_jit(jnp, f):
@@ -193,6 +197,10 @@ CASES = [
     Case(name="chain 4M f32 (compiled)", metric="GB/s", amount=2 * N_CHAIN * F32,
          make_inputs=chain_inputs, reference=chain_ref, out_dtype="float32",
          impls=compiled(CHAIN)),
+    # float16: each op rounds its result to float16 (x/3 near 5 is a step of 2^-8)
+    Case(name="chain 4M f16", metric="GB/s", amount=2 * N_CHAIN * 2,
+         make_inputs=chain_inputs_f16, reference=chain_ref, out_dtype="float16", rtol=1e-2, atol=8e-3,
+         note="the chain above on float16 arrays", impls=eager(CHAIN)),
     reduce_case("sum", (SIDE, SIDE), axis=0),
     reduce_case("sum", (SIDE, SIDE), axis=1),
     *short_rows("sum"),

@@ -825,3 +825,98 @@ def test_smoke_script_exit_status(monkeypatch, capsys):
         assert SMOKE.main() == status, capsys.readouterr().out
         out = capsys.readouterr().out
         assert ("FAIL" in out) == bool(status), out
+
+
+# ---- float16 <-> float32 / float64 ------------------------------------------
+# float16_t (dtype.h) converts with integer and float32 arithmetic; the AVX2
+# and AVX-512 levels' dense runs (astype, elementwise ops through float32
+# pieces) use F16C instead. Every path gives NumPy's bits for every value
+# that is not a NaN (round to nearest even, overflow to infinity, subnormals),
+# and F16C's NaNs: the quiet bit set, the payload's top bits kept.
+
+def _f16_to_f32_want(h):
+    h = h.astype(np.uint32)
+    want = h.astype(np.uint16).view(np.float16).astype(np.float32).view(np.uint32)
+    nan = (h & 0x7FFF) > 0x7C00
+    quiet = ((h & 0x8000) << 16) | 0x7FC00000 | ((h & 0x3FF) << 13)
+    return np.where(nan, quiet, want).astype(np.uint32)
+
+
+def _f32_to_f16_want(u):
+    u = u.astype(np.uint32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        want = u.view(np.float32).astype(np.float16).view(np.uint16).astype(np.uint32)
+    nan = (u & 0x7FFFFFFF) > 0x7F800000
+    quiet = ((u >> 16) & 0x8000) | 0x7E00 | ((u >> 13) & 0x3FF)
+    return np.where(nan, quiet, want).astype(np.uint16)
+
+
+def _f32_cases():
+    """float32 bit patterns: every float16 value, the midpoints between
+    neighbours (ties) and one float32 step either side, the overflow edge,
+    NaNs with payloads and random patterns; an odd count (vector tails)."""
+    h = np.arange(0x10000, dtype=np.uint32)
+    h = h[(h & 0x7FFF) < 0x7C00]  # finite
+    lo = h.astype(np.uint16).view(np.float16).astype(np.float64)
+    nxt = (h + 1).astype(np.uint16).view(np.float16).astype(np.float64)
+    ok = np.isfinite(nxt) & (np.sign(nxt) == np.sign(lo)) & ((h & 0x7FFF) < 0x7BFF)
+    mid = ((lo[ok] + nxt[ok]) / 2).astype(np.float32).view(np.uint32)  # exact in float32
+    edge = np.array([0x477FE000, 0x477FEFFF, 0x477FF000, 0x477FF001, 0x47800000, 0x7F7FFFFF, 0x7F800000,
+                     0x33000000, 0x33000001, 0x32FFFFFF, 0x387FEFFF, 0x387FF000, 0x387FFFFF, 0x38800000,
+                     0x00000001, 0x007FFFFF, 0x7F800001, 0x7FBFFFFF, 0x7FC00000, 0x7FC12345, 0x7FFFFFFF],
+                    dtype=np.uint32)
+    edge = np.concatenate([edge, edge | 0x80000000])
+    rand = np.random.default_rng(16).integers(0, 2**32, 200001, dtype=np.uint64).astype(np.uint32)
+    f16 = h.astype(np.uint16).view(np.float16).astype(np.float32).view(np.uint32)
+    return np.concatenate([f16, mid, mid - 1, mid + 1, edge, rand])
+
+
+def _run_f16_paths(x32, x16):
+    """float32 -> float16 and float16 -> float32 through astype (dense and
+    strided) and through elementwise ops that compute in float32."""
+    r = {}
+    r["narrow"] = x32.astype(mx.float16)
+    r["narrow_strided"] = x32[::-1].astype(mx.float16)[::-1]
+    r["widen"] = x16.astype(mx.float32)
+    r["widen_strided"] = x16[::-1].astype(mx.float32)[::-1]
+    r["add_zero"] = x16 + mx.array(0.0, mx.float16)  # widened, added, rounded back
+    r["neg"] = -x16
+    r["maximum"] = mx.maximum(x16, x16)
+    mx.eval(r)
+    return r
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_float16_conversions_every_path_and_level(level):
+    u = _f32_cases()
+    h = np.arange(0x10000, dtype=np.uint32).astype(np.uint16)
+    x32 = mx.array(u.view(np.float32))
+    x16 = mx.array(h).view(mx.float16)
+    mx.eval(x32, x16)
+    set_level(level)
+    r = {k: to_numpy(v.view(mx.uint16 if v.dtype == mx.float16 else mx.uint32)) for k, v in
+         _run_f16_paths(x32, x16).items()}
+    want16, want32 = _f32_to_f16_want(u), _f16_to_f32_want(h)
+    np.testing.assert_array_equal(r["narrow"], want16)
+    np.testing.assert_array_equal(r["narrow_strided"], want16)
+    np.testing.assert_array_equal(r["widen"], want32)
+    np.testing.assert_array_equal(r["widen_strided"], want32)
+    # through float32 and back: every value itself, -0 + 0 = +0, NaNs quieted
+    back = _f32_to_f16_want(want32)
+    np.testing.assert_array_equal(r["maximum"], back)
+    np.testing.assert_array_equal(r["neg"], back ^ 0x8000)
+    np.testing.assert_array_equal(r["add_zero"], np.where(h == 0x8000, 0, back))
+
+
+def test_float64_to_float16_rounds_once():
+    # through float32 first, 1 + 2^-11 + 2^-40 would round to the tie 1 + 2^-11
+    # and then to even (1.0); rounded once it is above the tie
+    d = np.array([1 + 2.0**-11 + 2.0**-40, 1 + 2.0**-11, 1 + 3 * 2.0**-11, 65519.999, 65520.0, 2.0**-25,
+                  2.0**-25 + 2.0**-60, 2.0**-24 * 1.5, -(2.0**-14) * (1 - 2.0**-12), 1e300, -np.inf, 0.0, -0.0])
+    rng = np.random.default_rng(64)
+    d = np.concatenate([d, rng.standard_normal(50001) * 10.0 ** rng.integers(-9, 6, 50001)])
+    got = to_numpy(mx.array(d, dtype=mx.float64).astype(mx.float16).view(mx.uint16))
+    with np.errstate(over="ignore"):
+        want = d.astype(np.float16).view(np.uint16)
+    np.testing.assert_array_equal(got, want)
+    assert got[0] == np.float16(1 + 2.0**-10).view(np.uint16)

@@ -7,6 +7,7 @@
 #include "ember/backend/cpu/functors.h"
 #include "ember/backend/cpu/kernel_utils.h"
 #include "ember/backend/cpu/loops.h"
+#include "ember/backend/cpu/vec.h"
 #include "ember/primitives/elementwise.h"
 
 namespace ember::cpu::EMBER_ISA_NS {
@@ -24,6 +25,9 @@ void binary_loop(const array& a, const array& b, array& out, F f) {
         O* o = reinterpret_cast<O*>(p[0]);
         const T* x = reinterpret_cast<const T*>(p[1]);
         const T* y = reinterpret_cast<const T*>(p[2]);
+        if constexpr (std::is_same_v<T, float16_t>) {
+          if (s[0] == 1 && s[1] <= 1 && s[2] <= 1 && s[1] + s[2] > 0) return f16_run<2>({x, y}, {s[1], s[2]}, o, n, f);
+        }
         if (s[0] == 1 && s[1] == 1 && s[2] == 1) {
           for (int64_t i = 0; i < n; ++i) o[i] = static_cast<O>(f(static_cast<C>(x[i]), static_cast<C>(y[i])));
         } else if (s[0] == 1 && s[1] == 0 && s[2] == 1) {

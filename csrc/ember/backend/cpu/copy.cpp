@@ -8,6 +8,7 @@
 
 #include "ember/backend/cpu/kernel_utils.h"
 #include "ember/backend/cpu/loops.h"
+#include "ember/backend/cpu/vec.h"
 
 namespace ember::cpu::EMBER_ISA_NS {
 
@@ -23,6 +24,8 @@ void copy_kernel(Dtype src_dtype, const Shape& shape, const Strides& src_strides
                         D* o = reinterpret_cast<D*>(p[0]);
                         const S* x = reinterpret_cast<const S*>(p[1]);
                         if (s[0] == 1 && s[1] == 1) {
+                          if constexpr (std::is_same_v<S, float16_t> && std::is_same_v<D, float>) return widen_f16(x, o, n);
+                          if constexpr (std::is_same_v<S, float> && std::is_same_v<D, float16_t>) return narrow_f16(x, o, n);
                           for (int64_t i = 0; i < n; ++i) o[i] = convert<D>(x[i]);
                         } else if (s[0] == 1 && s[1] == 0) {
                           const D v = convert<D>(x[0]);

@@ -6,6 +6,7 @@
 #include "ember/backend/cpu/functors.h"
 #include "ember/backend/cpu/kernel_utils.h"
 #include "ember/backend/cpu/loops.h"
+#include "ember/backend/cpu/vec.h"
 #include "ember/primitives/elementwise.h"
 
 namespace ember::cpu::EMBER_ISA_NS {
@@ -68,6 +69,7 @@ void unary_loop(const array& a, array& out, F f) {
           if (s[0] == 1 && s[1] == 1) far_row<true, T, O, F>(x, o, 1, 1, n);
           else far_row<false, T, O, F>(x, o, s[1], s[0], n);
         } else if (s[0] == 1 && s[1] == 1) {
+          if constexpr (std::is_same_v<T, float16_t>) return f16_run<1>({x}, {1}, o, n, f);
           for (int64_t i = 0; i < n; ++i) o[i] = static_cast<O>(f(static_cast<C>(x[i])));
         } else {
           for (int64_t i = 0; i < n; ++i) o[i * s[0]] = static_cast<O>(f(static_cast<C>(x[i * s[1]])));

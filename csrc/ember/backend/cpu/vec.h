@@ -10,6 +10,8 @@
 //   vstore(out, acc);
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -189,6 +191,68 @@ inline void amx_configure(int n, int rows, int colsb) {
   amx_load(cfg);
 }
 #endif
+
+// n float16 values widened to float32, and float32 values rounded to
+// float16: F16C's VCVTPH2PS / VCVTPS2PH (to nearest even) at the AVX2 and
+// AVX-512 levels, float16_t's own conversions (dtype.h; the same bits, NaNs
+// included) at the baseline and for the tail. The elementwise loops and
+// reductions pass float16 through these in pieces on the stack.
+inline void widen_f16(const float16_t* x, float* o, int64_t n) {
+  int64_t i = 0;
+#if EMBER_ISA_HAS_AVX512
+  // (the zero-masked forms: GCC 12 warns, once inlined, of the plain
+  // forms' undefined pass-through operand)
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(o + i, _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i))));
+#elif EMBER_ISA_HAS_AVX2
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(o + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i))));
+#endif
+  for (; i < n; ++i) o[i] = static_cast<float>(x[i]);
+}
+inline void narrow_f16(const float* x, float16_t* o, int64_t n) {
+  int64_t i = 0;
+#if EMBER_ISA_HAS_AVX512
+  for (; i + 16 <= n; i += 16)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + i),
+                        _mm512_maskz_cvtps_ph(0xffff, _mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+#elif EMBER_ISA_HAS_AVX2
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(o + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+#endif
+  for (; i < n; ++i) o[i] = float16_t(x[i]);
+}
+
+// o[0..n) = f(in[0][i], ...) over N float16 operands, each dense (stride
+// 1) or one value (stride 0), in float32 pieces on the stack: the F16C
+// conversions, and f's float32 loop vectorized as for float32 arrays.
+constexpr int64_t kHalfPiece = 256;
+template <int N, class O, class F>
+inline void f16_run(const std::array<const float16_t*, N>& in, const std::array<int64_t, N>& st, O* o, int64_t n,
+                    F&& f) {
+  alignas(64) float buf[N][kHalfPiece];
+  alignas(64) float r[kHalfPiece];
+  for (int k = 0; k < N; ++k) {
+    if (st[k] == 0) {
+      const float v = static_cast<float>(in[k][0]);
+      for (int64_t j = 0; j < kHalfPiece; ++j) buf[k][j] = v;
+    }
+  }
+  auto at = [&](int64_t j) {
+    if constexpr (N == 1) return f(buf[0][j]);
+    else return f(buf[0][j], buf[1][j]);
+  };
+  for (int64_t i = 0; i < n; i += kHalfPiece) {
+    const int64_t m = std::min(kHalfPiece, n - i);
+    for (int k = 0; k < N; ++k)
+      if (st[k] != 0) widen_f16(in[k] + i, buf[k], m);
+    if constexpr (std::is_same_v<O, float16_t>) {
+      for (int64_t j = 0; j < m; ++j) r[j] = at(j);
+      narrow_f16(r, o + i, m);
+    } else {
+      for (int64_t j = 0; j < m; ++j) o[i + j] = static_cast<O>(at(j));
+    }
+  }
+}
 
 // unaligned loads and stores of one vector
 template <class V, class A>
