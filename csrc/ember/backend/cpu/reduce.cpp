@@ -435,6 +435,13 @@ void rows_grouped(const T* x, int64_t ks, int64_t n, const T* limit, int64_t b, 
 // piece (n <= kBlock) in gpiece, a whole run in grun.
 template <class Op, class A, class T>
 A gpiece(const T* x, int64_t n, int64_t s) {
+  if constexpr (std::is_same_v<T, float16_t>) {
+    if (s == 1) {  // widened with F16C first (the same values in the same order)
+      alignas(64) float buf[kBlock];
+      widen_f16(x, buf, n);
+      return gpiece<Op, A>(static_cast<const float*>(buf), n, 1);
+    }
+  }
   constexpr int L = kLanes<A>;
   A acc[L];
   for (int j = 0; j < L; ++j) acc[j] = Op::init();
