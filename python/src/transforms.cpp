@@ -32,7 +32,7 @@ std::vector<array> to_list_of_arrays(py::handle r, const char* what) {
   }
   std::vector<array> out;
   for (auto item : r) {
-    if (!py::isinstance<array>(item)) {
+    if (!is_array(item)) {
       throw type_error(std::string("[") + what + "] Expected arrays, got " +
                        std::string(py::str(py::type::handle_of(item).attr("__name__"))) + ".");
     }
@@ -106,10 +106,10 @@ void init_transforms(py::module_& m) {
   m.def(
       "depends",
       [](py::object inputs, py::object dependencies) -> py::object {
-        bool single = py::isinstance<array>(inputs);
+        bool single = is_array(inputs);
         std::vector<array> ins = single ? std::vector<array>{inputs.cast<array>()}
                                         : to_list_of_arrays(inputs, "depends");
-        std::vector<array> deps = py::isinstance<array>(dependencies)
+        std::vector<array> deps = is_array(dependencies)
                                       ? std::vector<array>{dependencies.cast<array>()}
                                       : to_list_of_arrays(dependencies, "depends");
         auto r = depends(ins, deps);

@@ -126,7 +126,7 @@ py::tuple compile_tokens(py::handle tree, int mode, std::vector<array>& arrays) 
     py::handle t = stack.back();
     stack.pop_back();
     PyTypeObject* type = Py_TYPE(t.ptr());
-    if (reinterpret_cast<PyObject*>(type) == array_type || py::isinstance<array>(t)) {
+    if (reinterpret_cast<PyObject*>(type) == array_type || is_array(t)) {
       const array& a = t.cast<const array&>();
       py::object shape;
       if (mode == 1) {
