@@ -1,6 +1,7 @@
 #include "ember/backend/cpu/loops.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "ember/backend/cpu/small_buffer.h"
 
@@ -39,6 +40,47 @@ void for_each_row_impl(int nops, const Shape& shape, const int64_t* const* strid
   }
   const int64_t len = cshape[nd - 1];
   for (int k = 0; k < nops; ++k) inner[k] = cst[k * cap + nd - 1];
+
+  // An operand that runs along the second-last dim (a transposed view: a
+  // short stride there, a long one along the rows) would read one element
+  // per cache line and per page a row. Its last two dims then go in square tiles
+  // of kTile x kTile (runs of kTile elements), whose lines and pages the
+  // tile's rows share; each element is still visited once.
+  constexpr int64_t kTile = 128;
+  bool tiled = false;
+  if (nd >= 2 && len >= 2 * kTile && cshape[nd - 2] >= 2 * kTile) {
+    for (int k = 0; k < nops; ++k) {
+      const int64_t across = std::abs(inner[k]), down = std::abs(cst[k * cap + nd - 2]);
+      tiled |= down >= 1 && down * 16 <= across && across >= kTile;
+    }
+  }
+  if (tiled) {
+    const int64_t rows = cshape[nd - 2], rb = (rows + kTile - 1) / kTile, cb = (len + kTile - 1) / kTile;
+    const int64_t per_outer = rb * cb, units = total / (rows * len) * per_outer;
+    auto run_tiles = [&](int64_t begin, int64_t end) {
+      SmallBuffer<char*, 16> p_s(nops);
+      char** p = p_s.data;
+      for (int64_t u = begin; u < end; ++u) {
+        const int64_t o = u / per_outer, t = u % per_outer;  // outer index, tile
+        const int64_t i0 = t / cb * kTile, j0 = t % cb * kTile;
+        const int64_t i1 = std::min(rows, i0 + kTile), n = std::min(len, j0 + kTile) - j0;
+        for (int k = 0; k < nops; ++k) {
+          int64_t off = i0 * cst[k * cap + nd - 2] + j0 * inner[k];
+          for (int64_t d = nd - 3, q = o; d >= 0; --d) {
+            off += (q % cshape[d]) * cst[k * cap + d];
+            q /= cshape[d];
+          }
+          p[k] = base[k] + off * itemsize[k];
+        }
+        for (int64_t i = i0; i < i1; ++i) {
+          fn(ctx, p, inner, n);
+          for (int k = 0; k < nops; ++k) p[k] += cst[k * cap + nd - 2] * itemsize[k];
+        }
+      }
+    };
+    parallel_for(units, std::max<int64_t>(1, grain / (kTile * kTile)), run_tiles);
+    return;
+  }
 
   auto run_range = [&](int64_t begin, int64_t end) {
     SmallBuffer<int64_t, 16> idx_s(nd);

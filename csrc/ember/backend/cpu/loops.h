@@ -12,7 +12,9 @@
 //
 // The engine drops size-1 dims, merges dims that are contiguous for every
 // operand (so a dense array is one run of `size` elements), and splits the
-// flat index range across the thread pool when the work is big enough. The
+// flat index range across the thread pool when the work is big enough. An
+// operand that runs along the second-last dim (a transposed view) gets the
+// last two dims walked in square tiles instead (loops.cpp). The
 // per-dtype inner loops (`run_unary`, `run_binary` below) add fast paths for
 // all-contiguous and scalar-broadcast runs, written so the compiler emits
 // SIMD code for them.
