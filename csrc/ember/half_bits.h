@@ -1,11 +1,12 @@
 // half_bits.h — float16 (IEEE binary16) bits from and to float32/float64
 // with integer and float32 arithmetic alone, for ember::float16_t (dtype.h)
 // and, embedded as text, compile's fused kernels (jit.cpp), so that both
-// give the same bits. Selects are 32-bit masks or plain conditionals that
-// GCC if-converts: loops over these vectorize at every ISA level (GCC 12
-// converts the compiler's _Float16 one value at a time, with or without
-// F16C). float16 rounds to nearest even, as F16C's VCVTPS2PH and libgcc do,
-// with their NaNs: the quiet bit set, the payload's top bits kept.
+// give the same bits. Selects are 32-bit masks (GCC turns conditionals into
+// branches where it does not vectorize a loop), and loops over these
+// vectorize at every ISA level (GCC 12 converts the compiler's _Float16 one
+// value at a time, with or without F16C). float16 rounds to nearest even,
+// as F16C's VCVTPS2PH and libgcc do, with their NaNs: the quiet bit set, the
+// payload's top bits kept.
 #pragma once
 
 #include <cstdint>
@@ -32,7 +33,14 @@ inline uint16_t from_float(float f) {
   // arithmetic; the sum's low bits are the subnormal (or 0x400, the least normal)
   const uint32_t sub = of(to_float(a) + 0.5f) - 0x3f000000u;
   const uint32_t nan = 0x7e00u | ((a >> 13) & 0x3ffu);
-  const uint32_t r = a > 0x7f800000u ? nan : a >= 0x477ff000u ? 0x7c00u : a < 0x38800000u ? sub : normal;
+  // masks, not selects: GCC makes selects branches where it does not
+  // vectorize the loop (softmax's scaling of a float16 row)
+  const uint32_t is_nan = 0u - static_cast<uint32_t>(a > 0x7f800000u);
+  const uint32_t is_inf = 0u - static_cast<uint32_t>(a >= 0x477ff000u);
+  const uint32_t is_sub = 0u - static_cast<uint32_t>(a < 0x38800000u);
+  uint32_t r = (is_sub & sub) | (~is_sub & normal);
+  r = (is_inf & 0x7c00u) | (~is_inf & r);
+  r = (is_nan & nan) | (~is_nan & r);
   return static_cast<uint16_t>(r | sign);
 }
 inline float to_float16_value(uint16_t h) {

@@ -1150,6 +1150,15 @@ EMBER_RI void sub_row(const C* src, C* dst, int64_t n, C m) {
 // o[k] = t[k] * sc, stored as T
 template <class T, class C, int N>
 EMBER_RI void scale_row(const C* t, T* o, int64_t n, C sc) {
+  if constexpr (std::is_same_v<T, float16_t>) {  // scaled in pieces on the stack, rounded with F16C
+    alignas(64) float buf[kHalfPiece];
+    for (int64_t k0 = 0; k0 < n; k0 += kHalfPiece) {
+      const int64_t m = std::min(kHalfPiece, n - k0);
+      for (int64_t j = 0; j < m; ++j) buf[j] = t[k0 + j] * sc;
+      narrow_f16(buf, o + k0, m);
+    }
+    return;
+  }
   int64_t k = 0;
   if constexpr (std::is_same_v<T, C>) {
     const VecN<C, N> sv = splat<VecN<C, N>>(sc);
@@ -1269,7 +1278,9 @@ void softmax_rows(const T* x, const T* limit, int64_t n, int64_t s, const Walk& 
         C* ti = t + i * n;
         if (!tiles) cur.next();
         if (s == 1) {
-          for (int64_t k = 0; k < n; ++k) ti[k] = static_cast<C>(xr[k]);
+          if constexpr (std::is_same_v<T, float16_t>) widen_f16(xr, ti, n);
+          else
+            for (int64_t k = 0; k < n; ++k) ti[k] = static_cast<C>(xr[k]);
         } else if (same && s == 2) {
           int64_t k = 0;
           if constexpr (same) {
