@@ -42,10 +42,10 @@ void for_each_row_impl(int nops, const Shape& shape, const int64_t* const* strid
   for (int k = 0; k < nops; ++k) inner[k] = cst[k * cap + nd - 1];
 
   // An operand that runs along the second-last dim (a transposed view: a
-  // short stride there, a long one along the rows) would read one element
-  // per cache line and per page a row. Its last two dims then go in square tiles
-  // of kTile x kTile (runs of kTile elements), whose lines and pages the
-  // tile's rows share; each element is still visited once.
+  // short stride there, a long one along the last dim) would read one
+  // element per cache line and per page along each run. The last two dims
+  // then go in square tiles of kTile x kTile (runs of kTile elements), whose
+  // rows share those lines and pages; each element is still visited once.
   constexpr int64_t kTile = 128;
   bool tiled = false;
   if (nd >= 2 && len >= 2 * kTile && cshape[nd - 2] >= 2 * kTile) {
