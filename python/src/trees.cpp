@@ -118,7 +118,6 @@ py::object rebuild(const Node& n, py::handle type, const py::object& new_childre
 // keep any leaf; state (mode 3) records other leaves by their type only.
 py::tuple compile_tokens(py::handle tree, int mode, std::vector<array>& arrays) {
   py::list tokens;
-  static PyObject* array_type = reinterpret_cast<PyObject*>(py::type::of<array>().ptr());
   const bool plain_ok = registry().empty();
   std::vector<py::handle> stack{tree};  // borrowed: every item is held by its parent (or the caller)
   std::vector<py::object> keep;         // children lists of registered / subclass nodes
@@ -126,7 +125,7 @@ py::tuple compile_tokens(py::handle tree, int mode, std::vector<array>& arrays) 
     py::handle t = stack.back();
     stack.pop_back();
     PyTypeObject* type = Py_TYPE(t.ptr());
-    if (reinterpret_cast<PyObject*>(type) == array_type || is_array(t)) {
+    if (is_array(t)) {
       const array& a = t.cast<const array&>();
       py::object shape;
       if (mode == 1) {
