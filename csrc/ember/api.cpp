@@ -211,7 +211,7 @@ struct CompiledFun {
       TracedKey guard;
       random::push_traced_key(key_in);
       guard.pushed = true;
-      TraceScope scope;
+      compiler::FunctionTrace scope;
       outs = fun(placeholders);
       key_out = guard.pop();
     }
@@ -228,6 +228,9 @@ struct CompiledFun {
   }
 
   std::vector<array> call(const std::vector<array>& args) {
+    // inside an enclosing compile's (or export's) trace: fun's ops join that
+    // graph, where the fusion pass groups them with their neighbours
+    if (compiler::tracing_function()) return fun(args);
     std::vector<int64_t> k = key(args);
     std::shared_ptr<CompiledEntry> e;
     {

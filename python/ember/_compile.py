@@ -342,7 +342,10 @@ class _Compiled:
         return core._compile_unflatten(entry.out_tokens, outs[:n])
 
     def __call__(self, *args, **kwargs):
-        if not _switch.enabled:
+        # called while an enclosing compile (or export) traces its function:
+        # fun's ops join that graph, so that its fusion pass groups them with
+        # their neighbours (a cached trace of fun would be one opaque node)
+        if not _switch.enabled or _core._tracing_function():
             return self._fun(*args, **kwargs)
         if self._fast:
             hit = _core._compile_fast_call(self._fast_cache, args, kwargs, self._mode)

@@ -38,8 +38,10 @@ void init_compile(py::module_& m) {
            });
   m.def("_compile_placeholder", &compiler::placeholder, "shape"_a, "dtype"_a,
         "A traced input of this shape and dtype, without a value.");
+  m.def("_tracing_function", &compiler::tracing_function,
+        "Whether this thread traces a function for compile or export.");
   m.def("_compile_trace", [](py::object fun) {
-        TraceScope scope;
+        compiler::FunctionTrace scope;
         return fun();
       }, "fun"_a, "fun() called while tracing (arrays built from placeholders are tracers).");
   m.def("_compile_graph", [](const std::vector<array>& inputs, const std::vector<array>& outputs, bool shapeless, bool passes) {

@@ -55,6 +55,23 @@ namespace ember::compiler {
 array placeholder(const Shape& shape, Dtype dtype);
 bool is_placeholder(const array& a);
 
+// While alive, this thread traces a function for compile or export (a
+// TraceScope too): the graph it builds is on placeholders and compile's
+// pipeline fuses it whole, so a rule that fuses a piece of an eager graph
+// (Compiled's vjp) leaves it to that pipeline.
+class FunctionTrace {
+ public:
+  FunctionTrace();
+  ~FunctionTrace();
+  FunctionTrace(const FunctionTrace&) = delete;
+  FunctionTrace& operator=(const FunctionTrace&) = delete;
+
+ private:
+  TraceScope scope_;
+};
+// Whether this thread is inside a FunctionTrace.
+bool tracing_function();
+
 // One node of the tape: its inputs and outputs are value ids (values 0..n_inputs-1
 // are the inputs, then the constants, then each step's outputs in order).
 struct Step {

@@ -1076,7 +1076,7 @@ ImportedFunction deserialize(const std::string& bytes) {
     ImportedFunction::Trace tr;
     std::vector<array> placeholders, outs;
     {
-    TraceScope scope;
+    FunctionTrace scope;
     size_t n_args = r.count("positional inputs", 0);
     size_t n_kw = r.count("keyword inputs", 4);
     for (size_t i = 0; i < n_kw; ++i) {
@@ -1263,7 +1263,7 @@ void export_function(const std::string& path, const std::function<std::vector<ar
   for (auto& a : example_args) ph.push_back(compiler::placeholder(a.shape(), a.dtype()));
   std::vector<array> outs;
   {
-    TraceScope scope;
+    compiler::FunctionTrace scope;
     outs = fun(ph);
   }
   auto tr = compiler::export_trace(ph, outs, static_cast<int>(ph.size()), {});

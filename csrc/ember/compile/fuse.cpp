@@ -9,6 +9,7 @@
 #include "ember/backend/cpu/isa.h"
 #include "ember/backend/cpu/kernel_utils.h"
 #include "ember/backend/cpu/loops.h"
+#include "ember/compile/compile.h"
 #include "ember/eval.h"
 #include "ember/ops.h"
 #include "ember/primitives/reduce.h"
@@ -159,22 +160,49 @@ bool Compiled::is_equivalent(const Primitive& o) const {
   return p && (p->program_ == program_ || p->program_->source == program_->source);
 }
 
+// The group's unfused graph as a function of its inputs `argnums` alone,
+// the others held at `primals` (constants to the transforms: a derivative
+// through the others, zero, may be NaN, as x ** 3's with respect to its 3
+// at x < 0, and NaN times a zero tangent is NaN).
+std::function<std::vector<array>(const std::vector<array>&)> Compiled::of_argnums(const std::vector<array>& primals,
+                                                                                   const std::vector<int>& argnums) const {
+  return [prog = program_, primals, argnums](const std::vector<array>& xs) {
+    std::vector<array> in = primals;
+    for (size_t i = 0; i < argnums.size(); ++i) in[static_cast<size_t>(argnums[i])] = xs[i];
+    return prog->apply(in);
+  };
+}
+
+std::vector<array> Compiled::pick(const std::vector<array>& primals, const std::vector<int>& argnums) {
+  std::vector<array> r;
+  for (int a : argnums) r.push_back(primals.at(static_cast<size_t>(a)));
+  return r;
+}
+
+// The vjp: the derivative of the group's unfused graph, itself fused when
+// the graph is eager (not one that compile or export traces: their pipeline
+// fuses the whole backward) and large enough that its passes over memory
+// cost more than building its kernel (a lookup in the kernel cache once
+// built). Each pass of an elementwise op over 2^16 float32 values takes
+// some 10 us; fusing a dozen nodes takes less than one pass. So a compiled
+// function's backward (nn.gelu's, say) is one kernel in eager training as in
+// a compiled step.
+constexpr int64_t kFuseBackwardMin = int64_t(1) << 16;
+
 std::vector<array> Compiled::vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
                                  const std::vector<int>& argnums, const std::vector<array>&) {
-  auto prog = program_;
-  auto [outs, grads] = ember::vjp([prog](const std::vector<array>& x) { return prog->apply(x); }, primals, cotangents);
-  std::vector<array> r;
-  for (int a : argnums) r.push_back(grads.at(a));
-  return r;
+  auto [outs, r] = ember::vjp(of_argnums(primals, argnums), pick(primals, argnums), cotangents);
+  int64_t largest = 0;
+  for (const array& g : r) largest = std::max<int64_t>(largest, g.size());
+  if (largest < kFuseBackwardMin || compiler::tracing_function()) return r;
+  std::vector<array> leaves = primals;
+  leaves.insert(leaves.end(), cotangents.begin(), cotangents.end());
+  return fuse(leaves, r);
 }
 
 std::vector<array> Compiled::jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
                                  const std::vector<int>& argnums, const std::vector<array>&) {
-  std::vector<array> t;
-  for (const auto& p : primals) t.push_back(zeros_like(p, {}, stream()));
-  for (size_t i = 0; i < argnums.size(); ++i) t[argnums[i]] = tangents[i];
-  auto prog = program_;
-  return ember::jvp([prog](const std::vector<array>& x) { return prog->apply(x); }, primals, t).second;
+  return ember::jvp(of_argnums(primals, argnums), pick(primals, argnums), tangents).second;
 }
 
 // The same kernel on the batched shapes: batched inputs get their batch axis

@@ -23,6 +23,7 @@
 // nodes.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -100,6 +101,10 @@ class Compiled final : public Primitive {
 
  private:
   void eval_rows(FusedProgram::Kernel fn, const std::vector<array>& inputs, std::vector<array>& outputs);
+  // the transform rules' function (the inputs `argnums` varying) and its arguments
+  std::function<std::vector<array>(const std::vector<array>&)> of_argnums(const std::vector<array>& primals,
+                                                                          const std::vector<int>& argnums) const;
+  static std::vector<array> pick(const std::vector<array>& primals, const std::vector<int>& argnums);
   void eval_unfused(const std::vector<array>& inputs, std::vector<array>& outputs);
   std::shared_ptr<const FusedProgram> program_;
 };

@@ -184,6 +184,13 @@ bool is_placeholder(const array& a) {
   return a.valid() && a.has_primitive() && dynamic_cast<const CompileInput*>(&a.primitive()) != nullptr;
 }
 
+namespace {
+thread_local int t_function_traces = 0;
+}
+FunctionTrace::FunctionTrace() { ++t_function_traces; }
+FunctionTrace::~FunctionTrace() { --t_function_traces; }
+bool tracing_function() { return t_function_traces > 0; }
+
 // The step whose outputs hold value v (a step output: v past the inputs and
 // constants); steps' first_out increase.
 const Step& Tape::step_of(int v) const {
