@@ -7,6 +7,7 @@ parameters and input against finite differences in float64
 """
 
 import importlib
+import io
 import itertools
 import math
 
@@ -248,6 +249,60 @@ def test_activation(name, rng):
         y = fn(xh)
         assert y.dtype == dt, f"{name} keeps {dt}"
         close(y, ref(to_numpy(xh).astype(np.float64)), rtol=tol, atol=tol)
+
+
+# the activations compiled (shapeless) as MLX compiles them
+FUSED = ["relu6", "relu2", "leaky_relu", "log_sigmoid", "elu", "celu", "selu", "silu", "gelu", "gelu_approx",
+         "gelu_fast_approx", "mish", "hardswish", "hard_tanh", "hard_shrink", "softshrink", "softsign"]
+
+
+def _dot(a):
+    buf = io.StringIO()
+    mx.export_to_dot(buf, a)
+    return buf.getvalue()
+
+
+@ember_only
+@pytest.mark.parametrize("name", FUSED)
+def test_activation_is_one_kernel_each_way(name, rng):
+    # forward one kernel; backward one kernel on 2^16 values and more (the
+    # Compiled primitive's vjp), with the values and gradients of the same
+    # function applied to small pieces, whose backward stays unfused (that
+    # one test_activation_grad checks against finite differences)
+    fn = getattr(nn, name)
+    x0 = _act_sample(rng, (256, 300)).astype(np.float32)
+    c0 = rng.standard_normal((256, 300)).astype(np.float32)
+    x, c = arr(x0), arr(c0)
+    (y,), (g,) = mx.vjp(fn, [x], [c])
+    for what, a in (("forward", y), ("backward", g)):
+        text = _dot(a)
+        assert text.count("Compiled[") == 1, f"{name} {what}:\n{text}"
+    ys, gs = [], []
+    for i in range(0, 256, 16):
+        (yi,), (gi,) = mx.vjp(fn, [x[i:i + 16]], [c[i:i + 16]])
+        assert "Compiled[" not in _dot(gi)
+        ys.append(np.array(yi))
+        gs.append(np.array(gi))
+    close(y, np.concatenate(ys), rtol=1e-6, atol=1e-6)
+    close(g, np.concatenate(gs), rtol=1e-6, atol=1e-6)
+
+
+@ember_only
+def test_fused_activations_take_what_the_ops_take(tmp_path):
+    # a Python number or a NumPy array goes through the ops as they are;
+    # float parameters are static arguments of the compiled function
+    assert abs(nn.gelu(1.0).item() - 0.5 * (1 + math.erf(1 / math.sqrt(2)))) < 1e-6
+    np.testing.assert_allclose(np.array(nn.silu(np.array([0.0, 2.0], np.float32))), [0.0, 2 / (1 + math.exp(-2))],
+                               rtol=1e-6)
+    x = arr(np.array([-2.0, -0.5, 1.0], np.float32))
+    for slope in (0.1, 0.3):
+        close(nn.leaky_relu(x, slope), np.array([-2 * slope, -0.5 * slope, 1.0]), rtol=1e-6, atol=0)
+        close(nn.leaky_relu(x, negative_slope=slope), np.array([-2 * slope, -0.5 * slope, 1.0]), rtol=1e-6, atol=0)
+    assert nn.gelu.__name__ == "gelu" and "Gaussian error linear unit" in nn.gelu.__doc__
+    # a function using them exports and imports (the compiled graph is unfused there)
+    path = str(tmp_path / "f.mlxfn")
+    mx.export_function(path, lambda a: nn.silu(nn.gelu(a) * 2), x)
+    close(mx.import_function(path)(x)[0], np.array(nn.silu(nn.gelu(x) * 2)), rtol=1e-6, atol=1e-7)
 
 
 @ember_only  # MLX has no float64 for several of these on its CPU path
