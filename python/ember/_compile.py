@@ -64,8 +64,11 @@ def disable_compile():
 
     Turns compilation off: every compiled function calls the function it
     wraps directly, as if it had not been compiled (results equal;
-    Python side effects then happen on every call). Also set by the
-    environment variable ``EMBER_DISABLE_COMPILE`` or ``MLX_DISABLE_COMPILE``.
+    Python side effects then happen on every call), and the derivative
+    rules that fuse their graphs into kernels when evaluated eagerly (layer
+    and RMS norm, softmax, attention, a compiled function's backward) leave
+    them unfused. Also set by the environment variable
+    ``EMBER_DISABLE_COMPILE`` or ``MLX_DISABLE_COMPILE``.
 
     Args:
         None: this function takes no argument.
@@ -77,6 +80,7 @@ def disable_compile():
     >>> mx.disable_compile(); mx.enable_compile()
     """
     _switch.enabled = False
+    _core._set_compile_enabled(False)
 
 
 def enable_compile():
@@ -95,6 +99,7 @@ def enable_compile():
     >>> mx.enable_compile()
     """
     _switch.enabled = True
+    _core._set_compile_enabled(True)
 
 
 class _Entry:
@@ -927,4 +932,4 @@ def install(core) -> None:
         f.__module__ = "ember.core"
         setattr(core, f.__name__, f)
     if _env_disabled():
-        _switch.enabled = False
+        disable_compile()

@@ -38,6 +38,8 @@ void init_compile(py::module_& m) {
            });
   m.def("_compile_placeholder", &compiler::placeholder, "shape"_a, "dtype"_a,
         "A traced input of this shape and dtype, without a value.");
+  m.def("_set_compile_enabled", &compiler::set_compile_enabled, "on"_a,
+        "compile's switch as the engine sees it (derivative rules fuse their graphs only when on).");
   m.def("_tracing_function", &compiler::tracing_function,
         "Whether this thread traces a function for compile or export.");
   m.def("_compile_trace", [](py::object fun) {

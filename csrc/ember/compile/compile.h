@@ -71,6 +71,10 @@ class FunctionTrace {
 };
 // Whether this thread is inside a FunctionTrace.
 bool tracing_function();
+// compile's switch (disable_compile / enable_compile, EMBER_DISABLE_COMPILE),
+// as the engine sees it: off, derivative rules leave their graphs unfused.
+void set_compile_enabled(bool on);
+bool compile_enabled();
 
 // One node of the tape: its inputs and outputs are value ids (values 0..n_inputs-1
 // are the inputs, then the constants, then each step's outputs in order).

@@ -179,26 +179,38 @@ std::vector<array> Compiled::pick(const std::vector<array>& primals, const std::
   return r;
 }
 
-// The vjp: the derivative of the group's unfused graph, itself fused when
-// the graph is eager (not one that compile or export traces: their pipeline
-// fuses the whole backward) and large enough that its passes over memory
-// cost more than building its kernel (a lookup in the kernel cache once
-// built). Each pass of an elementwise op over 2^16 float32 values takes
-// some 10 us; fusing a dozen nodes takes less than one pass. So a compiled
-// function's backward (nn.gelu's, say) is one kernel in eager training as in
-// a compiled step.
-constexpr int64_t kFuseBackwardMin = int64_t(1) << 16;
-
+// The vjp: the derivative of the group's unfused graph, itself fused where
+// that pays (fuse_derivative: eagerly, on large arrays), so a compiled
+// function's backward (nn.gelu's, say) is one kernel in eager training as
+// in a compiled step.
 std::vector<array> Compiled::vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
                                  const std::vector<int>& argnums, const std::vector<array>&) {
   auto [outs, r] = ember::vjp(of_argnums(primals, argnums), pick(primals, argnums), cotangents);
-  int64_t largest = 0;
-  for (const array& g : r) largest = std::max<int64_t>(largest, g.size());
-  if (largest < kFuseBackwardMin || compiler::tracing_function()) return r;
   std::vector<array> leaves = primals;
   leaves.insert(leaves.end(), cotangents.begin(), cotangents.end());
-  return fuse(leaves, r);
+  return fuse_derivative(leaves, r);
 }
+
+namespace {
+// The derivative fuser (transforms.h): fuse() on graphs large enough that
+// their passes over memory cost more than building their kernels (a lookup
+// in the kernel cache once built). Each pass of an elementwise op over 2^16
+// float32 values takes some 10 us; fusing a dozen nodes takes less than one
+// pass.
+constexpr int64_t kFuseDerivativeMin = int64_t(1) << 16;
+
+std::vector<array> fuse_large_eager(const std::vector<array>& inputs, const std::vector<array>& outputs) {
+  int64_t largest = 0;
+  for (const array& a : inputs) largest = std::max<int64_t>(largest, a.size());
+  for (const array& a : outputs) largest = std::max<int64_t>(largest, a.size());
+  if (largest < kFuseDerivativeMin || compiler::tracing_function() || !compiler::compile_enabled() ||
+      !compiler_available())
+    return outputs;
+  return fuse(inputs, outputs);
+}
+
+[[maybe_unused]] const bool kFuserRegistered = (set_derivative_fuser(&fuse_large_eager), true);
+}  // namespace
 
 std::vector<array> Compiled::jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
                                  const std::vector<int>& argnums, const std::vector<array>&) {

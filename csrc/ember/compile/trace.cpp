@@ -2,6 +2,7 @@
 // for the fusion hook, replaying it on real inputs (with the shapeless shape
 // rules), printing it and estimating its cost. The passes are in passes.cpp.
 #include <algorithm>
+#include <atomic>
 #include <sstream>
 #include <stdexcept>
 #include <unordered_map>
@@ -190,6 +191,12 @@ thread_local int t_function_traces = 0;
 FunctionTrace::FunctionTrace() { ++t_function_traces; }
 FunctionTrace::~FunctionTrace() { --t_function_traces; }
 bool tracing_function() { return t_function_traces > 0; }
+
+namespace {
+std::atomic<bool> g_compile_enabled{true};
+}
+void set_compile_enabled(bool on) { g_compile_enabled.store(on); }
+bool compile_enabled() { return g_compile_enabled.load(std::memory_order_relaxed); }
 
 // The step whose outputs hold value v (a step output: v past the inputs and
 // constants); steps' first_out increase.

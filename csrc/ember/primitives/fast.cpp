@@ -54,7 +54,9 @@ std::vector<array> RMSNorm::vjp(const std::vector<array>& primals, const std::ve
       out.push_back(sum_rows(multiply(g, multiply(x, r, s), s), s));
     }
   }
-  return out;
+  std::vector<array> from = primals;
+  from.push_back(g);
+  return fuse_derivative(from, out);
 }
 
 std::vector<array> RMSNorm::jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
@@ -122,7 +124,9 @@ std::vector<array> LayerNorm::vjp(const std::vector<array>& primals, const std::
       out.push_back(sum_rows(g, s));
     }
   }
-  return out;
+  std::vector<array> from = primals;
+  from.push_back(g);
+  return fuse_derivative(from, out);
 }
 
 std::vector<array> LayerNorm::jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
@@ -382,7 +386,9 @@ std::vector<array> ScaledDotProductAttention::vjp(const std::vector<array>& prim
       out.push_back(reshape(sum(dsk, std::vector<int>{0, 3, 4}, false, s), Shape{a.Hq}, s));
     }
   }
-  return out;
+  std::vector<array> from = primals;
+  from.push_back(cotangents[0]);
+  return fuse_derivative(from, out);
 }
 
 std::vector<array> ScaledDotProductAttention::jvp(const std::vector<array>& primals,

@@ -5,6 +5,7 @@
 // primitive's rule node by node: vjp from the outputs back, jvp from the
 // inputs forward. Only nodes that depend on a primal are visited, and only
 // inexact (floating or complex) values carry derivatives.
+#include <atomic>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -114,6 +115,17 @@ array zeros_for(const Node& n, const std::vector<array>& outs, size_t j) {
 }
 
 }  // namespace
+
+namespace {
+std::atomic<DerivativeFuser> g_derivative_fuser{nullptr};
+}
+
+void set_derivative_fuser(DerivativeFuser fuser) { g_derivative_fuser.store(fuser); }
+
+std::vector<array> fuse_derivative(const std::vector<array>& inputs, const std::vector<array>& outputs) {
+  DerivativeFuser f = g_derivative_fuser.load(std::memory_order_relaxed);
+  return f ? f(inputs, outputs) : outputs;
+}
 
 std::pair<std::vector<array>, std::vector<array>> vjp(const Fun& fun, const std::vector<array>& primals,
                                                       const std::vector<array>& cotangents) {

@@ -22,6 +22,18 @@ namespace ember {
 // for the given output cotangents (one per output, of its shape).
 std::pair<std::vector<array>, std::vector<array>> vjp(const Fun& fun, const std::vector<array>& primals,
                                                       const std::vector<array>& cotangents);
+// A derivative rule's graph of ordinary ops (a layer norm's backward, a
+// compiled function's), from `inputs` (what it starts from: primals and
+// cotangents) to `outputs`, with its elementwise work and last-axis
+// reductions fused into kernels where that pays: the compile layer is linked
+// and can build kernels, the graph is eager (not one that compile or export
+// traces, whose pipeline fuses it whole) and large. Else `outputs` as they
+// are. Same values either way.
+std::vector<array> fuse_derivative(const std::vector<array>& inputs, const std::vector<array>& outputs);
+// The compile layer's fuser (compile/fuse.cpp registers it at start-up).
+using DerivativeFuser = std::vector<array> (*)(const std::vector<array>& inputs, const std::vector<array>& outputs);
+void set_derivative_fuser(DerivativeFuser fuser);
+
 // Forward mode: outputs and their tangents for the given primal tangents.
 std::pair<std::vector<array>, std::vector<array>> jvp(const Fun& fun, const std::vector<array>& primals,
                                                       const std::vector<array>& tangents);
