@@ -10,6 +10,7 @@ has to use the state the previous one left. With EMBER_TEST_BACKEND=mlx the
 same tests run on mlx.optimizers.
 """
 
+import io
 import math
 
 import numpy as np
@@ -787,3 +788,41 @@ def test_training_a_least_squares_model():
         first = value.item() if first is None else first
     assert value.item() < 1e-3 * first
     np.testing.assert_allclose(to_numpy(params["w"]).ravel(), [1.0, -2.0, 0.5], atol=2e-2)
+
+
+@ember_only
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
+@pytest.mark.parametrize("make", [lambda: optim.Adam(1e-2), lambda: optim.Adam(1e-2, bias_correction=True),
+                                  lambda: optim.AdamW(1e-2, bias_correction=True, weight_decay=0.01),
+                                  lambda: optim.AdamW(1e-2, weight_decay=0.1)],
+                         ids=["adam", "adam-bias-correction", "adamw-bias-correction", "adamw"])
+def test_adam_step_is_one_kernel_with_the_unfused_bits(dtype, make):
+    # Adam's per-parameter step is compiled (shapeless): one kernel per
+    # parameter, bit for bit the step written out (compile switched off)
+    dt = getattr(mx, dtype)
+    rng = np.random.default_rng(0)
+    p0 = {"w": rng.standard_normal((64, 48)), "b": rng.standard_normal(5)}
+    gs = [{k: rng.standard_normal(v.shape) for k, v in p0.items()} for _ in range(3)]
+
+    def run():
+        opt = make()
+        p = {k: mx.array(v, dtype=dt) for k, v in p0.items()}
+        for g in gs:
+            p = opt.apply_gradients({k: mx.array(v, dtype=dt) for k, v in g.items()}, p)
+        return p, opt
+    p, opt = run()
+    buf = io.StringIO()
+    mx.export_to_dot(buf, p["w"])
+    text = buf.getvalue()
+    assert text.count("Compiled[") == 3 and "Sqrt\"" not in text, text  # one per step
+    mx.eval(p, opt.state)
+    mx.disable_compile()
+    try:
+        q, opt2 = run()
+        mx.eval(q, opt2.state)
+    finally:
+        mx.enable_compile()
+    for k in p0:
+        for a, b in ((p[k], q[k]), (opt.state[k]["m"], opt2.state[k]["m"]), (opt.state[k]["v"], opt2.state[k]["v"])):
+            assert a.dtype == b.dtype == dt
+            np.testing.assert_array_equal(np.array(a.astype(mx.float32)), np.array(b.astype(mx.float32)))

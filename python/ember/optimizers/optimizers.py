@@ -421,6 +421,25 @@ class AdaDelta(Optimizer):
         return parameter - _lr(self, gradient) * delta
 
 
+def _adam_math(gradient, parameter, m, v, keep, scale_m, scale_v, b1, b2, eps):
+    """One Adam step of one parameter: (parameter, m, v) updated. keep: a
+    decay factor of the parameter (AdamW), or None; scale_v: the second
+    moment's bias correction, or None (scale_m is then the learning rate)."""
+    if keep is not None:
+        parameter = parameter * keep
+    m = b1 * m + (1 - b1) * gradient
+    v = b2 * v + (1 - b2) * mx.square(gradient)
+    if scale_v is None:
+        return parameter - scale_m * m / (mx.sqrt(v) + eps), m, v
+    return parameter - scale_m * m / (mx.sqrt(v) * scale_v + eps), m, v
+
+
+# the step as one kernel per parameter (a dozen passes over memory
+# otherwise): compiled shapeless, the betas and eps static; inside a compiled
+# training step it is inlined and fused with the rest
+_adam_fused = mx.compile(_adam_math, shapeless=True)
+
+
 class Adam(Optimizer):
     r"""Adam (Kingma and Ba, 2015).
 
@@ -458,18 +477,21 @@ class Adam(Optimizer):
         state["v"] = mx.zeros_like(parameter)
 
     def apply_single(self, gradient: mx.array, parameter: mx.array, state: Dict[str, Any]) -> mx.array:
+        return self._adam_step(gradient, parameter, state, None)
+
+    def _adam_step(self, gradient, parameter, state, keep):
+        # keep: AdamW's decay factor 1 - lr * wd (None: no decay)
         b1, b2 = self.betas
         lr = _lr(self, gradient)
-        m = b1 * state["m"] + (1 - b1) * gradient
-        v = b2 * state["v"] + (1 - b2) * mx.square(gradient)
-        state["m"] = m
-        state["v"] = v
-        if not self.bias_correction:
-            return parameter - lr * m / (mx.sqrt(v) + self.eps)
-        t = self.step
-        scale_m = (lr / (1 - b1 ** t)).astype(gradient.dtype)
-        scale_v = mx.rsqrt(1 - b2 ** t).astype(gradient.dtype)
-        return parameter - scale_m * m / (mx.sqrt(v) * scale_v + self.eps)
+        scale_m, scale_v = lr, None
+        if self.bias_correction:
+            t = self.step
+            scale_m = (lr / (1 - b1 ** t)).astype(gradient.dtype)
+            scale_v = mx.rsqrt(1 - b2 ** t).astype(gradient.dtype)
+        step = _adam_fused if isinstance(gradient, mx.array) else _adam_math
+        new, state["m"], state["v"] = step(gradient, parameter, state["m"], state["v"], keep, scale_m, scale_v,
+                                           b1, b2, self.eps)
+        return new
 
 
 class AdamW(Adam):
@@ -496,7 +518,7 @@ class AdamW(Adam):
 
     def apply_single(self, gradient: mx.array, parameter: mx.array, state: Dict[str, Any]) -> mx.array:
         lr = _lr(self, gradient)
-        return super().apply_single(gradient, parameter * (1 - lr * self.weight_decay), state)
+        return self._adam_step(gradient, parameter, state, 1 - lr * self.weight_decay)
 
 
 class Adamax(Adam):
