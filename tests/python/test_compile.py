@@ -663,7 +663,7 @@ def _gelu(x):
 @pytest.mark.parametrize("n", [16, 300])
 def test_eager_vjp_of_a_compiled_function_is_one_kernel_when_large(n):
     # Compiled's vjp fuses the backward of its group when the arrays are
-    # large (>= 2^16 values): one Compiled node, no unfused Erf/Exp; small
+    # large (>= 2^16 values, an elementwise group): one Compiled node, no unfused Erf/Exp; small
     # ones keep the unfused backward. Same values either way as the
     # uncompiled vjp, and the derivative itself against its formula.
     rng = np.random.default_rng(0)

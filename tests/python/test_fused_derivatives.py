@@ -1,6 +1,7 @@
 """Derivative rules whose graphs are fused into kernels when evaluated
-eagerly on large arrays (2^16 values and more; transforms.h's
-fuse_derivative): layer norm, RMS norm, softmax, attention and a compiled
+eagerly on large arrays (transforms.h's fuse_derivative: from 2^18 values
+for the norms and softmax, whose graphs make row programs, from 2^16 for
+elementwise ones and attention): layer norm, RMS norm, softmax, attention and a compiled
 function's backward. Each against a float64 NumPy reference at a size that
 fuses, with the fused graph checked to hold Compiled nodes, and with
 compile switched off (the graph then stays unfused, same values)."""
@@ -14,7 +15,7 @@ from conftest import ember_only, mx
 
 pytestmark = ember_only
 
-ROWS, D = 512, 256  # 2^17 values: fused
+ROWS, D = 1024, 256  # 2^18 values: fused
 
 
 def _dot(*arrays):
@@ -141,9 +142,13 @@ def test_compiled_function_vjp(mode):
     np.testing.assert_allclose(_np(dx), want, rtol=1e-4, atol=1e-5)
 
 
-def test_small_derivatives_stay_unfused():
-    x = mx.array(np.random.default_rng(6).standard_normal((8, 16)).astype(np.float32))
+@pytest.mark.parametrize("shape", [(8, 16), (512, 256)])
+def test_small_derivatives_stay_unfused(shape):
+    # below the sizes where fused kernels pay for the fusion
+    x = mx.array(np.random.default_rng(6).standard_normal(shape).astype(np.float32))
     _, (dx,) = mx.vjp(lambda x: mx.fast.layer_norm(x, None, None, 1e-5), [x], [mx.ones_like(x)])
+    assert "Compiled[" not in _dot(dx)
+    _, (dx,) = mx.vjp(lambda x: mx.softmax(x, axis=-1), [x], [mx.ones_like(x)])
     assert "Compiled[" not in _dot(dx)
 
 

@@ -180,7 +180,8 @@ std::vector<array> Compiled::pick(const std::vector<array>& primals, const std::
 }
 
 // The vjp: the derivative of the group's unfused graph, itself fused where
-// that pays (fuse_derivative: eagerly, on large arrays), so a compiled
+// that pays (fuse_derivative: eagerly, on large arrays; a row program's
+// from 2^18 values, an elementwise group's from 2^16), so a compiled
 // function's backward (nn.gelu's, say) is one kernel in eager training as
 // in a compiled step.
 std::vector<array> Compiled::vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
@@ -188,23 +189,17 @@ std::vector<array> Compiled::vjp(const std::vector<array>& primals, const std::v
   auto [outs, r] = ember::vjp(of_argnums(primals, argnums), pick(primals, argnums), cotangents);
   std::vector<array> leaves = primals;
   leaves.insert(leaves.end(), cotangents.begin(), cotangents.end());
-  return fuse_derivative(leaves, r);
+  return fuse_derivative(leaves, r, program_->rows ? kFuseRowsMin : kFuseElementwiseMin);
 }
 
 namespace {
-// The derivative fuser (transforms.h): fuse() on graphs large enough that
-// their passes over memory cost more than building their kernels (a lookup
-// in the kernel cache once built). Each pass of an elementwise op over 2^16
-// float32 values takes some 10 us; fusing a dozen nodes takes less than one
-// pass.
-constexpr int64_t kFuseDerivativeMin = int64_t(1) << 16;
-
-std::vector<array> fuse_large_eager(const std::vector<array>& inputs, const std::vector<array>& outputs) {
+// The derivative fuser (transforms.h): fuse() on large eager graphs.
+std::vector<array> fuse_large_eager(const std::vector<array>& inputs, const std::vector<array>& outputs,
+                                    int64_t min_size) {
   int64_t largest = 0;
   for (const array& a : inputs) largest = std::max<int64_t>(largest, a.size());
   for (const array& a : outputs) largest = std::max<int64_t>(largest, a.size());
-  if (largest < kFuseDerivativeMin || compiler::tracing_function() || !compiler::compile_enabled() ||
-      !compiler_available())
+  if (largest < min_size || compiler::tracing_function() || !compiler::compile_enabled() || !compiler_available())
     return outputs;
   return fuse(inputs, outputs);
 }

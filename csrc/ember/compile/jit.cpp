@@ -144,6 +144,10 @@ struct Pch {
 struct State {
   std::mutex mu;  // the memory cache and one compile at a time per process
   std::unordered_map<std::string, FusedProgram::Kernel> kernels;
+  // the same kernels by source text, per level: a lookup without hashing
+  // the compiler's identity and flags (fuse looks up every group it makes,
+  // and derivative rules fuse on every eager backward)
+  std::unordered_map<std::string, FusedProgram::Kernel> by_source[3];
   std::atomic<int64_t> memory_hits{0}, disk_hits{0}, compiles{0}, failures{0}, pch_builds{0};
   double compile_seconds = 0;
   uint64_t counter = 0;
@@ -320,16 +324,12 @@ std::string cache_dir() {
 
 bool compiler_available() { return !compiler().path.empty(); }
 
-FusedProgram::Kernel load_kernel(const std::string& source, int level) {
-  if (level < 0 || level > 2) level = 0;
+namespace {
+// load_kernel past its lookup by source: the kernel's key (a 128-bit hash of
+// the source, the prelude, the compiler, the flags and the version), the
+// memory cache by key, the disk cache, the compiler.
+FusedProgram::Kernel load_kernel_keyed(const std::string& source, int level, const Compiler& cc) {
   State& S = state();
-  const Compiler& cc = compiler();
-  if (cc.path.empty()) {
-    warn_once("no C++ compiler found ($CXX, or c++/g++/clang++ on PATH): fused kernels are off and compiled graphs "
-              "run on the ordinary kernels");
-    S.failures++;
-    return nullptr;
-  }
   static const uint64_t prelude_hash = fnv1a(kernel_prelude(), fnv1a(kSimdMathText, 1469598103934665603ull));
   std::string flags;
   for (const auto& f : common_flags()) flags += f + " ";
@@ -428,6 +428,32 @@ FusedProgram::Kernel load_kernel(const std::string& source, int level) {
   S.kernels.emplace(key, fn);
   return fn;
 }
+}  // namespace
+
+FusedProgram::Kernel load_kernel(const std::string& source, int level) {
+  if (level < 0 || level > 2) level = 0;
+  State& S = state();
+  const Compiler& cc = compiler();
+  if (cc.path.empty()) {
+    warn_once("no C++ compiler found ($CXX, or c++/g++/clang++ on PATH): fused kernels are off and compiled graphs "
+              "run on the ordinary kernels");
+    S.failures++;
+    return nullptr;
+  }
+  {
+    std::lock_guard<std::mutex> lock(S.mu);
+    if (auto it = S.by_source[level].find(source); it != S.by_source[level].end()) {
+      S.memory_hits++;
+      return it->second;
+    }
+  }
+  FusedProgram::Kernel fn = load_kernel_keyed(source, level, cc);
+  if (fn) {
+    std::lock_guard<std::mutex> lock(S.mu);
+    S.by_source[level].emplace(source, fn);
+  }
+  return fn;
+}
 
 JitStats jit_stats() {
   State& S = state();
@@ -452,6 +478,7 @@ void clear_memory_cache() {
   State& S = state();
   std::lock_guard<std::mutex> lock(S.mu);
   S.kernels.clear();
+  for (auto& m : S.by_source) m.clear();
 }
 
 }  // namespace ember::compile

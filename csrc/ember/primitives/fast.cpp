@@ -56,7 +56,7 @@ std::vector<array> RMSNorm::vjp(const std::vector<array>& primals, const std::ve
   }
   std::vector<array> from = primals;
   from.push_back(g);
-  return fuse_derivative(from, out);
+  return fuse_derivative(from, out, kFuseRowsMin);
 }
 
 std::vector<array> RMSNorm::jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
@@ -126,7 +126,7 @@ std::vector<array> LayerNorm::vjp(const std::vector<array>& primals, const std::
   }
   std::vector<array> from = primals;
   from.push_back(g);
-  return fuse_derivative(from, out);
+  return fuse_derivative(from, out, kFuseRowsMin);
 }
 
 std::vector<array> LayerNorm::jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
@@ -388,7 +388,8 @@ std::vector<array> ScaledDotProductAttention::vjp(const std::vector<array>& prim
   }
   std::vector<array> from = primals;
   from.push_back(cotangents[0]);
-  return fuse_derivative(from, out);
+  // (its row program runs over the scores, L / D times the inputs' size)
+  return fuse_derivative(from, out, kFuseElementwiseMin);
 }
 
 std::vector<array> ScaledDotProductAttention::jvp(const std::vector<array>& primals,

@@ -149,7 +149,8 @@ array softmax_pullback(const array& sm, const array& v, Stream s) {
 
 std::vector<array> Softmax::vjp(const std::vector<array>&, const std::vector<array>& cotangents,
                                 const std::vector<int>&, const std::vector<array>& outputs) {
-  return fuse_derivative({outputs[0], cotangents[0]}, {softmax_pullback(outputs[0], cotangents[0], stream())});
+  return fuse_derivative({outputs[0], cotangents[0]}, {softmax_pullback(outputs[0], cotangents[0], stream())},
+                         kFuseRowsMin);
 }
 
 std::vector<array> Softmax::jvp(const std::vector<array>&, const std::vector<array>& tangents,

@@ -122,9 +122,10 @@ std::atomic<DerivativeFuser> g_derivative_fuser{nullptr};
 
 void set_derivative_fuser(DerivativeFuser fuser) { g_derivative_fuser.store(fuser); }
 
-std::vector<array> fuse_derivative(const std::vector<array>& inputs, const std::vector<array>& outputs) {
+std::vector<array> fuse_derivative(const std::vector<array>& inputs, const std::vector<array>& outputs,
+                                   int64_t min_size) {
   DerivativeFuser f = g_derivative_fuser.load(std::memory_order_relaxed);
-  return f ? f(inputs, outputs) : outputs;
+  return f ? f(inputs, outputs, min_size) : outputs;
 }
 
 std::pair<std::vector<array>, std::vector<array>> vjp(const Fun& fun, const std::vector<array>& primals,
