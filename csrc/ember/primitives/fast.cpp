@@ -111,9 +111,13 @@ std::vector<array> LayerNorm::vjp(const std::vector<array>& primals, const std::
                                   const std::vector<int>& argnums, const std::vector<array>&) {
   Stream s = stream();
   const array& g = cotangents[0];
-  auto [xhat, r] = ln_stats(primals[0], eps_, s);
   std::vector<array> out;
   for (int a : argnums) {
+    // each cotangent from statistics of its own (fresh nodes): where they
+    // are shared, the fusion pass cannot take x's into one row program,
+    // because the weight's cotangent (a sum over the rows, outside it) also
+    // reads them
+    auto [xhat, r] = ln_stats(primals[0], eps_, s);
     if (a == 0) {
       array gw = has_weight_ ? multiply(g, primals[1], s) : g;
       array d = subtract(subtract(gw, mean_last(gw, s), s), multiply(xhat, mean_last(multiply(gw, xhat, s), s), s), s);
