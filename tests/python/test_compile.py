@@ -392,6 +392,20 @@ def test_shapeless_reductions_broadcasts_transposes():
         assert_same(f(x, b), fun(x, b))
 
 
+def test_shapeless_logsumexp_and_stop_gradient_over_shapes():
+    # logsumexp's shift goes through a stop_gradient: identities replay on new shapes
+    def fun(x):
+        return mx.logsumexp(x, axis=-1, keepdims=True), mx.stop_gradient(x) * 2
+
+    f = mx.compile(fun, shapeless=True)
+    rng = np.random.default_rng(2)
+    for shape in [(4, 6), (3, 9), (1, 2)]:
+        x = mx.array(rng.standard_normal(shape).astype(np.float32))
+        want = np.log(np.exp(np.array(x, np.float64)).sum(-1, keepdims=True))
+        np.testing.assert_allclose(np.array(f(x)[0]), want, rtol=1e-5, atol=1e-6)
+        assert_same(f(x), fun(x))
+
+
 @ember_only
 def test_shapeless_mlp_over_batch_sizes_and_rank_changes():
     rng = np.random.default_rng(2)

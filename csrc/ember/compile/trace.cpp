@@ -15,6 +15,7 @@
 #include "ember/primitives/linalg.h"
 #include "ember/primitives/reduce.h"
 #include "ember/primitives/shape.h"
+#include "ember/primitives/transform.h"
 
 namespace ember {
 
@@ -120,6 +121,9 @@ std::vector<array> reshaped_step(const Step& st, const std::vector<array>& ins, 
     return build(st.prim, {out}, st.dtypes, ins);
   }
   if (dynamic_cast<const Softmax*>(&p)) return build(st.prim, {ins[0].shape()}, st.dtypes, ins);
+  // the identities (logsumexp's shift passes through a stop_gradient)
+  if (dynamic_cast<const StopGradient*>(&p) || dynamic_cast<const Identity*>(&p))
+    return build(st.prim, {ins[0].shape()}, st.dtypes, ins);
   if (dynamic_cast<const Matmul*>(&p)) {
     // a (..., M, K) @ b (..., K, N) with equal batch dims (the op layer broadcast them at trace time)
     const Shape& a = ins[0].shape();
