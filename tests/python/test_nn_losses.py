@@ -830,3 +830,27 @@ def test_axis_out_of_range(fname):
     second = mx.array([0, 1]) if fname != "kl_div_loss" else x
     with raises(IndexError, "Invalid axis 5 for array with 2 dimensions"):
         getattr(L, fname)(x, second, axis=5)
+
+
+@pytest.mark.parametrize("axis", [-1, 1])
+def test_cross_entropy_over_shapes_and_its_gradient(axis):
+    # the log-sum-exp is compiled shapeless in Ember: one trace serves every
+    # batch size (and each axis its own); values and gradients against
+    # float64 NumPy, on sizes whose backward is fused too
+    rng = np.random.default_rng(11)
+    for batch, classes in [(600, 512), (96, 40), (7, 3)]:
+        shape = (batch, classes, 2) if axis == 1 else (batch, classes)
+        x0 = rng.standard_normal(shape).astype(np.float32) * 3
+        y0 = rng.integers(0, classes, (batch, 2) if axis == 1 else batch)
+        x, y = mx.array(x0), mx.array(y0)
+
+        def loss(x):
+            return nn.losses.cross_entropy(x, y, axis=axis, reduction="sum")
+        X = np.moveaxis(x0.astype(np.float64), axis, -1)
+        m = X.max(-1, keepdims=True)
+        lse = (m + np.log(np.exp(X - m).sum(-1, keepdims=True)))[..., 0]
+        picked = np.take_along_axis(X, (y0 if axis == -1 else y0)[..., None], -1)[..., 0]
+        np.testing.assert_allclose(np.array(loss(x)), (lse - picked).sum(), rtol=1e-5)
+        p = np.exp(X - lse[..., None])
+        np.put_along_axis(p, y0[..., None], np.take_along_axis(p, y0[..., None], -1) - 1, -1)
+        np.testing.assert_allclose(np.array(mx.grad(loss)(x)), np.moveaxis(p, -1, axis), rtol=1e-4, atol=1e-6)
