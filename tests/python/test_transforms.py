@@ -5,6 +5,7 @@ and graphs of 10^6 ops. Per-op rules are checked by test_transforms_table.py
 and the test_rules_*.py files."""
 
 import gc
+import io
 import threading
 from collections import namedtuple
 
@@ -798,3 +799,29 @@ def test_transforms_in_threads():
         t.join()
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-5)
+
+
+@ember_only
+def test_gather_cotangent_folds_into_the_other_cotangents():
+    # x's cotangent from a gather (a scatter into zeros) plus another one is
+    # one scatter into that other one: no array of zeros of x's size in the
+    # gradient's graph, whichever cotangent the backward walk meets first;
+    # repeated indices accumulate (values against NumPy in float64)
+    rng = np.random.default_rng(3)
+    x0 = rng.standard_normal((6, 5))
+    rows = np.array([4, 1, 4, 0, 4])
+    w0 = rng.standard_normal((6, 5))
+    x, w = mx.array(x0), mx.array(w0)
+    idx = mx.array(rows)
+    cols = mx.array(np.array([1, 4, 0, 2, 3, 4])[:, None])
+    for f in (lambda x: mx.sum(x[idx] * 3) + mx.sum(x * w),
+              lambda x: mx.sum(x * w) + mx.sum(mx.take(x, idx, axis=0) * 3),
+              lambda x: mx.sum(mx.logsumexp(x, axis=-1) - mx.take_along_axis(x, cols, -1)[:, 0])):
+        g = mx.grad(f)(x)
+        buf = io.StringIO()
+        mx.export_to_dot(buf, g)
+        assert 'label="Full"' not in buf.getvalue(), buf.getvalue()
+    g = mx.grad(lambda x: mx.sum(x[idx] * 3) + mx.sum(x * w))(x)
+    want = w0.copy()
+    np.add.at(want, rows, 3.0)
+    np.testing.assert_allclose(np.array(g), want, rtol=1e-6)

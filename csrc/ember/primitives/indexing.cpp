@@ -31,6 +31,7 @@
 #include <numeric>
 
 #include "ember/ops.h"
+#include "ember/primitives/shape.h"
 #include "ember/transforms/transforms.h"
 
 namespace ember {
@@ -194,6 +195,34 @@ std::pair<std::vector<array>, std::vector<int>> Gather::vmap(const std::vector<a
 }
 
 // ---- Scatter ----
+
+namespace {
+// An unevaluated array of zeros (a Full of an all-zero scalar).
+bool known_zeros(const array& a) {
+  if (a.is_evaluated() || !a.has_primitive()) return false;
+  const Node& n = *a.desc()->node;
+  if (!dynamic_cast<const Full*>(n.prim.get()) || n.inputs.size() != 1) return false;
+  const array& v = n.inputs[0];
+  if (!v.is_evaluated() || v.size() != 1 || !v.buffer()) return false;
+  const char* b = static_cast<const char*>(v.raw_data());
+  for (int i = 0; i < v.itemsize(); ++i)
+    if (b[i] != 0) return false;
+  return true;
+}
+}  // namespace
+
+// zeros.at[idx].add(u) + other is other.at[idx].add(u): a gather's cotangent
+// (a scatter into zeros) summed with its source's other cotangents (a cross
+// entropy's picked logits beside its logsumexp, tied embeddings) is one
+// scatter into that sum, not an array of zeros, a scatter and an add over
+// the whole source.
+std::optional<array> Scatter::sum_with(const array& mine, const array& other) const {
+  if (kind_ != ScatterKind::Add || mine.shape() != other.shape() || mine.dtype() != other.dtype()) return std::nullopt;
+  const Node& n = *mine.desc()->node;
+  if (n.inputs.size() < 2 || !known_zeros(n.inputs[0])) return std::nullopt;
+  std::vector<array> idx(n.inputs.begin() + 1, n.inputs.end() - 1);
+  return scatter(other, view_, idx, n.inputs.back(), axes_, ScatterKind::Add, stream());
+}
 
 std::vector<array> Scatter::vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
                                 const std::vector<int>& argnums, const std::vector<array>& outputs) {

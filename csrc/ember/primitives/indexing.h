@@ -6,6 +6,8 @@
 // rules are in primitives/indexing.cpp.
 #pragma once
 
+#include <optional>
+
 #include "ember/primitive.h"
 
 namespace ember {
@@ -64,6 +66,7 @@ class Scatter final : public Primitive {
   const IndexView& view() const { return view_; }
   const std::vector<int>& axes() const { return axes_; }
   ScatterKind kind() const { return kind_; }
+  std::optional<array> sum_with(const array& mine, const array& other) const override;
 
  private:
   IndexView view_;

@@ -71,14 +71,20 @@ std::vector<array> tracer_copies(const std::vector<array>& primals) {
   return out;
 }
 
+// a's primitive's cheaper graph for a + b, if it offers one
+std::optional<array> cheaper_sum(const array& a, const array& b) {
+  if (a.is_evaluated() || !a.has_primitive()) return std::nullopt;
+  return a.primitive().sum_with(a, b);
+}
+
 void accumulate(DescMap& m, const array& key, const array& v) {
   auto it = m.find(key.desc().get());
   if (it == m.end()) {
     m.emplace(key.desc().get(), v);
-  } else if (auto merged = it->second.is_evaluated() || !it->second.has_primitive()
-                                 ? std::nullopt
-                                 : it->second.primitive().sum_with(it->second, v)) {
+  } else if (auto merged = cheaper_sum(it->second, v)) {
     it->second = *merged;
+  } else if (auto swapped = cheaper_sum(v, it->second)) {  // whichever came first
+    it->second = *swapped;
   } else {
     it->second = add(it->second, v);
   }
