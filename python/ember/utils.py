@@ -11,6 +11,7 @@ class a node (JAX's convention: ``flatten(obj) -> (children, aux)`` and
 transform (grad, vmap, ...) then walks into it like into a list.
 """
 
+import functools
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union, overload
 
 from . import core as _core
@@ -28,6 +29,23 @@ __all__ = [
 # class -> (flatten_fn, unflatten_fn), read by the one pytree walker in the
 # core (core._tree_children below, and mx.eval / mx.async_eval)
 _registry: Dict[type, Tuple[Callable, Callable]] = _core._pytree_registry
+
+
+def _compiled_on_arrays(fn: Callable) -> Callable:
+    """``fn`` compiled with ``shapeless=True`` when its first argument is an
+    array (its other non-array arguments static), else ``fn`` as it is (a
+    Python number, a NumPy array): the fused helpers of ``nn`` (activations,
+    cross entropy's logsumexp) and ``optimizers`` (Adam's step), as MLX
+    compiles its activations. Inside an enclosing compiled function it is
+    inlined and fused with its neighbours."""
+    compiled = _core.compile(fn, shapeless=True)
+
+    @functools.wraps(fn)
+    def call(x, *args, **kwargs):
+        if isinstance(x, _core.array):
+            return compiled(x, *args, **kwargs)
+        return fn(x, *args, **kwargs)
+    return call
 
 
 def register_pytree_node(cls: type, flatten_fn: Callable, unflatten_fn: Callable) -> None:

@@ -187,9 +187,7 @@ std::vector<array> Compiled::pick(const std::vector<array>& primals, const std::
 std::vector<array> Compiled::vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
                                  const std::vector<int>& argnums, const std::vector<array>&) {
   auto [outs, r] = ember::vjp(of_argnums(primals, argnums), pick(primals, argnums), cotangents);
-  std::vector<array> leaves = primals;
-  leaves.insert(leaves.end(), cotangents.begin(), cotangents.end());
-  return fuse_derivative(leaves, r, program_->rows ? kFuseRowsMin : kFuseElementwiseMin);
+  return fuse_derivative(primals, cotangents, r, program_->rows ? kFuseRowsMin : kFuseElementwiseMin);
 }
 
 namespace {

@@ -32,6 +32,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -143,11 +144,11 @@ struct Pch {
 
 struct State {
   std::mutex mu;  // the memory cache and one compile at a time per process
-  std::unordered_map<std::string, FusedProgram::Kernel> kernels;
-  // the same kernels by source text, per level: a lookup without hashing
-  // the compiler's identity and flags (fuse looks up every group it makes,
-  // and derivative rules fuse on every eager backward)
-  std::unordered_map<std::string, FusedProgram::Kernel> by_source[3];
+  // loaded kernels (null: the compiler failed, not retried) by source text,
+  // per level: within a process the compiler, flags and version are fixed,
+  // so no hash is needed to look one up (fuse looks up every group it
+  // makes, and derivative rules fuse on every eager backward)
+  std::unordered_map<std::string, FusedProgram::Kernel> kernels[3];
   std::atomic<int64_t> memory_hits{0}, disk_hits{0}, compiles{0}, failures{0}, pch_builds{0};
   double compile_seconds = 0;
   uint64_t counter = 0;
@@ -325,10 +326,12 @@ std::string cache_dir() {
 bool compiler_available() { return !compiler().path.empty(); }
 
 namespace {
-// load_kernel past its lookup by source: the kernel's key (a 128-bit hash of
-// the source, the prelude, the compiler, the flags and the version), the
-// memory cache by key, the disk cache, the compiler.
-FusedProgram::Kernel load_kernel_keyed(const std::string& source, int level, const Compiler& cc) {
+// load_kernel past its memory cache (the caller holds S.mu): the kernel's
+// key (a 128-bit hash of the source, the prelude, the compiler, the flags
+// and the version) names its file in the disk cache, else the compiler
+// builds it. Nothing when the cache folder cannot be made (not remembered:
+// it may be made later); null when the compiler fails.
+std::optional<FusedProgram::Kernel> load_or_compile(const std::string& source, int level, const Compiler& cc) {
   State& S = state();
   static const uint64_t prelude_hash = fnv1a(kernel_prelude(), fnv1a(kSimdMathText, 1469598103934665603ull));
   std::string flags;
@@ -340,25 +343,19 @@ FusedProgram::Kernel load_kernel_keyed(const std::string& source, int level, con
   uint64_t h1 = fnv1a(source, fnv1a(meta, prelude_hash));
   uint64_t h2 = fnv1a(source, fnv1a(meta, prelude_hash ^ 0x9e3779b97f4a7c15ull) * 31 + 7);
   const std::string key = hex(h1) + hex(h2);
-  std::lock_guard<std::mutex> lock(S.mu);
-  if (auto it = S.kernels.find(key); it != S.kernels.end()) {
-    S.memory_hits++;
-    return it->second;
-  }
   const std::string dir = cache_dir();
   const std::string so = dir + "/" + key + ".so";
   struct stat st;
   if (::stat(so.c_str(), &st) == 0) {
     if (auto fn = open_kernel(so)) {
       S.disk_hits++;
-      S.kernels.emplace(key, fn);
       return fn;
     }
   }
   if (!make_dirs(dir)) {
     warn_once("cannot create the kernel cache folder " + dir + ": compiled graphs run on the ordinary kernels");
     S.failures++;
-    return nullptr;
+    return std::nullopt;
   }
   // a name no other writer uses: pid, a counter and the clock (processes of
   // other PID namespaces may share the folder)
@@ -419,13 +416,11 @@ FusedProgram::Kernel load_kernel_keyed(const std::string& source, int level, con
               ".log): that group runs on the ordinary kernels");
     S.failures++;
     ::unlink((tmp + ".so").c_str());
-    S.kernels.emplace(key, nullptr);  // not retried in this process
     return nullptr;
   }
   S.compiles++;
   ::unlink((tmp + ".cpp").c_str());
   ::unlink((tmp + ".log").c_str());
-  S.kernels.emplace(key, fn);
   return fn;
 }
 }  // namespace
@@ -440,19 +435,16 @@ FusedProgram::Kernel load_kernel(const std::string& source, int level) {
     S.failures++;
     return nullptr;
   }
-  {
-    std::lock_guard<std::mutex> lock(S.mu);
-    if (auto it = S.by_source[level].find(source); it != S.by_source[level].end()) {
-      S.memory_hits++;
-      return it->second;
-    }
+  std::lock_guard<std::mutex> lock(S.mu);
+  auto& loaded = S.kernels[level];
+  if (auto it = loaded.find(source); it != loaded.end()) {
+    S.memory_hits++;
+    return it->second;
   }
-  FusedProgram::Kernel fn = load_kernel_keyed(source, level, cc);
-  if (fn) {
-    std::lock_guard<std::mutex> lock(S.mu);
-    S.by_source[level].emplace(source, fn);
-  }
-  return fn;
+  std::optional<FusedProgram::Kernel> fn = load_or_compile(source, level, cc);
+  if (!fn) return nullptr;
+  loaded.emplace(source, *fn);
+  return *fn;
 }
 
 JitStats jit_stats() {
@@ -477,8 +469,7 @@ void wait_pch() {
 void clear_memory_cache() {
   State& S = state();
   std::lock_guard<std::mutex> lock(S.mu);
-  S.kernels.clear();
-  for (auto& m : S.by_source) m.clear();
+  for (auto& m : S.kernels) m.clear();
 }
 
 }  // namespace ember::compile

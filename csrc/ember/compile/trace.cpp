@@ -191,14 +191,13 @@ bool is_placeholder(const array& a) {
 
 namespace {
 thread_local int t_function_traces = 0;
-}
+std::atomic<bool> g_compile_enabled{true};
+}  // namespace
+
 FunctionTrace::FunctionTrace() { ++t_function_traces; }
 FunctionTrace::~FunctionTrace() { --t_function_traces; }
 bool tracing_function() { return t_function_traces > 0; }
 
-namespace {
-std::atomic<bool> g_compile_enabled{true};
-}
 void set_compile_enabled(bool on) { g_compile_enabled.store(on); }
 bool compile_enabled() { return g_compile_enabled.load(std::memory_order_relaxed); }
 

@@ -43,9 +43,10 @@ std::vector<array> RMSNorm::vjp(const std::vector<array>& primals, const std::ve
   const array& x = primals[0];
   const array& g = cotangents[0];
   const Dtype t = x.dtype();
-  array r = rsqrt(add(mean_last(square(x, s), s), scalar(eps_, t), s), s);
   std::vector<array> out;
   for (int a : argnums) {
+    // each cotangent from statistics of its own, as LayerNorm's (below)
+    array r = rsqrt(add(mean_last(square(x, s), s), scalar(eps_, t), s), s);
     if (a == 0) {
       array gw = has_weight_ ? multiply(g, primals[1], s) : g;
       array c = mean_last(multiply(gw, x, s), s);
@@ -54,9 +55,7 @@ std::vector<array> RMSNorm::vjp(const std::vector<array>& primals, const std::ve
       out.push_back(sum_rows(multiply(g, multiply(x, r, s), s), s));
     }
   }
-  std::vector<array> from = primals;
-  from.push_back(g);
-  return fuse_derivative(from, out, kFuseRowsMin);
+  return fuse_derivative(primals, cotangents, out, kFuseRowsMin);
 }
 
 std::vector<array> RMSNorm::jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
@@ -117,20 +116,18 @@ std::vector<array> LayerNorm::vjp(const std::vector<array>& primals, const std::
     // are shared, the fusion pass cannot take x's into one row program,
     // because the weight's cotangent (a sum over the rows, outside it) also
     // reads them
-    auto [xhat, r] = ln_stats(primals[0], eps_, s);
     if (a == 0) {
+      auto [xhat, r] = ln_stats(primals[0], eps_, s);
       array gw = has_weight_ ? multiply(g, primals[1], s) : g;
       array d = subtract(subtract(gw, mean_last(gw, s), s), multiply(xhat, mean_last(multiply(gw, xhat, s), s), s), s);
       out.push_back(multiply(r, d, s));
     } else if (a == 1 && has_weight_) {
-      out.push_back(sum_rows(multiply(g, xhat, s), s));
+      out.push_back(sum_rows(multiply(g, ln_stats(primals[0], eps_, s).first, s), s));
     } else {
       out.push_back(sum_rows(g, s));
     }
   }
-  std::vector<array> from = primals;
-  from.push_back(g);
-  return fuse_derivative(from, out, kFuseRowsMin);
+  return fuse_derivative(primals, cotangents, out, kFuseRowsMin);
 }
 
 std::vector<array> LayerNorm::jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
@@ -390,10 +387,8 @@ std::vector<array> ScaledDotProductAttention::vjp(const std::vector<array>& prim
       out.push_back(reshape(sum(dsk, std::vector<int>{0, 3, 4}, false, s), Shape{a.Hq}, s));
     }
   }
-  std::vector<array> from = primals;
-  from.push_back(cotangents[0]);
   // (its row program runs over the scores, L / D times the inputs' size)
-  return fuse_derivative(from, out, kFuseElementwiseMin);
+  return fuse_derivative(primals, cotangents, out, kFuseElementwiseMin);
 }
 
 std::vector<array> ScaledDotProductAttention::jvp(const std::vector<array>& primals,

@@ -196,21 +196,6 @@ std::pair<std::vector<array>, std::vector<int>> Gather::vmap(const std::vector<a
 
 // ---- Scatter ----
 
-namespace {
-// An unevaluated array of zeros (a Full of an all-zero scalar).
-bool known_zeros(const array& a) {
-  if (a.is_evaluated() || !a.has_primitive()) return false;
-  const Node& n = *a.desc()->node;
-  if (!dynamic_cast<const Full*>(n.prim.get()) || n.inputs.size() != 1) return false;
-  const array& v = n.inputs[0];
-  if (!v.is_evaluated() || v.size() != 1 || !v.buffer()) return false;
-  const char* b = static_cast<const char*>(v.raw_data());
-  for (int i = 0; i < v.itemsize(); ++i)
-    if (b[i] != 0) return false;
-  return true;
-}
-}  // namespace
-
 // zeros.at[idx].add(u) + other is other.at[idx].add(u): a gather's cotangent
 // (a scatter into zeros) summed with its source's other cotangents (a cross
 // entropy's picked logits beside its logsumexp, tied embeddings) is one

@@ -149,8 +149,7 @@ array softmax_pullback(const array& sm, const array& v, Stream s) {
 
 std::vector<array> Softmax::vjp(const std::vector<array>&, const std::vector<array>& cotangents,
                                 const std::vector<int>&, const std::vector<array>& outputs) {
-  return fuse_derivative({outputs[0], cotangents[0]}, {softmax_pullback(outputs[0], cotangents[0], stream())},
-                         kFuseRowsMin);
+  return fuse_derivative(outputs, cotangents, {softmax_pullback(outputs[0], cotangents[0], stream())}, kFuseRowsMin);
 }
 
 std::vector<array> Softmax::jvp(const std::vector<array>&, const std::vector<array>& tangents,

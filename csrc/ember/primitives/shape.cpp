@@ -360,15 +360,25 @@ std::pair<const array*, const Pad*> zero_padded(const array& a) {
   const Node& n = *a.desc()->node;
   const auto* p = dynamic_cast<const Pad*>(n.prim.get());
   if (!p || n.inputs.size() != 2) return {nullptr, nullptr};
-  const array& v = n.inputs[1];
-  if (!v.is_evaluated() || v.size() != 1 || !v.buffer()) return {nullptr, nullptr};
-  const char* b = static_cast<const char*>(v.raw_data());
-  for (int i = 0; i < v.itemsize(); ++i)
-    if (b[i] != 0) return {nullptr, nullptr};
+  if (!zero_bits(n.inputs[1])) return {nullptr, nullptr};
   return {&n.inputs[0], p};
 }
 
 }  // namespace
+
+bool zero_bits(const array& v) {
+  if (!v.is_evaluated() || v.size() != 1 || !v.buffer()) return false;
+  const char* b = static_cast<const char*>(v.raw_data());
+  for (int i = 0; i < v.itemsize(); ++i)
+    if (b[i] != 0) return false;
+  return true;
+}
+
+bool known_zeros(const array& a) {
+  if (a.is_evaluated() || !a.has_primitive()) return false;
+  const Node& n = *a.desc()->node;
+  return dynamic_cast<const Full*>(n.prim.get()) && n.inputs.size() == 1 && zero_bits(n.inputs[0]);
+}
 
 // Two blocks side by side along one axis in zeros (their other dims placed
 // alike) sum to one Pad of their concatenation, not two padded arrays and an

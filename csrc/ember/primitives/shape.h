@@ -118,6 +118,13 @@ class Contiguous final : public Primitive {
 };
 
 // Materializes input 0 broadcast to the output shape and dtype (full, zeros...).
+// `a` is an unevaluated Full of zeros (its fill value an evaluated
+// one-element array whose bits are all zero): what zeros_like builds, which
+// rules that sum cotangents may skip.
+bool known_zeros(const array& a);
+// An evaluated one-element array whose bits are all zero (+0, not -0.0).
+bool zero_bits(const array& v);
+
 class Full final : public Primitive {
  public:
   Full(Stream s, Shape shape, Dtype dtype) : Primitive(s), shape_(std::move(shape)), dtype_(dtype) {}

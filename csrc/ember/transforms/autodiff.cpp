@@ -128,10 +128,13 @@ std::atomic<DerivativeFuser> g_derivative_fuser{nullptr};
 
 void set_derivative_fuser(DerivativeFuser fuser) { g_derivative_fuser.store(fuser); }
 
-std::vector<array> fuse_derivative(const std::vector<array>& inputs, const std::vector<array>& outputs,
-                                   int64_t min_size) {
+std::vector<array> fuse_derivative(const std::vector<array>& from, const std::vector<array>& cotangents,
+                                   const std::vector<array>& results, int64_t min_size) {
   DerivativeFuser f = g_derivative_fuser.load(std::memory_order_relaxed);
-  return f ? f(inputs, outputs, min_size) : outputs;
+  if (!f) return results;
+  std::vector<array> inputs = from;
+  inputs.insert(inputs.end(), cotangents.begin(), cotangents.end());
+  return f(inputs, results, min_size);
 }
 
 std::pair<std::vector<array>, std::vector<array>> vjp(const Fun& fun, const std::vector<array>& primals,

@@ -23,20 +23,22 @@ namespace ember {
 std::pair<std::vector<array>, std::vector<array>> vjp(const Fun& fun, const std::vector<array>& primals,
                                                       const std::vector<array>& cotangents);
 // A derivative rule's graph of ordinary ops (a layer norm's backward, a
-// compiled function's), from `inputs` (what it starts from: primals and
-// cotangents) to `outputs`, with its elementwise work and last-axis
-// reductions fused into kernels where that pays: the compile layer is linked
-// and can build kernels, the graph is eager (not one that compile or export
-// traces, whose pipeline fuses it whole) and large. Else `outputs` as they
-// are. Same values either way. Large: an input or output of `min_size`
-// values or more, where the fused kernels have paid for the fusion itself
-// (a walk, code generation and a kernel lookup, some 40 us): elementwise
-// graphs from 2^16 values, graphs whose reductions make row programs (norms,
-// softmax) from 2^18 (measured, Intel Xeon, 2026-12-07).
+// compiled function's), from what it starts from (`from`, the primals or
+// outputs it reads, and its `cotangents`) to `results`, with its
+// elementwise work and last-axis reductions fused into kernels where that
+// pays: the compile layer is linked and can build kernels, the graph is
+// eager (not one that compile or export traces, whose pipeline fuses it
+// whole) and large. Else `results` as they are. Same values either way.
+// Large: an array of `min_size` values or more among them all, where the
+// fused kernels have paid for the fusion itself (a walk, code generation
+// and a kernel lookup, some 40 us): elementwise graphs from 2^16 values,
+// graphs whose reductions make row programs (norms, softmax) from 2^18
+// (measured, Intel Xeon, 2026-12-07).
 constexpr int64_t kFuseElementwiseMin = int64_t(1) << 16, kFuseRowsMin = int64_t(1) << 18;
-std::vector<array> fuse_derivative(const std::vector<array>& inputs, const std::vector<array>& outputs,
-                                   int64_t min_size);
-// The compile layer's fuser (compile/fuse.cpp registers it at start-up).
+std::vector<array> fuse_derivative(const std::vector<array>& from, const std::vector<array>& cotangents,
+                                   const std::vector<array>& results, int64_t min_size);
+// The compile layer's fuser (compile/fuse.cpp registers it at start-up): the
+// graph between `inputs` and `outputs`.
 using DerivativeFuser = std::vector<array> (*)(const std::vector<array>& inputs, const std::vector<array>& outputs,
                                                int64_t min_size);
 void set_derivative_fuser(DerivativeFuser fuser);

@@ -13,7 +13,7 @@ import math
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from .. import core as mx
-from ..utils import tree_flatten, tree_map
+from ..utils import _compiled_on_arrays, tree_flatten, tree_map
 
 __all__ = [
     "Optimizer", "MultiOptimizer", "SGD", "RMSprop", "Adagrad", "AdaDelta", "Adam", "AdamW",
@@ -437,7 +437,7 @@ def _adam_math(gradient, parameter, m, v, keep, scale_m, scale_v, b1, b2, eps):
 # the step as one kernel per parameter (a dozen passes over memory
 # otherwise): compiled shapeless, the betas and eps static; inside a compiled
 # training step it is inlined and fused with the rest
-_adam_fused = mx.compile(_adam_math, shapeless=True)
+_adam_fused = _compiled_on_arrays(_adam_math)
 
 
 class Adam(Optimizer):
@@ -488,9 +488,8 @@ class Adam(Optimizer):
             t = self.step
             scale_m = (lr / (1 - b1 ** t)).astype(gradient.dtype)
             scale_v = mx.rsqrt(1 - b2 ** t).astype(gradient.dtype)
-        step = _adam_fused if isinstance(gradient, mx.array) else _adam_math
-        new, state["m"], state["v"] = step(gradient, parameter, state["m"], state["v"], keep, scale_m, scale_v,
-                                           b1, b2, self.eps)
+        new, state["m"], state["v"] = _adam_fused(gradient, parameter, state["m"], state["v"], keep, scale_m, scale_v,
+                                                  b1, b2, self.eps)
         return new
 
 

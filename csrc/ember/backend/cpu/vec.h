@@ -194,8 +194,8 @@ inline void amx_configure(int n, int rows, int colsb) {
 
 // n float16 values widened to float32, and float32 values rounded to
 // float16: F16C's VCVTPH2PS / VCVTPS2PH (to nearest even) at the AVX2 and
-// AVX-512 levels, float16_t's own conversions (dtype.h; the same bits, NaNs
-// included) at the baseline and for the tail. The elementwise loops and
+// AVX-512 levels, float16_t's own conversions (half_bits.h; the same bits,
+// NaNs included) at the baseline and for the tail. The elementwise loops and
 // reductions pass float16 through these in pieces on the stack.
 inline void widen_f16(const float16_t* x, float* o, int64_t n) {
   int64_t i = 0;

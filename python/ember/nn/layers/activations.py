@@ -2,18 +2,18 @@
 
 The functions are compositions of ``ember.core`` ops; scalar constants are
 Python numbers, so they take the input's dtype (float16 in, float16 out).
-Those of several elementwise ops are compiled (shapeless), as MLX compiles
-its activations: one fused kernel forward and, for large arrays, one
+Those of several elementwise ops are compiled (shapeless, by
+``utils._compiled_on_arrays``), as MLX compiles its activations: one fused kernel forward and, for large arrays, one
 backward (the Compiled primitive's vjp); inside a compiled function their
 ops fuse with their neighbours.
 """
 
-import functools
 import math
-from typing import Any, Callable
+from typing import Any
 
 from ember import core as mx
 from ember.nn.layers.base import Module
+from ember.utils import _compiled_on_arrays
 
 _SQRT_2 = math.sqrt(2.0)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -21,18 +21,6 @@ _SELU_ALPHA = 1.67326
 _SELU_SCALE = 1.0507
 
 
-def _fused(fn: Callable) -> Callable:
-    """``fn`` compiled with ``shapeless=True`` for array inputs (float
-    parameters are static arguments); anything else (a Python number, a
-    NumPy array) goes through ``fn`` as it is."""
-    compiled = mx.compile(fn, shapeless=True)
-
-    @functools.wraps(fn)
-    def activation(x, *args, **kwargs):
-        if isinstance(x, mx.array):
-            return compiled(x, *args, **kwargs)
-        return fn(x, *args, **kwargs)
-    return activation
 
 
 def sigmoid(x: mx.array) -> mx.array:
@@ -50,19 +38,19 @@ def relu(x: mx.array) -> mx.array:
     return mx.maximum(x, 0)
 
 
-@_fused
+@_compiled_on_arrays
 def relu6(x: mx.array) -> mx.array:
     r"""ReLU capped at 6: :math:`\min(\max(x, 0), 6)`."""
     return mx.minimum(mx.maximum(x, 0), 6.0)
 
 
-@_fused
+@_compiled_on_arrays
 def relu2(x: mx.array) -> mx.array:
     r"""Squared ReLU: :math:`\max(x, 0)^2`."""
     return mx.square(mx.maximum(x, 0))
 
 
-@_fused
+@_compiled_on_arrays
 def leaky_relu(x: mx.array, negative_slope: float = 0.01) -> mx.array:
     r"""Leaky ReLU: :math:`\max(x, s x)` with ``s = negative_slope``."""
     return mx.maximum(negative_slope * x, x)
@@ -73,54 +61,54 @@ def softplus(x: mx.array) -> mx.array:
     return mx.logaddexp(x, 0)
 
 
-@_fused
+@_compiled_on_arrays
 def log_sigmoid(x: mx.array) -> mx.array:
     r""":math:`\log(\sigma(x)) = -\mathrm{softplus}(-x)`."""
     return -softplus(-x)
 
 
-@_fused
+@_compiled_on_arrays
 def elu(x: mx.array, alpha: float = 1.0) -> mx.array:
     r"""Exponential linear unit: ``x`` for ``x > 0``, else
     :math:`\alpha (e^x - 1)`."""
     return mx.where(x > 0, x, alpha * mx.expm1(x))
 
 
-@_fused
+@_compiled_on_arrays
 def celu(x: mx.array, alpha: float = 1.0) -> mx.array:
     r"""Continuously differentiable ELU:
     :math:`\max(0, x) + \alpha (e^{\min(0, x) / \alpha} - 1)`."""
     return mx.maximum(x, 0.0) + alpha * mx.expm1(mx.minimum(x, 0.0) / alpha)
 
 
-@_fused
+@_compiled_on_arrays
 def selu(x: mx.array) -> mx.array:
     r"""Scaled ELU with the self-normalising constants
     :math:`\lambda \approx 1.0507`, :math:`\alpha \approx 1.6733`."""
     return _SELU_SCALE * elu(x, _SELU_ALPHA)
 
 
-@_fused
+@_compiled_on_arrays
 def silu(x: mx.array) -> mx.array:
     r"""Sigmoid linear unit (swish): :math:`x \sigma(x)`."""
     return x * mx.sigmoid(x)
 
 
-@_fused
+@_compiled_on_arrays
 def gelu(x: mx.array) -> mx.array:
     r"""Gaussian error linear unit, exact: :math:`x \Phi(x)` with the
     standard normal CDF :math:`\Phi(x) = (1 + \mathrm{erf}(x/\sqrt 2))/2`."""
     return x * (1 + mx.erf(x / _SQRT_2)) / 2
 
 
-@_fused
+@_compiled_on_arrays
 def gelu_approx(x: mx.array) -> mx.array:
     r"""GELU with the tanh approximation:
     :math:`x (1 + \tanh(\sqrt{2/\pi} (x + 0.044715 x^3))) / 2`."""
     return 0.5 * x * (1 + mx.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x ** 3)))
 
 
-@_fused
+@_compiled_on_arrays
 def gelu_fast_approx(x: mx.array) -> mx.array:
     r"""GELU with the sigmoid approximation: :math:`x \sigma(1.702 x)`."""
     return x * mx.sigmoid(1.702 * x)
@@ -143,38 +131,38 @@ def prelu(x: mx.array, alpha: mx.array) -> mx.array:
     return mx.maximum(0, x) + alpha * mx.minimum(0, x)
 
 
-@_fused
+@_compiled_on_arrays
 def mish(x: mx.array) -> mx.array:
     r"""Mish: :math:`x \tanh(\mathrm{softplus}(x))`."""
     return x * mx.tanh(softplus(x))
 
 
-@_fused
+@_compiled_on_arrays
 def hardswish(x: mx.array) -> mx.array:
     r"""Hard swish: :math:`x \min(\max(x + 3, 0), 6) / 6`."""
     return x * mx.minimum(mx.maximum(x + 3, 0), 6) / 6
 
 
-@_fused
+@_compiled_on_arrays
 def hard_tanh(x: mx.array, min_val: float = -1.0, max_val: float = 1.0) -> mx.array:
     """``x`` clipped to ``[min_val, max_val]``."""
     return mx.minimum(mx.maximum(x, min_val), max_val)
 
 
-@_fused
+@_compiled_on_arrays
 def hard_shrink(x: mx.array, lambd: float = 0.5) -> mx.array:
     r"""``x`` where :math:`|x| > \lambda`, else 0."""
     return mx.where(mx.abs(x) > lambd, x, 0)
 
 
-@_fused
+@_compiled_on_arrays
 def softshrink(x: mx.array, lambd: float = 0.5) -> mx.array:
     r"""Soft shrinkage: :math:`x - \lambda\,\mathrm{sign}(x)` where
     :math:`|x| > \lambda`, else 0."""
     return mx.where(mx.abs(x) > lambd, x - mx.sign(x) * lambd, 0)
 
 
-@_fused
+@_compiled_on_arrays
 def softsign(x: mx.array) -> mx.array:
     r""":math:`x / (1 + |x|)`."""
     return mx.divide(x, 1 + mx.abs(x))
