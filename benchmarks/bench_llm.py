@@ -17,13 +17,16 @@ round-by-round ratios printed: the VM's memory bandwidth drifts by 15-20%
 within minutes, and a decode token reads every weight once.
 
 - Ember and MLX: mlx-lm 0.32's ``llama.py`` unchanged, ``nn.quantize(model,
-  64, 4)``, a ``make_prompt_cache`` KV cache, and the loop of mlx-lm's
-  ``generate_step`` (its module needs ``transformers``, not installed here):
-  prefill (the prompt but its last token into the cache, evaluating only the
-  cache, then the last token's step), then each step builds the next token's
-  graph and ``async_eval``s it before reading the current token. MLX is ~1
-  token/s on a CPU, so it runs ``--mlx-prompt`` (32) and ``--mlx-gen`` (4)
-  tokens, one round.
+  64, 4)``, a ``make_prompt_cache`` KV cache, and mlx-lm's own generation
+  function, ``mlx_lm.generate.generate_step`` (greedy): prefill is the time
+  to its first token, decode the time of the ``--gen`` tokens after it. Its
+  module imports ``transformers`` (``pip install transformers``); without
+  it the script runs the same loop written out here and says so: prefill
+  (the prompt but its last token into the cache, evaluating only the cache,
+  then the last token's step), then each step builds the next token's graph
+  and ``async_eval``s it before reading the current token. MLX is ~1 token/s
+  on a CPU, so it runs ``--mlx-prompt`` (32) and ``--mlx-gen`` (4) tokens,
+  one round.
 - llama.cpp: a GGUF file (architecture ``llama``, Q4_0 for every matrix and
   the embedding, float32 norms; a placeholder vocabulary with the 256 byte
   tokens) written with the ``gguf`` package's writer and Q4_0 quantizer into
@@ -121,7 +124,26 @@ def mlx_lm_worker(backend, prompt_len, gen):
         logits = model(y, cache=cache)
         return mx.argmax(logits[:, -1, :], axis=-1)
 
+    try:
+        from mlx_lm.generate import generate_step
+    except ImportError:  # its module needs transformers
+        generate_step = None
+
+    def one_round_mlx_lm():
+        # mlx-lm's own loop: the first token ends the prefill
+        cache = make_prompt_cache(model)
+        t0 = time.perf_counter()
+        out, t1 = [], None
+        for tok, _ in generate_step(prompt[0], model, max_tokens=gen + 1, prompt_cache=cache):
+            if t1 is None:
+                t1 = time.perf_counter()
+            out.append(int(tok))
+        t2 = time.perf_counter()
+        return prompt_len / (t1 - t0), gen / (t2 - t1), out[:gen]
+
     def one_round():
+        if generate_step is not None:
+            return one_round_mlx_lm()
         cache = make_prompt_cache(model)
         t0 = time.perf_counter()
         # generate_step's prefill: all but the last prompt token fill the
@@ -143,7 +165,8 @@ def mlx_lm_worker(backend, prompt_len, gen):
         t2 = time.perf_counter()
         return prompt_len / (t1 - t0), gen / (t2 - t1), out
 
-    return dict(weight_bytes=int(nbytes), load_s=t_load, prompt=prompt_len, gen=gen), one_round
+    return dict(weight_bytes=int(nbytes), load_s=t_load, prompt=prompt_len, gen=gen,
+                loop="mlx_lm.generate.generate_step" if generate_step else "generate_step's loop, written out"), one_round
 
 
 # --------------------------------------------------------------------------
@@ -370,6 +393,8 @@ def main():
         print(f"  {name}: prefill {r['prefill_tps']:.1f} tok/s, decode {r['decode_tps']:.1f} tok/s "
               f"(all rounds: {[round(v, 1) for v in r['prefill_all']]}, {[round(v, 1) for v in r['decode_all']]})",
               flush=True)
+        if "loop" in r:
+            print(f"    {name}'s generation loop: {r['loop']}")
     if "ember" in res and "llama.cpp" in res:
         e, l = res["ember"], res["llama.cpp"]
         for what in ("prefill", "decode"):
