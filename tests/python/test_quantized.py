@@ -583,6 +583,199 @@ def test_gather_qmm(rng):
         mx.gather_qmm(mx.array(x), *q, rhs_indices=mx.array([0.5]), group_size=32, bits=4)
 
 
+# gather_qmm against NumPy: dequantize (float64), gather, matmul. The mode
+# table samples every affine bits of MLX's kernels and every group size, and
+# each fp mode (nvfp4 also with a global scale).
+GATHER_MODES = [("affine", 32, 2, None), ("affine", 64, 3, None), ("affine", 128, 4, None),
+                ("affine", 64, 8, None), ("affine", 32, 4, None), ("mxfp4", None, None, None),
+                ("mxfp8", None, None, None), ("nvfp4", None, None, None), ("nvfp4", None, None, 3.5)]
+GATHER_IDS = [f"{m}-{g}-{b}" + ("-global" if s else "") for m, g, b, s in GATHER_MODES]
+
+
+def gather_setup(rng, mode, gs, bits, gscale, wshape):
+    """Quantized weights of shape wshape (float) and their float64 dequantization."""
+    w = weights(rng, wshape, gs=gs or 32)
+    g = None if gscale is None else mx.array(np.float32(gscale))
+    q = list(mx.quantize(mx.array(w), gs, bits, mode=mode, global_scale=g))
+    if mode == "affine":
+        W = float_weights(q[0], q[1], q[2], gs, bits, mode)
+    else:
+        q.append(None)
+        W = ref_fp_dequantize(np.array(q[0]), np.array(q[1]), mode, gscale).astype(np.float64)
+    kw = dict(group_size=gs, bits=bits, mode=mode, global_scale=g)
+    return q, W, kw
+
+
+def gather_ref(x, W, lhs, rhs, transpose):
+    """out[i] = x_flat[lhs[i]] @ W_flat[rhs[i]](.T); a missing index array
+    enumerates its operand's batch; the index arrays broadcast."""
+    xf = np.asarray(x, np.float64).reshape(-1, *x.shape[-2:])
+    Wf = W.reshape(-1, *W.shape[-2:])
+    lhs = np.arange(len(xf)).reshape(x.shape[:-2]) if lhs is None else np.asarray(lhs)
+    rhs = np.arange(len(Wf)).reshape(W.shape[:-2]) if rhs is None else np.asarray(rhs)
+    lhs, rhs = np.broadcast_arrays(lhs, rhs)
+    N = W.shape[-2] if transpose else W.shape[-1]
+    out = np.zeros(lhs.shape + (x.shape[-2], N))
+    for i in np.ndindex(lhs.shape):
+        Wi = Wf[rhs[i]]
+        out[i] = xf[lhs[i]] @ (Wi.T if transpose else Wi)
+    return out
+
+
+def assert_rel(out, ref, tol=2e-5, what=""):
+    out = to_np(out)
+    assert out.shape == ref.shape, (what, out.shape, ref.shape)
+    err = np.abs(out - ref).max(initial=0) / (np.abs(ref).max(initial=0) + 1e-12)
+    assert err < tol, (what, err)
+
+
+@pytest.mark.parametrize("transpose", [True, False], ids=["T", "N"])
+@pytest.mark.parametrize("mode, gs, bits, gscale", GATHER_MODES, ids=GATHER_IDS)
+def test_gather_qmm_modes_and_indices(rng, mode, gs, bits, gscale, transpose):
+    # 4 experts as a (2, 2) batch (the indices point into it flattened); the
+    # quantized axis (128) is the contraction axis with transpose, N without
+    q, W, kw = gather_setup(rng, mode, gs, bits, gscale, (2, 2, 16, 128))
+    K = 128 if transpose else 16
+    wq, s, b = q
+
+    def gq(x, **idx):
+        return mx.gather_qmm(mx.array(x), wq, s, b, transpose=transpose, **kw, **idx)
+
+    def xs(*shape):
+        return rng.standard_normal(shape + (K,)).astype(np.float32)
+
+    u32 = lambda a: mx.array(np.asarray(a, np.uint32))
+    cases = [
+        # rhs alone: x's batch (3,) enumerated against it
+        (xs(3, 2), None, [3, 0, 3]),
+        # lhs alone: w's batch (2, 2) enumerated, lhs (2, 2) pointing into x's 5 rows
+        (xs(5, 1), [[4, 0], [2, 4]], None),
+        # both, with repeats
+        (xs(6, 3), [[5, 0, 2], [1, 1, 0]], [[1, 3, 0], [2, 2, 3]]),
+        # broadcasting index shapes: (3, 1) with (1, 4) -> (3, 4)
+        (xs(3, 2), [[2], [0], [1]], [[0, 1, 2, 3]]),
+        # a 2-d x (no batch) against a (2, 3) rhs; signed 64-bit indices
+        (xs(2), None, np.array([[3, 1, 2], [0, 0, 3]], np.int64)),
+        # x batch (2, 3) flattened, lhs a scalar broadcast against rhs (4,)
+        (xs(2, 3, 1), np.uint32(4), [0, 1, 2, 3]),
+    ]
+    for x, lhs, rhs in cases:
+        idx = {}
+        if lhs is not None:
+            idx["lhs_indices"] = mx.array(lhs) if isinstance(lhs, np.ndarray) and lhs.dtype == np.int64 else u32(lhs)
+        if rhs is not None:
+            idx["rhs_indices"] = mx.array(rhs) if isinstance(rhs, np.ndarray) and rhs.dtype == np.int64 else u32(rhs)
+        assert_rel(gq(x, **idx), gather_ref(x, W, lhs, rhs, transpose), what=(x.shape, lhs, rhs))
+    # sorted indices (as a MoE layer sorts its tokens by expert): the hint
+    # changes nothing, bit for bit
+    x = xs(6, 1)
+    rhs = u32([0, 0, 1, 3, 3, 3])
+    a = gq(x, rhs_indices=rhs)
+    c = gq(x, rhs_indices=rhs, sorted_indices=True)
+    np.testing.assert_array_equal(np.array(c), np.array(a))
+    assert_rel(c, gather_ref(x, W, None, [0, 0, 1, 3, 3, 3], transpose))
+    lhs = u32([0, 1, 1, 4, 5, 5])
+    c = gq(x, lhs_indices=lhs, rhs_indices=rhs, sorted_indices=True)
+    np.testing.assert_array_equal(np.array(c), np.array(gq(x, lhs_indices=lhs, rhs_indices=rhs)))
+
+
+def test_gather_qmm_empty_and_out_of_range(rng):
+    q, W, kw = gather_setup(rng, "affine", 32, 4, None, (4, 8, 64))
+    x = mx.array(rng.standard_normal((3, 2, 64)).astype(np.float32))
+    empty = mx.array(np.zeros((0,), np.uint32))
+    for transpose in [True, False]:
+        xe = x if transpose else x[..., :8]
+        N = 8 if transpose else 64
+        out = mx.gather_qmm(xe[:1], *q, rhs_indices=empty, transpose=transpose, **kw)
+        assert out.shape == (0, 2, N) and np.array(out).shape == (0, 2, N)
+        e2 = mx.array(np.zeros((3, 0), np.uint32))
+        out = mx.gather_qmm(xe, *q, lhs_indices=e2, rhs_indices=e2, transpose=transpose, **kw)
+        assert out.shape == (3, 0, 2, N) and np.array(out).shape == (3, 0, 2, N)
+        out = mx.gather_qmm(xe[:, :0], *q, rhs_indices=mx.array([1, 2, 0]), transpose=transpose, **kw)  # M = 0
+        assert out.shape == (3, 0, N) and np.array(out).shape == (3, 0, N)
+    # out of range: the gather's IndexError (at evaluation), never a read
+    # outside the batch; negative indices count from the end, as in take
+    for rhs in [np.array([0, 1, 4], np.uint32), np.array([0, 2 ** 31, 1], np.uint32),
+                np.array([2 ** 40, 0, 0], np.int64), np.array([0, -5, 1], np.int32)]:
+        with pytest.raises(IndexError, match=r"\[gather\] Index -?\d+ is out of bounds for axis 0 with size 4"):
+            mx.eval(mx.gather_qmm(x, *q, rhs_indices=mx.array(rhs), **kw))
+    with pytest.raises(IndexError, match=r"Index 3 is out of bounds for axis 0 with size 3"):
+        mx.eval(mx.gather_qmm(x, *q, lhs_indices=mx.array([0, 3], mx.uint32), rhs_indices=mx.array([0, 1]), **kw))
+    out = mx.gather_qmm(x, *q, rhs_indices=mx.array([0, -1, -4], mx.int32), **kw)
+    assert_rel(out, gather_ref(np.array(x), W, None, [0, 3, 0], True))
+    # index shapes that do not broadcast
+    with pytest.raises(ValueError, match=r"\[gather_qmm\] Shapes \(3\) and \(2\) cannot be broadcast"):
+        mx.gather_qmm(x, *q, rhs_indices=mx.array([0, 1]), **kw)
+
+
+@pytest.mark.parametrize("mode, gs, bits, gscale", [GATHER_MODES[2], GATHER_MODES[3], GATHER_MODES[5],
+                                                    GATHER_MODES[8]], ids=[GATHER_IDS[i] for i in (2, 3, 5, 8)])
+@pytest.mark.parametrize("transpose", [True, False], ids=["T", "N"])
+def test_gather_qmm_vjp_jvp(rng, mode, gs, bits, gscale, transpose):
+    """Derivatives with respect to x (and the affine scales and biases) by
+    central differences. The op takes no float64 x, so x is float32; it is
+    linear in each of x, scales and biases, which makes a central difference
+    with a step of 1 exact up to float32 rounding of the products; the sums
+    are formed in float64."""
+    q, W, kw = gather_setup(rng, mode, gs, bits, gscale, (4, 16, 128))
+    K = 128 if transpose else 16
+    wq, s, b = q
+    x = mx.array(rng.standard_normal((5, 2, K)).astype(np.float32))
+    lhs = mx.array(np.array([[4, 0, 4], [1, 1, 2]], np.uint32))  # repeats: cotangents add up
+    rhs = mx.array(np.array([[3, 0, 3], [2, 1, 2]], np.uint32))
+    f = lambda x, s, b: mx.gather_qmm(x, wq, s, b, lhs_indices=lhs, rhs_indices=rhs, transpose=transpose, **kw)
+    out = f(x, s, b)
+    cot = mx.array(rng.standard_normal(out.shape).astype(np.float32))
+    prims = [x, s, b] if mode == "affine" else [x]
+    _, grads = mx.vjp(lambda *p: f(*p) if len(p) == 3 else f(p[0], s, b), prims, [cot])
+    # the x gradient exactly: scatter-add of cot @ W (W.T without transpose)
+    Wt = W if transpose else np.swapaxes(W, -1, -2)
+    gref = np.zeros(x.shape)
+    c = np.array(cot).astype(np.float64)
+    for i in np.ndindex(2, 3):
+        gref[np.array(lhs)[i]] += c[i] @ Wt[np.array(rhs)[i]]
+    np.testing.assert_allclose(np.array(grads[0]), gref, rtol=1e-4, atol=1e-4)
+    for i in range(len(prims)):
+        p = prims[i]
+        d = mx.array(rng.standard_normal(p.shape).astype(np.float32))
+
+        def fi(v):
+            a = [x, s, b]
+            a[i] = v
+            return f(*a)
+        num = central(fi, p, d)
+        lhs_ = float((np.array(cot).astype(np.float64) * num).sum())
+        rhs_ = float((np.array(grads[i]).astype(np.float64) * np.array(d)).sum())
+        assert abs(lhs_ - rhs_) <= 1e-4 * max(1.0, abs(lhs_)), (i, lhs_, rhs_)
+        assert grads[i].shape == p.shape and grads[i].dtype == p.dtype
+        _, (t,) = mx.jvp(fi, [p], [d])
+        np.testing.assert_allclose(np.array(t), num, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("mode, gs, bits, gscale", [GATHER_MODES[4], GATHER_MODES[6], GATHER_MODES[8]],
+                         ids=[GATHER_IDS[i] for i in (4, 6, 8)])
+def test_gather_qmm_vmap(rng, mode, gs, bits, gscale):
+    q, W, kw = gather_setup(rng, mode, gs, bits, gscale, (3, 4, 16, 64))  # vmapped over the 3
+    wq, s, b = q
+    xs = mx.array(rng.standard_normal((3, 5, 2, 64)).astype(np.float32))
+    ls = mx.array(rng.integers(0, 5, (3, 6)).astype(np.uint32))
+    rs = mx.array(rng.integers(0, 4, (3, 6)).astype(np.uint32))
+
+    def f(x, w, s, *rest):  # rest: (b, l, r) or (l, r)
+        b, (l, r) = (rest[0], rest[1:]) if len(rest) == 3 else (None, rest)
+        return mx.gather_qmm(x, w, s, b, lhs_indices=l, rhs_indices=r, **kw)
+
+    full = [xs, wq, s] + ([b] if b is not None else []) + [ls, rs]
+    for mapped in [(0,), (0, 4, 5), (4, 5), (1, 2, 3, 5), (0, 1, 2, 3, 4, 5)]:
+        # positions in (x, w, s, b, l, r); b follows w and s
+        in_axes = tuple(0 if (j if j < 3 or b is not None else j + 1) in mapped else None
+                        for j in range(len(full)))
+        args = [a if ax == 0 else a[0] for a, ax in zip(full, in_axes)]
+        got = mx.vmap(f, in_axes=in_axes)(*args)
+        ref = np.stack([np.array(f(*[a[i] if ax == 0 else a for a, ax in zip(args, in_axes)])) for i in range(3)])
+        np.testing.assert_allclose(np.array(got), ref, rtol=1e-6, atol=1e-6, err_msg=str(in_axes))
+
+
 def test_qqmm(rng):
     x = rng.standard_normal((3, 64)).astype(np.float32)
     w = rng.standard_normal((8, 64)).astype(np.float32)
