@@ -797,6 +797,69 @@ def test_qqmm(rng):
                                                                       mode="mxfp8")), rtol=1e-5, atol=1e-5)
 
 
+def fake_quant_ref(a, mode, global_scale=None):
+    """a quantized and dequantized in the mode (NumPy model), float64."""
+    return ref_fp_dequantize(*ref_fp_quantize(a, mode, global_scale), mode, global_scale).astype(np.float64)
+
+
+def test_qqmm_global_scales(rng):
+    """nvfp4 with global scales: x quantized with global_scale_x, w with
+    global_scale_w (each group's e4m3 scale stored relative to it), both
+    dequantized, then x_q @ w_q.T."""
+    x = rng.standard_normal((5, 64)).astype(np.float32)
+    w = (rng.standard_normal((12, 64)) * 3).astype(np.float32)
+    x[1] *= 1e-3  # a row whose groups need the small e4m3 scales
+    amx, amw = float(np.abs(x).max()), float(np.abs(w).max())
+    for gx, gw in [(amx, None), (None, amw), (amx, amw), (0.75, 40.0)]:
+        kx = {} if gx is None else {"global_scale_x": mx.array(np.float32(gx))}
+        kw = {} if gw is None else {"global_scale_w": mx.array(np.float32(gw))}
+        ref = fake_quant_ref(x, "nvfp4", gx) @ fake_quant_ref(w, "nvfp4", gw).T
+        assert_rel(mx.qqmm(mx.array(x), mx.array(w), mode="nvfp4", **kx, **kw), ref, what=(gx, gw))
+        # w given quantized (with its global scale), as QQLinear stores it
+        wq, ws = mx.quantize(mx.array(w), mode="nvfp4", global_scale=kw.get("global_scale_w"))
+        assert_rel(mx.qqmm(mx.array(x), wq, ws, mode="nvfp4", **kx, **kw), ref, what=(gx, gw, "quantized w"))
+    # the global scale is what the stored scales are relative to: quantized
+    # with one and read without it, the product is off by gw / 2688
+    wq, ws = mx.quantize(mx.array(w), mode="nvfp4", global_scale=mx.array(np.float32(amw)))
+    a = np.array(mx.qqmm(mx.array(x), wq, ws, mode="nvfp4", global_scale_w=mx.array(np.float32(amw))))
+    b = np.array(mx.qqmm(mx.array(x), wq, ws, mode="nvfp4"))
+    np.testing.assert_allclose(a, b * np.float32(amw) / 2688, rtol=1e-5, atol=1e-6)
+    for mode in ["mxfp4", "mxfp8"]:
+        with pytest.raises(ValueError, match="global scale is only supported with the nvfp4 mode"):
+            mx.qqmm(mx.array(x), mx.array(w), mode=mode, global_scale_x=mx.array(1.0))
+        with pytest.raises(ValueError, match="global scale is only supported with the nvfp4 mode"):
+            mx.qqmm(mx.array(x), mx.array(w), mode=mode, global_scale_w=mx.array(1.0))
+
+
+@pytest.mark.parametrize("mode", FP_MODES)
+def test_gather_qqmm_indices(rng, mode):
+    x = rng.standard_normal((4, 3, 64)).astype(np.float32)
+    w = rng.standard_normal((2, 3, 8, 64)).astype(np.float32)  # 6 experts
+    gx, gw = (float(np.abs(x).max()), float(np.abs(w).max())) if mode == "nvfp4" else (None, None)
+    g = {} if gx is None else {"global_scale_x": mx.array(np.float32(gx)), "global_scale_w": mx.array(np.float32(gw))}
+    X = fake_quant_ref(x, mode, gx)
+    W = fake_quant_ref(w, mode, gw)
+    u32 = lambda a: mx.array(np.asarray(a, np.uint32))
+    wq, ws = mx.quantize(mx.array(w), mode=mode, global_scale=g.get("global_scale_w"))
+    for lhs, rhs in [([[3, 0, 3], [1, 1, 2]], [[5, 0, 2], [4, 4, 1]]),  # both
+                     ([[3, 0, 1], [2, 2, 0]], None),  # lhs alone: w's (2, 3) batch enumerated
+                     ([[0], [3]], [[1, 5]])]:  # broadcast
+        idx = {"lhs_indices": u32(lhs)}
+        if rhs is not None:
+            idx["rhs_indices"] = u32(rhs)
+        ref = gather_ref(X, W, lhs, rhs, True)
+        assert_rel(mx.gather_qqmm(mx.array(x), mx.array(w), mode=mode, **idx, **g), ref, what=(lhs, rhs))
+        assert_rel(mx.gather_qqmm(mx.array(x), wq, ws, mode=mode, **idx, **g), ref, what=(lhs, rhs, "quantized w"))
+    # sorted indices: the hint changes nothing, bit for bit
+    lhs, rhs = u32([0, 0, 1, 2, 3, 3]), u32([1, 1, 1, 4, 5, 5])
+    a = mx.gather_qqmm(mx.array(x), mx.array(w), lhs_indices=lhs, rhs_indices=rhs, mode=mode, **g)
+    c = mx.gather_qqmm(mx.array(x), mx.array(w), lhs_indices=lhs, rhs_indices=rhs, mode=mode, sorted_indices=True, **g)
+    np.testing.assert_array_equal(np.array(c), np.array(a))
+    assert_rel(c, gather_ref(X, W, np.array(lhs), np.array(rhs), True))
+    with pytest.raises(IndexError, match=r"Index 4 is out of bounds for axis 0 with size 4"):
+        mx.eval(mx.gather_qqmm(mx.array(x), mx.array(w), lhs_indices=u32([4]), rhs_indices=u32([0]), mode=mode))
+
+
 # --------------------------------------------------------------------------
 # nn layers
 # --------------------------------------------------------------------------
