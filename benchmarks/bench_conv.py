@@ -310,25 +310,9 @@ def add_args(p):
 def peak_extras(args, by_fw, machine):
     """The 'ember % peak' column: Ember's GFLOP/s over the float32 FMA peak at
     the widest vectors of the level Ember ran at, on its thread count."""
-    if args.peak == "off":
-        return Extras()
-    cfg = by_fw.get("ember", {}).get("config") or {}
-    level = cfg.get("isa") or args.isa or ISA_LEVELS[max(0, machine.get("cpu_level", 2))]
-    threads = cfg.get("num_threads") or os.cpu_count()
-    if args.peak == "auto":
-        try:
-            # measured in this run too: a figure cached during a VM's slow
-            # spell made the column read 120% on a fast day
-            measured = fma_peak.peak(refresh=True, log=lambda s: print(f"[fma_peak] {s}", file=sys.stderr))
-        except Exception as e:  # noqa: BLE001 - no compiler: no column
-            return Extras(lines=[f"FMA peak: not measured ({type(e).__name__}: {e})"])
-        peak = fma_peak.peak_for(level, threads, measured)
-        source = (f"{fma_peak.LEVEL_BITS[level]}-bit vectors ({level}), {threads} threads; "
-                  f"fma_peak.py, {fma_peak.where(measured)}")
-    else:
-        peak, source = float(args.peak), "--peak"
+    peak, source = fma_peak.ember_peak(by_fw, machine, args.isa, args.peak, ISA_LEVELS)
     if not peak:
-        return Extras()
+        return Extras() if args.peak == "off" else Extras(lines=[f"FMA peak: {source}"])
 
     def pct(case):
         r = by_fw.get("ember", {}).get("results", {}).get(case.name)

@@ -10,9 +10,15 @@ checked at rtol = atol = 2e-2. Weights are 4- or 8-bit affine, group 64,
 bfloat16 scales and biases as mlx-lm stores them; x is float32 (MLX 0.32's
 CPU kernel accumulates a bfloat16 x in bfloat16, and fails the check). The
 inputs hold weights that are already on the quantization grid, so every
-framework multiplies by the same matrix and the float64 reference is exact. Run:
+framework multiplies by the same matrix and the float64 reference is exact.
+Prefill runs at 128 and 512 rows. The table adds Ember's share of the
+machine's limit: for decode, of the DRAM read bandwidth on Ember's thread
+count (mem_bw.py, cached per machine); for prefill, of the float32 FMA peak
+at the widest vectors of Ember's level (fma_peak.py, measured in the run;
+``--peak GFLOPS`` or ``--peak off`` as in bench_conv.py). Int8 and AMX
+kernels can pass the float32 peak. Run:
 
-    python3 benchmarks/bench_quant.py [--quick] [--only PATTERN] [--rounds 3]
+    python3 benchmarks/bench_quant.py [--quick] [--only PATTERN] [--rounds 3] [--peak auto|off|GFLOPS]
 """
 
 import os
@@ -21,7 +27,9 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Case, main  # noqa: E402
+import fma_peak  # noqa: E402
+import mem_bw  # noqa: E402
+from harness import ISA_LEVELS, Case, Extras, main  # noqa: E402
 
 GROUP = 64
 
@@ -94,11 +102,56 @@ for name, n, k, only in DECODE_ONLY:
     CASES.append(Case(name=f"decode q4 {name}", metric="GB/s", amount=weight_bytes(n, k, 4),
                       make_inputs=make(1, n, k, 4), reference=ref, rtol=2e-2, atol=2e-2, out_dtype="float32",
                       impls={f: v for f, v in im.items() if only is None or f in only}))
-for bits in (4, 8):
-    for name, n, k in SHAPES[1:]:
-        CASES.append(Case(name=f"prefill 128 q{bits} {name}", metric="GFLOP/s", amount=2.0 * 128 * n * k,
-                          make_inputs=make(128, n, k, bits), reference=ref, rtol=2e-2, atol=2e-2,
-                          out_dtype="float32", impls=impls(bits)))
+for rows in (128, 512):
+    for bits in (4, 8):
+        for name, n, k in SHAPES[1:]:
+            CASES.append(Case(name=f"prefill {rows} q{bits} {name}", metric="GFLOP/s", amount=2.0 * rows * n * k,
+                              make_inputs=make(rows, n, k, bits), reference=ref, rtol=2e-2, atol=2e-2,
+                              out_dtype="float32", impls=impls(bits)))
+
+
+def add_args(p):
+    p.add_argument("--peak", default="auto", metavar="auto|off|GFLOPS",
+                   help="float32 FMA peak for the prefill rows' share: auto (fma_peak.py), off, or GFLOP/s")
+
+
+def last_level_cache():
+    """The size of the last cache level of CPU 0 (sysfs), e.g. '480 MB', or '?'."""
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    try:
+        levels = [(int(open(f"{base}/{d}/level").read()), open(f"{base}/{d}/size").read().strip())
+                  for d in os.listdir(base) if d.startswith("index")]
+        return "L%d %s" % max(levels)
+    except OSError:
+        return "?"
+
+
+def limit_extras(args, by_fw, machine):
+    """The 'ember % limit' column: decode rows over the DRAM read bandwidth,
+    prefill rows over the float32 FMA peak, both on Ember's thread count."""
+    cfg = by_fw.get("ember", {}).get("config") or {}
+    threads = cfg.get("num_threads") or os.cpu_count()
+    lines = []
+    try:
+        gbps = mem_bw.read_gbps(threads, mem_bw.bandwidth(log=lambda s: print(f"[mem_bw] {s}", file=sys.stderr)))
+        lines.append(f"DRAM read bandwidth: {gbps:.1f} GB/s on {threads} threads (mem_bw.py, cached)")
+    except Exception as e:  # noqa: BLE001 - no compiler: no decode limit
+        gbps = None
+        lines.append(f"DRAM read bandwidth: not measured ({type(e).__name__}: {e})")
+    llc = last_level_cache()
+    lines.append(f"a decode row's weights (2-131 MB) are read again every call: where they fit the last-level cache "
+                 f"({llc}) they come from it, not DRAM, and the row can pass 100%; bench_llm.py's decode reads "
+                 "a whole 695 MB model per token")
+    peak, source = fma_peak.ember_peak(by_fw, machine, args.isa, args.peak, ISA_LEVELS)
+    lines.append(f"float32 FMA peak: {peak:.0f} GFLOP/s ({source})" if peak else f"FMA peak: {source}")
+
+    def pct(case):
+        r = by_fw.get("ember", {}).get("results", {}).get(case.name)
+        limit = gbps if case.metric == "GB/s" else peak
+        return f"{100 * r['value'] / limit:.0f}%" if limit and r and r["status"] == "ok" else "—"
+    return Extras(columns=[("ember % limit", pct)], lines=lines,
+                  json={"dram_read_gbps": gbps, "fma_peak_gflops": peak, "fma_peak_source": source})
+
 
 if __name__ == "__main__":
-    main(CASES, title="Ember quantized matmul (bench_quant.py)")
+    sys.exit(main(CASES, title="Ember quantized matmul (bench_quant.py)", add_args=add_args, extras=limit_extras))

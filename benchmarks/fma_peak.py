@@ -36,7 +36,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from machine import LoadMeter, cached_measurement, cpu_info, where  # noqa: E402
@@ -189,6 +189,30 @@ def peak_for(level: str, threads: int, result: Dict) -> Optional[float]:
     per = result["gflops"][str(max(widths))]
     key = "1" if threads <= 1 else max(per, key=int)
     return per.get(key)
+
+
+def ember_peak(by_fw: Dict, machine: Dict, isa_arg: Optional[str], peak_arg: str, levels) -> Tuple[Optional[float], str]:
+    """The float32 FMA peak a benchmark holds Ember's GFLOP/s to: at the
+    widest vectors of the level Ember ran at (its config in `by_fw`, else
+    `isa_arg`, else the CPU's best of `levels`), on its thread count.
+    `peak_arg`: "auto" (measured now, the best seen on this machine kept),
+    "off", or GFLOP/s. Returns (peak or None, where it comes from, or why
+    there is none)."""
+    if peak_arg == "off":
+        return None, "off"
+    cfg = by_fw.get("ember", {}).get("config") or {}
+    level = cfg.get("isa") or isa_arg or levels[max(0, machine.get("cpu_level", 2))]
+    threads = cfg.get("num_threads") or os.cpu_count()
+    if peak_arg != "auto":
+        return float(peak_arg), "--peak"
+    try:
+        # measured in this run too: a figure cached during a VM's slow
+        # spell made a % peak column read 120% on a fast day
+        measured = peak(refresh=True, log=lambda s: print(f"[fma_peak] {s}", file=sys.stderr))
+    except Exception as e:  # noqa: BLE001 - no compiler: no peak
+        return None, f"not measured ({type(e).__name__}: {e})"
+    return (peak_for(level, threads, measured),
+            f"{LEVEL_BITS[level]}-bit vectors ({level}), {threads} threads; fma_peak.py, {where(measured)}")
 
 
 def main(argv=None) -> int:
