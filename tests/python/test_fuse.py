@@ -382,6 +382,85 @@ def test_concurrent_processes_share_the_cache(tmp_path):
     assert not [f for f in files if ".tmp" in f]
 
 
+
+# the same, end to end through mx.compile: two fused groups (a sort between
+# them), a cache hit and a retrace; argv[1], if given, a file to wait for
+COMPILE_SCRIPT = textwrap.dedent("""
+    import os, re, sys, time, numpy as np
+    import ember.core as mx
+    def f(x, w):
+        h = mx.tanh(x * 1.5 + 0.25) * mx.cosh(x * 0.1) - mx.log1p(x * x)
+        s = mx.sort(h, axis=-1)
+        return mx.erf(s * 0.5) + mx.exp(-mx.abs(s)) * w
+    x = mx.array(np.linspace(-3, 3, 600, dtype=np.float32).reshape(3, 200))
+    w = mx.array(np.linspace(1, 2, 200, dtype=np.float32))
+    if len(sys.argv) > 1:
+        while not os.path.exists(sys.argv[1]):
+            time.sleep(0.005)
+    cf = mx.compile(f)
+    args = [(x, w), (x * 2, w), (x[:, :50], w[:50])]
+    ok = all(np.array_equal(np.array(cf(*a)), np.array(f(*a))) for a in args)
+    kernels = set()
+    for a in args[::2]:
+        kernels |= set(re.findall(r"Compiled\\[[^\\]]*\\]", cf.lower(*a).compile().as_text()))
+    s = mx._fuse_stats()
+    print(ok, len(kernels), s["compiles"], s["disk_hits"], s["failures"])
+""")
+
+
+def _run_compile(env_extra, cache, *argv):
+    pkg_parent = os.path.dirname(os.path.dirname(os.path.abspath(ember.__file__)))
+    env = dict(os.environ, PYTHONPATH=pkg_parent, EMBER_CACHE_DIR=cache)
+    env.pop("CXX", None)
+    env.update(env_extra)
+    return subprocess.Popen([sys.executable, "-c", COMPILE_SCRIPT, *argv], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+@pytest.mark.parametrize("cxx", [None, "/nonexistent/g++"])
+def test_compile_without_a_compiler(cxx, tmp_path):
+    """mx.compile in a process that finds no compiler ($PATH without one,
+    $CXX unset or naming nothing; an empty cache): the same values as eager
+    from the unfused graph, one warning on stderr and nothing else,
+    nothing written to the cache."""
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "cache").mkdir()
+    env = {"PATH": str(tmp_path / "bin")}
+    if cxx:
+        env["CXX"] = cxx
+    p = _run_compile(env, str(tmp_path / "cache"))
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    ok, kernels, compiles, hits, failures = out.split()
+    assert ok == "True" and kernels == "0" and compiles == "0" and hits == "0"
+    assert err.splitlines() == ["[ember] compile: no C++ compiler found ($CXX, or c++/g++/clang++ on PATH): "
+                                "fused kernels are off and compiled graphs run on the ordinary kernels"]
+    assert not os.listdir(tmp_path / "cache")
+
+
+def test_compile_concurrent_processes_share_the_cache(tmp_path):
+    """Four processes run the same compiled function at once against one
+    fresh cache folder: each gets eager's bits and loads each of its kernels
+    once (built or found on disk); the folder holds one object per distinct
+    kernel and no partial file."""
+    cache, go = tmp_path / "cache", tmp_path / "go"
+    cache.mkdir()
+    procs = [_run_compile({}, str(cache), str(go)) for _ in range(4)]
+    go.touch()  # released together once started
+    results = [p.communicate(timeout=300) for p in procs]
+    built = 0
+    for p, (out, err) in zip(procs, results):
+        assert p.returncode == 0, err
+        ok, kernels, compiles, hits, failures = out.split()
+        assert ok == "True" and kernels == "2" and failures == "0" and err == ""
+        assert int(compiles) + int(hits) == 2
+        built += int(compiles)
+    assert built >= 2
+    files = os.listdir(cache)
+    assert len([f for f in files if f.endswith(".so")]) == 2, files
+    assert not [f for f in files if ".tmp" in f], files
+
+
 PCH_SCRIPT = textwrap.dedent("""
     import os, numpy as np
     import ember.core as mx
