@@ -142,6 +142,63 @@ def test_kv_cache_slice_assignment_state():
     assert cache.offset == 7
 
 
+def _address(a):
+    """The address of a's buffer (through the buffer protocol; the export is
+    released at once, so it holds no reference that would block donation)."""
+    with memoryview(a) as m:
+        return np.frombuffer(m, np.uint8).__array_interface__["data"][0]
+
+
+def test_kv_cache_updated_in_place_while_decoding():
+    """Decoding through mlx-lm's KVCache (``self.keys[..., prev:offset, :] =
+    keys`` into a 256-step buffer) writes each token into the same buffers:
+    the slice assignment's scatter takes over its input's buffer (donation)
+    once the cache holds the only reference, so no token copies the cache.
+
+    The property, checked in two ways: every layer's key and value buffers
+    keep their address over all steps; and a step's peak memory exceeds the
+    memory live before it by less than one cache buffer (32 KiB here), where
+    a copy of any buffer would add at least that much (the step's own
+    activations are ~2 KiB in this tiny model). Then the same in mlx-lm's
+    ``generate_step`` pattern, the next step's graph built while the
+    current one computes under ``async_eval``."""
+    import gc
+
+    model, _ = C.build(mx, "llama")
+    cache = _cache_module().make_prompt_cache(model)
+    y = mx.argmax(model(mx.array([[5, 17, 42, 8]]), cache=cache)[:, -1], axis=-1)
+    mx.eval(y)
+    addresses = [(_address(c.keys), _address(c.values)) for c in cache]
+    one_buffer = min(min(c.keys.nbytes, c.values.nbytes) for c in cache)
+    assert one_buffer >= 32 * 1024
+    gc.collect()
+    for t in range(60):
+        mx.synchronize()
+        before = mx.get_active_memory()
+        mx.reset_peak_memory()
+        y = mx.argmax(model(y[:, None], cache=cache)[:, -1], axis=-1)
+        mx.eval(y)
+        assert mx.get_peak_memory() - before < one_buffer, (t, mx.get_peak_memory() - before)
+        assert [(_address(c.keys), _address(c.values)) for c in cache] == addresses, t
+
+    def step(tok):
+        return mx.argmax(model(tok[:, None], cache=cache)[:, -1], axis=-1)
+
+    mx.synchronize()
+    before = mx.get_active_memory()
+    mx.reset_peak_memory()
+    mx.async_eval(y)
+    for _ in range(60):
+        nxt = step(y)
+        mx.async_eval(nxt)
+        y.item()
+        y = nxt
+    mx.eval(y)
+    assert mx.get_peak_memory() - before < one_buffer, mx.get_peak_memory() - before
+    assert cache[0].offset == 124 and cache[0].keys.shape[2] == 256  # still the first buffer
+    assert [(_address(c.keys), _address(c.values)) for c in cache] == addresses
+
+
 def test_array_mask_equals_causal_string():
     base = importlib.import_module("mlx_lm.models.base")
     rng = np.random.default_rng(3)
