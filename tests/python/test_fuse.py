@@ -461,6 +461,48 @@ def test_compile_concurrent_processes_share_the_cache(tmp_path):
     assert not [f for f in files if ".tmp" in f], files
 
 
+
+def _compile_run(cache, **env):
+    p = _run_compile(env, str(cache))
+    out, err = p.communicate(timeout=300)
+    assert p.returncode == 0, err
+    ok, kernels, compiles, hits, failures = out.split()
+    assert ok == "True" and kernels == "2" and failures == "0", (out, err)
+    return int(compiles), int(hits), sorted(f for f in os.listdir(cache) if f.endswith(".so"))
+
+
+def test_disk_cache_keyed_by_compiler_and_isa(tmp_path):
+    """The disk cache's key holds the compiler's identity and the flags: a
+    run whose $CXX is another program (a wrapper that runs the same g++), or
+    whose ISA level is lower (EMBER_ISA=avx2 on an AVX-512 machine), builds
+    its kernels anew beside the old objects; an identical run rebuilds
+    nothing and calls no compiler."""
+    import shutil
+    real = shutil.which("g++") or shutil.which("c++")
+    if real is None:
+        pytest.skip("no C++ compiler on PATH")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    plain = dict(EMBER_ISA="")  # the machine's level ("" counts as unset)
+    compiles, hits, first = _compile_run(cache, **plain)
+    assert (compiles, hits, len(first)) == (2, 0, 2)
+    assert _compile_run(cache, **plain) == (0, 2, first)  # reused
+    marker, wrapper = tmp_path / "calls", tmp_path / "wrapper.sh"
+    wrapper.write_text(f'#!/bin/sh\necho >> "{marker}"\nexec "{real}" "$@"\n')
+    wrapper.chmod(0o755)
+    compiles, hits, second = _compile_run(cache, CXX=str(wrapper), **plain)
+    assert (compiles, hits, len(second)) == (2, 0, 4) and set(first) < set(second)
+    assert len(marker.read_text().splitlines()) == 2  # the wrapper built them
+    assert _compile_run(cache, CXX=str(wrapper), **plain) == (0, 2, second)
+    assert len(marker.read_text().splitlines()) == 2  # and was not called again
+    if mx.__config__()["isa_supported"] != "avx512":
+        pytest.skip("the ISA half needs an AVX-512 machine (EMBER_ISA=avx2 below its default)")
+    compiles, hits, third = _compile_run(cache, EMBER_ISA="avx2")
+    assert (compiles, hits, len(third)) == (2, 0, 6) and set(second) < set(third)
+    assert _compile_run(cache, EMBER_ISA="avx2") == (0, 2, third)
+    assert _compile_run(cache, **plain) == (0, 2, third)  # the default level's still there
+
+
 PCH_SCRIPT = textwrap.dedent("""
     import os, numpy as np
     import ember.core as mx
