@@ -24,9 +24,10 @@ def float_qmv(request):
     float kernels (the int8-activation paths, Ember's default for affine
     4/8-bit weights, are tested in test_qmm_kernels.py against a bound of
     their own; greedy tokens of a tiny random model, whose
-    top logits lie close together, may differ under it)."""
+    top logits lie close together, may differ under it). Yields the setting
+    it found (the default unless EMBER_QMM_INT8 is set)."""
     before = mx._set_qmm_int8(0)
-    yield
+    yield before
     mx._set_qmm_int8(before)
 
 
@@ -923,21 +924,22 @@ def test_nn_quantize_predicate_and_qqlinear(rng):
     assert ql.weight.dtype != mx.uint32 and "scales" not in ql
 
 
-@pytest.mark.skipif(importlib.util.find_spec("mlx_lm") is None, reason="mlx-lm not installed")
-def test_tiny_llama_quantized_greedy_tokens():
-    """mlx-lm's Llama, quantized with nn.quantize, generates the same greedy
-    tokens as its twin holding the dequantized weights in float layers."""
+needs_mlx_lm = pytest.mark.skipif(importlib.util.find_spec("mlx_lm") is None, reason="mlx-lm not installed")
+
+
+def tiny_llama_and_twin(arch="llama"):
+    """mlx-lm's Llama (``mlx_lm_configs``), quantized with nn.quantize (group
+    32, 4 bits), and its twin holding the dequantized weights in float layers."""
     import ember
     ember.alias_mlx()
     import mlx_lm_configs as C
     C.import_mlx_lm()
     import mlx.nn as nn
     from mlx.utils import tree_flatten
-    from mlx_lm.models.cache import make_prompt_cache
 
-    model, _ = C.build(mx, "llama")
+    model, _ = C.build(mx, arch)
     nn.quantize(model, group_size=32, bits=4)
-    twin, _ = C.build(mx, "llama")
+    twin, _ = C.build(mx, arch)
     params = dict(tree_flatten(model.parameters()))
     new = {}
     for path, mod in model.named_modules():
@@ -947,14 +949,91 @@ def test_tiny_llama_quantized_greedy_tokens():
         if not (k.endswith(".scales") or k.endswith(".biases")) and k not in new:
             new[k] = v
     twin.load_weights(list(new.items()))
-
-    def greedy(m):
-        cache = make_prompt_cache(m)
-        y = mx.argmax(m(mx.array([[5, 17, 42, 8]]), cache=cache)[:, -1], axis=-1)
-        out = [y.item()]
-        for _ in range(7):
-            y = mx.argmax(m(y[:, None], cache=cache)[:, -1], axis=-1)
-            out.append(y.item())
-        return out
     assert any(isinstance(m, nn.QuantizedLinear) for _, m in model.named_modules())
-    assert greedy(model) == greedy(twin)
+    return model, twin
+
+
+PROMPT = [5, 17, 42, 8]
+
+
+def greedy(m, steps=8):
+    """Greedy tokens through mlx-lm's prompt cache, and each step's logits."""
+    from mlx_lm.models.cache import make_prompt_cache
+    cache = make_prompt_cache(m)
+    logits = m(mx.array([PROMPT]), cache=cache)[:, -1]
+    y = mx.argmax(logits, axis=-1)
+    out, lg = [y.item()], [np.array(logits[0])]
+    for _ in range(steps - 1):
+        logits = m(y[:, None], cache=cache)[:, -1]
+        y = mx.argmax(logits, axis=-1)
+        out.append(y.item())
+        lg.append(np.array(logits[0]))
+    return out, np.array(lg, np.float64)
+
+
+def forced(m, tokens):
+    """Logits after the prompt and after each of tokens[:-1] fed one at a time
+    through the cache (decoding: the matrix-vector products), and the same
+    from one forward over the whole sequence (prefill: the matrix-matrix ones)."""
+    from mlx_lm.models.cache import make_prompt_cache
+    cache = make_prompt_cache(m)
+    lg = [np.array(m(mx.array([PROMPT]), cache=cache)[0, -1])]
+    for t in tokens[:-1]:
+        lg.append(np.array(m(mx.array([[t]]), cache=cache)[0, -1]))
+    full = np.array(m(mx.array([PROMPT + list(tokens[:-1])]))[0, len(PROMPT) - 1:])
+    return np.array(lg, np.float64), full.astype(np.float64)
+
+
+@needs_mlx_lm
+def test_tiny_llama_quantized_greedy_tokens():
+    """mlx-lm's Llama, quantized with nn.quantize, generates the same greedy
+    tokens as its twin holding the dequantized weights in float layers (the
+    float kernels: the fixture turns the int8 paths off)."""
+    model, twin = tiny_llama_and_twin()
+    assert greedy(model)[0] == greedy(twin)[0]
+
+
+@needs_mlx_lm
+def test_tiny_llama_quantized_default_int8_kernels(float_qmv, monkeypatch):
+    """The same model with the default kernels (the fixture's ``float_qmv`` is
+    the setting it found, Ember's default unless EMBER_QMM_INT8 says
+    otherwise): the quantized projections take the int8-activation paths,
+    for decoding (M <= 8, K a multiple of 128) and for prefill (M > 8).
+
+    Exact token equality with the twin is not a principled check here: this
+    random model's two top logits are often a few thousandths apart, while
+    int8 activations move each product by up to max|x of a block of 32| / 254
+    times sum |w| (test_qmm_kernels.py's int8_bound; the bfloat16 AMX
+    prefill tiles of setting 4 stay inside it), i.e. up to ~0.4% of the
+    product's magnitude, over 15 products in series here. So, along the
+    twin's greedy tokens (teacher forcing, decoding and prefill alike):
+    - the logits agree with the twin's within 3% of the largest twin logit
+      (observed: 1.5% decoding 32 tokens, whose cached keys and values carry
+      the earlier steps' errors, 0.7% prefill; with the float kernels 1e-6);
+    - the tokens agree wherever the twin's top-2 margin exceeds twice that
+      bound (a logit error below half the margin cannot flip the argmax);
+    - the int8 paths ran: the logits differ from the float kernels' by more
+      than float32 rounding."""
+    import mlx_lm_configs as C
+    assert float_qmv != 0, "EMBER_QMM_INT8=0: the default kernels are the float ones"
+    # hidden 128, FFN 256: every projection's K a multiple of 128, so every
+    # decoding product takes the int8 matrix-vector path (the test's usual
+    # hidden size of 64 keeps q/k/v/gate/up on the float lanes)
+    _, cfg = C.CONFIGS["llama"]
+    monkeypatch.setitem(C.CONFIGS, "llama128", ("llama", dict(cfg, hidden_size=128, intermediate_size=256)))
+    model, twin = tiny_llama_and_twin("llama128")
+    tokens, twin_logits = greedy(twin, 32)
+    mx._set_qmm_int8(float_qmv)
+    dec, pre = forced(model, tokens)
+    mx._set_qmm_int8(0)
+    dec_f, pre_f = forced(model, tokens)
+    bound = 0.03 * np.abs(twin_logits).max()
+    top2 = np.sort(twin_logits, -1)[:, -2:]
+    clear = top2[:, 1] - top2[:, 0] > 2 * bound
+    assert clear.sum() >= 8, clear  # enough steps where the check has teeth
+    for got, got_f in [(dec, dec_f), (pre, pre_f)]:
+        err = np.abs(got - twin_logits).max()
+        assert err <= bound, (err, bound)
+        assert np.abs(got_f - twin_logits).max() <= 1e-4 * np.abs(twin_logits).max()
+        assert np.abs(got - got_f).max() > 1e-4 * np.abs(twin_logits).max()  # int8 ran
+        np.testing.assert_array_equal(got.argmax(-1)[clear], np.array(tokens)[clear])
