@@ -237,6 +237,8 @@ def _collective(name, doc, returns):
         if type(x) is not _ARRAY:
             x = _array(name, x)
         if g._size == 1:
+            if stream is not None:
+                _core.stream(stream)  # refuses what the engine's nodes would (TypeError, ValueError)
             return x
         if engine is None:
             engine = getattr(_core, "_dist_" + name)

@@ -232,7 +232,13 @@ def test_without_mpi_the_singleton_group():
         g = D.init()
         assert (g.rank(), g.size()) == (0, 1)
         x = mx.ones((2,))
-        assert D.all_sum(x) is x
+        assert D.all_sum(x) is x and D.all_gather(x, stream=mx.new_stream(mx.cpu)) is x
+        for bad, exc in (("cpu", TypeError), (mx.gpu, ValueError)):  # refused as on a larger group
+            try:
+                D.all_sum(x, stream=bad)
+                raise SystemExit(f"no error for stream={bad!r}")
+            except exc as e:
+                assert "[stream] Expected a Stream" in str(e) or "device is not available" in str(e), str(e)
         try:
             D.init(strict=True)
             raise SystemExit("no error")

@@ -221,6 +221,75 @@ halves = g.split(r % 2)
 assert halves.size() == len(range(r % 2, n, 2))
 assert D.all_sum(mx.array(r), group=halves).item() == sum(range(r % 2, n, 2))
 
+# ---- stream=: whatever names a CPU stream, the same results ------------------------
+comm = mx.new_stream(mx.cpu)
+STREAMS = {"DeviceType": mx.cpu, "Device": mx.Device(mx.cpu), "default": mx.default_stream(mx.cpu),
+           "new": comm, "thread-local": mx.new_thread_local_stream(mx.cpu)}
+sx = [rank_data(k, "float32") for k in range(n)]
+sz = [rank_data(k, "float32", (2 * n, 3), seed=5) for k in range(n)]
+for sname, st in STREAMS.items():
+    x = mx.array(sx[r])
+    for kind in ("sum", "max", "min"):
+        y = getattr(D, "all_" + kind)(x, stream=st)
+        np.testing.assert_array_equal(np.array(y), np_reduce(sx, kind, "float32"), err_msg=f"all_{kind} {sname}")
+    np.testing.assert_array_equal(np.array(D.all_gather(x, stream=st)), np.concatenate(sx), err_msg=sname)
+    np.testing.assert_array_equal(np.array(D.sum_scatter(mx.array(sz[r]), stream=st)),
+                                  np.sum(sz, axis=0)[2 * r:2 * r + 2], err_msg=f"sum_scatter {sname}")
+    m = mx.arange(6, dtype=mx.int32).reshape(2, 3) + 100 * r
+    if r % 2 == 0:
+        mx.eval(D.send(m, nxt, stream=st))
+        got = D.recv((2, 3), mx.int32, prv, stream=st)
+    else:
+        got = D.recv_like(m, prv, stream=st)
+        mx.eval(got)
+        mx.eval(D.send(m, nxt, stream=st))
+    np.testing.assert_array_equal(np.array(got), np.arange(6).reshape(2, 3) + 100 * prv, err_msg=f"send/recv {sname}")
+# collectives on the new stream beside collectives and compute on the default one, one eval
+xa = mx.array(sx[r])
+big = mx.array(np.eye(64, dtype=np.float32) * (r + 1))
+parts = [D.all_sum(xa, stream=comm), D.all_max(xa), D.all_gather(xa * 2, stream=comm), big @ big]
+mx.eval(*parts)
+np.testing.assert_array_equal(np.array(parts[0]), np.sum(sx, axis=0))
+np.testing.assert_array_equal(np.array(parts[1]), np.max(sx, axis=0))
+np.testing.assert_array_equal(np.array(parts[2]), np.concatenate(sx) * 2)
+np.testing.assert_array_equal(np.array(parts[3]), np.eye(64) * (r + 1) ** 2)
+with mx.stream(comm):  # the default stream set by the context
+    np.testing.assert_array_equal(np.array(D.all_sum(xa)), np.sum(sx, axis=0))
+# the rules build their nodes on the collective's stream: a gradient through it
+for name in ("all_sum", "all_max", "all_min"):
+    fn = getattr(D, name)
+    want = mx.grad(lambda v: mx.sum(mx.sin(fn(v))))(xa)
+    got = mx.grad(lambda v: mx.sum(mx.sin(fn(v, stream=comm))))(xa)
+    np.testing.assert_array_equal(np.array(got), np.array(want), err_msg=name)
+# a bad stream is refused when the node is built (no message is sent), on every collective
+BAD = [("cpu", TypeError, "[stream] Expected a Stream, ThreadLocalStream, Device, DeviceType or None."),
+       (mx.gpu, ValueError, "The requested device is not available"),
+       (mx.Device(mx.gpu), ValueError, "The requested device is not available")]
+CALLS = {"all_sum": lambda st: D.all_sum(xa, stream=st), "all_max": lambda st: D.all_max(xa, stream=st),
+         "all_min": lambda st: D.all_min(xa, stream=st), "all_gather": lambda st: D.all_gather(xa, stream=st),
+         "sum_scatter": lambda st: D.sum_scatter(mx.array(sz[r]), stream=st),
+         "send": lambda st: D.send(xa, nxt, stream=st), "recv": lambda st: D.recv((3, 4), mx.float32, prv, stream=st),
+         "recv_like": lambda st: D.recv_like(xa, prv, stream=st)}
+for bad, exc, frag in BAD:
+    for cname, call in CALLS.items():
+        try:
+            call(bad)
+            raise AssertionError(f"{cname}: no error for stream={bad!r}")
+        except exc as err:
+            assert frag in str(err), (cname, str(err))
+assert D.all_sum(mx.array(1)).item() == n  # nothing was left half-sent
+# on a group of one the collectives return x itself, and refuse the same bad streams
+solo = g.split(r)
+assert solo.size() == 1
+for cname in ("all_sum", "all_max", "all_min", "all_gather", "sum_scatter"):
+    assert getattr(D, cname)(xa, group=solo, stream=comm) is xa
+    for bad, exc, frag in BAD:
+        try:
+            getattr(D, cname)(xa, group=solo, stream=bad)
+            raise AssertionError(f"{cname}: no error for stream={bad!r} on a group of one")
+        except exc as err:
+            assert frag in str(err), (cname, str(err))
+
 def f64(v):
     return mx.array(v, dtype=mx.float64)
 

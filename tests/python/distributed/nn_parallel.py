@@ -38,6 +38,20 @@ for size in (0, 1, 16, 40, 32 * 1024 ** 2):
         assert got.dtype == refs[0][1].dtype, (path, got.dtype)
         assert got.shape == refs[0][1].shape
         np.testing.assert_allclose(f32(got), want, rtol=1e-6, atol=1e-6, err_msg=f"{path} {size}")
+    # communication_stream: a new stream, a device type, the default stream: the same bits
+    for st in (mx.new_stream(mx.cpu), mx.cpu, mx.default_stream(mx.cpu)):
+        on = nn.average_gradients(mine, all_reduce_size=size, communication_stream=st)
+        for (path, a), (_, b) in zip(tree_flatten(on), tree_flatten(avg)):
+            assert a.dtype == b.dtype and a.shape == b.shape, (path, st)
+            np.testing.assert_array_equal(f32(a), f32(b), err_msg=f"{path} {size} {st}")
+for bad, exc, frag in (("cpu", TypeError, "[stream] Expected a Stream"),
+                       (mx.gpu, ValueError, "The requested device is not available")):
+    for size in (0, 40):
+        try:
+            nn.average_gradients(mine, all_reduce_size=size, communication_stream=bad)
+            raise AssertionError(f"no error for communication_stream={bad!r}")
+        except exc as err:
+            assert frag in str(err), str(err)
 
 # ---- data-parallel training = one process on the concatenated batch --------------
 rng = np.random.default_rng(100)
@@ -59,9 +73,10 @@ opt_p, opt_r = optim.SGD(learning_rate=0.1, momentum=0.9), optim.SGD(learning_ra
 step_p = nn.value_and_grad(par, mse)
 step_r = nn.value_and_grad(ref, mse)
 lo, hi = r * 8, (r + 1) * 8
+comm_stream = mx.new_stream(mx.cpu)  # the gradients' sums on a stream of their own
 for _ in range(5):
     _, gp = step_p(par, mx.array(X[lo:hi]), mx.array(Y[lo:hi]))
-    opt_p.update(par, nn.average_gradients(gp, all_reduce_size=64))
+    opt_p.update(par, nn.average_gradients(gp, all_reduce_size=64, communication_stream=comm_stream))
     _, gr = step_r(ref, mx.array(X), mx.array(Y))
     opt_r.update(ref, gr)
     mx.eval(par.parameters(), ref.parameters())
