@@ -220,6 +220,74 @@ np.testing.assert_array_equal(np.array(D.all_gather(mx.array([r]), group=rev)), 
 halves = g.split(r % 2)
 assert halves.size() == len(range(r % 2, n, 2))
 assert D.all_sum(mx.array(r), group=halves).item() == sum(range(r % 2, n, 2))
+# every collective and send/recv/recv_like on the reversed group (rev rank q is world
+# rank n-1-q) and on groups of one, against NumPy, every dtype
+q = rev.rank()
+order = [n - 1 - k for k in range(n)]  # world ranks by rev rank
+solo = g.split(r)
+assert solo.size() == 1 and solo.rank() == 0
+for dt in DTYPES:
+    xs = [rank_data(k, dt, seed=60) for k in range(n)]
+    x = mk(xs[r], dt)
+    for kind in ("sum", "max", "min"):
+        ref = np_reduce(xs, kind, dt)
+        if dt in ("float16", "bfloat16"):
+            ref = to_np(mx.array(ref.astype(np.float32)).astype(getattr(mx, dt)))
+        y = getattr(D, "all_" + kind)(x, group=rev)
+        assert y.dtype == x.dtype and y.shape == x.shape, (kind, dt)
+        np.testing.assert_array_equal(to_np(y), ref, err_msg=f"all_{kind} {dt} on rev")
+        y = getattr(D, "all_" + kind)(x, group=solo)
+        assert y is x
+        np.testing.assert_array_equal(to_np(y), to_np(mk(xs[r], dt)), err_msg=f"all_{kind} {dt} on solo")
+    np.testing.assert_array_equal(to_np(D.all_gather(x, group=rev)),
+                                  np.concatenate([to_np(mk(xs[k], dt)) for k in order]), err_msg=f"all_gather {dt} on rev")
+    assert D.all_gather(x, group=solo) is x
+    xs2 = [rank_data(k, dt, (2 * n, 3), seed=70) for k in range(n)]
+    y = D.sum_scatter(mk(xs2[r], dt), group=rev)
+    assert y.dtype == x.dtype and y.shape == (2, 3)
+    ref = np_reduce(xs2, "sum", dt)[2 * q:2 * q + 2]  # the block of this rank's rank in rev
+    if dt in ("float16", "bfloat16"):
+        ref = to_np(mx.array(ref.astype(np.float32)).astype(getattr(mx, dt)))
+    np.testing.assert_array_equal(to_np(y), ref, err_msg=f"sum_scatter {dt} on rev")
+    x2 = mk(xs2[r], dt)
+    assert D.sum_scatter(x2, group=solo) is x2
+    # a ring in rev's ranks: q sends to q+1 and receives from q-1 (world ranks n-1-q-1, n-1-q+1)
+    qn, qp = (q + 1) % n, (q - 1) % n
+    if q % 2 == 0:
+        mx.eval(D.send(x, qn, group=rev))
+        got = D.recv(x.shape, x.dtype, qp, group=rev)
+    else:
+        got = D.recv_like(x, qp, group=rev)
+        mx.eval(got)
+        mx.eval(D.send(x, qn, group=rev))
+    assert got.dtype == x.dtype and got.shape == x.shape
+    np.testing.assert_array_equal(to_np(got), to_np(mk(xs[order[qp]], dt)), err_msg=f"send/recv {dt} on rev")
+    # rev's ranks, not the world's: rev rank 0 (world n-1) sends to rev rank n-1 (world 0)
+    if q == 0:
+        mx.eval(D.send(x, n - 1, group=rev))
+    elif q == n - 1:
+        np.testing.assert_array_equal(to_np(D.recv_like(x, 0, group=rev)), to_np(mk(xs[n - 1], dt)),
+                                      err_msg=f"recv_like {dt} on rev")
+# send/recv on a group of one are errors, as on the singleton group; ranks are rev's
+for call, frag in [(lambda: D.send(x, 0, group=solo), "Cannot send to a singleton group"),
+                   (lambda: D.recv((1,), mx.float32, 0, group=solo), "Cannot recv from a singleton group"),
+                   (lambda: D.recv_like(x, 0, group=solo), "Cannot recv from a singleton group"),
+                   (lambda: D.send(x, n, group=rev), "Invalid destination"),
+                   (lambda: D.recv_like(x, -1, group=rev), "Invalid source")]:
+    try:
+        call()
+        raise AssertionError(frag)
+    except ValueError as err:
+        assert frag in str(err), str(err)
+# collectives on rev and on the world group in one eval
+xw = mx.array(rank_data(r, "int32", seed=80))
+xsw = [rank_data(k, "int32", seed=80) for k in range(n)]
+both = [D.all_sum(xw, group=rev), D.all_gather(xw), D.all_max(xw * 2, group=rev), D.all_gather(xw, group=rev)]
+mx.eval(*both)
+np.testing.assert_array_equal(np.array(both[0]), np.sum(xsw, axis=0))
+np.testing.assert_array_equal(np.array(both[1]), np.concatenate(xsw))
+np.testing.assert_array_equal(np.array(both[2]), np.max(xsw, axis=0) * 2)
+np.testing.assert_array_equal(np.array(both[3]), np.concatenate([xsw[k] for k in order]))
 
 # ---- stream=: whatever names a CPU stream, the same results ------------------------
 comm = mx.new_stream(mx.cpu)
