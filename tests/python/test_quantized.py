@@ -151,26 +151,37 @@ def e8m0_for(amax, emax):
     return np.where(a == 0, 127, np.clip(e + 127, 0, 254)).astype(np.uint8)
 
 
-def ref_fp_quantize(w, mode, global_scale=None, bfloat=False):
+def half(x):
+    """float32 rounded to float16 (nearest even), kept as float32."""
+    return np.asarray(x, np.float32).astype(np.float16).astype(np.float32)
+
+
+def ref_fp_quantize(w, mode, global_scale=None, bfloat=False, dtype=None):
+    """MLX composes the fp modes of ops in w's dtype (``dtype``: "bfloat16"
+    or "float16" for half weights, given as float32 values; ``bfloat=True``
+    is dtype="bfloat16"): nvfp4's amax / 6 and w / scale are rounded to it,
+    the global scale's 2688 / g multiplies both in float32; the mx modes
+    divide by a power of two."""
+    dtype = "bfloat16" if bfloat else dtype
+    rnd = bf16 if dtype == "bfloat16" else half if dtype == "float16" else f32
     gs, bits = (16, 4) if mode == "nvfp4" else (32, 8 if mode == "mxfp8" else 4)
     g = f32(w).reshape(*w.shape[:-1], -1, gs)
     amax = np.abs(g).max(-1)
-    enc = np.float32(1)
     if mode == "nvfp4":
-        sd = (amax / np.float32(6)).astype(np.float32)
+        sd = rnd(amax / np.float32(6))
+        enc = np.float32(1)
         if global_scale is not None:
             enc = np.float32(np.float32(2688) / np.float32(global_scale))
             sd = (sd * enc).astype(np.float32)
         sc = e4m3_encode(sd)
         sv = E4M3[sc]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            y = np.where(sv[..., None] == 0, np.float32(0), rnd(g / sv[..., None]))
+        y = (y * enc).astype(np.float32)
     else:
         sc = e8m0_for(amax, 448 if bits == 8 else 6)
-        sv = e8m0_values(sc)
-    with np.errstate(divide="ignore"):
-        inv = np.where(sv == 0, np.float32(0), enc / sv).astype(np.float32)
-    y = (g * inv[..., None]).astype(np.float32).reshape(w.shape)
-    if bfloat:  # the product is rounded to the input's dtype
-        y = bf16(y)
+        y = rnd(g / e8m0_values(sc)[..., None])
+    y = y.reshape(w.shape)
     return pack(fp4_encode(y) if bits == 4 else e4m3_encode(y), bits), sc
 
 
@@ -247,12 +258,12 @@ def test_fp_quantize_bit_exact(rng, mode):
             d = mx.dequantize(wq, s, mode=mode, dtype=mx.float32, **kw)
             np.testing.assert_array_equal(np.array(d), ref_fp_dequantize(rq, rs, mode, g))
             assert mx.dequantize(wq, s, mode=mode, **kw).dtype == mx.bfloat16  # MLX's default
-            # bfloat16 weights
-            wb = bf16(w)
-            wq, s = mx.quantize(mx.array(w).astype(mx.bfloat16), mode=mode, **kw)
-            rq, rs = ref_fp_quantize(wb, mode, g, bfloat=True)
-            np.testing.assert_array_equal(np.array(wq), rq)
-            np.testing.assert_array_equal(np.array(s), rs)
+            # half-precision weights: MLX's arithmetic in their dtype
+            for dt, rnd in [("bfloat16", bf16), ("float16", half)]:
+                wq, s = mx.quantize(mx.array(w).astype(getattr(mx, dt)), mode=mode, **kw)
+                rq, rs = ref_fp_quantize(rnd(w), mode, g, dtype=dt)
+                np.testing.assert_array_equal(np.array(wq), rq, err_msg=dt)
+                np.testing.assert_array_equal(np.array(s), rs, err_msg=dt)
 
 
 def test_fp_encodings_edge_values():
@@ -273,6 +284,18 @@ def test_fp_encodings_edge_values():
     w = np.zeros((1, 32), np.float32)
     w[0, 0] = 448.0
     assert np.array(mx.quantize(mx.array(w), mode="mxfp8")[1])[0, 0] == 127
+    # nvfp4 divides by the e4m3 scale, as MLX: 18.75 / 3.75 is the tie 5
+    # (-> 4.0), where 18.75 * (1 / 3.75) is 5.0000005 (-> 6.0)
+    w = np.zeros((1, 32), np.float32)
+    w[0, :2] = [22.0, 18.75]
+    wq, s = mx.quantize(mx.array(w), mode="nvfp4")
+    assert E4M3[np.array(s)[0, 0]] == 3.75 and unpack(np.array(wq), 4)[0, 1] == 6
+    # ... in w's dtype, then times 2688 / global_scale: 0.5 / 208 rounds up
+    # in bfloat16, 0.5 / 208 * 2688 / 3.7 = 1.7514 (-> 2.0; 1.7464 -> 1.5 in float32)
+    w[0, :2] = [1.75, 0.5]
+    for dt, code in [(mx.bfloat16, 4), (mx.float32, 3)]:
+        wq, s = mx.quantize(mx.array(w).astype(dt), mode="nvfp4", global_scale=mx.array(3.7))
+        assert E4M3[np.array(s)[0, 0]] == 208 and unpack(np.array(wq), 4)[0, 1] == code, dt
 
 
 def test_quantize_defaults_and_batch_dims(rng):

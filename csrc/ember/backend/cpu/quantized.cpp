@@ -16,9 +16,11 @@
 //  - mxfp4/mxfp8: the scale is the smallest power of two s with amax <= s *
 //    6 (448 for fp8), as e8m0 (127 + log2 s, clamped to [0, 254]; 127 for a
 //    zero group, 255 for a non-finite amax); values w / s.
-//  - nvfp4: the scale is amax / 6 (times 448 * 6 / global_scale when given)
-//    rounded to e4m3; values w * (enc / scale), the product rounded to w's
-//    dtype.
+//  - nvfp4: the scale is amax / 6 in w's dtype (times enc = 448 * 6 /
+//    global_scale in float32 when given) rounded to e4m3; values w / scale
+//    in w's dtype (times enc in float32 when given). MLX composes it of ops
+//    in w's dtype, so half-precision weights round there; w * (enc / scale)
+//    in float32 differs on values near a code boundary.
 //  - fp4 e2m1: the nearest of the 16 values, the first in code order on a
 //    tie (ties go to the smaller magnitude; a negative value rounding to 0
 //    gives +0; NaN gives 0). fp8 e4m3: round to nearest even, +-448 for
@@ -256,23 +258,28 @@ void Quantize::eval_cpu(const std::vector<array>& inputs, std::vector<array>& ou
           finite &= std::isfinite(v[k]);
         }
         if (!finite) amax = std::numeric_limits<float>::infinity();
-        float inv;
         uint8_t sc;
         if (mode == QuantMode::NvFp4) {
-          float sd = amax / 6.0f;
+          float sd = cpu::round_to(t, amax / 6.0f);  // in w's dtype, as MLX
           if (global) sd = sd * enc;
           sc = cpu::e4m3_encode(sd);
           const float sv = cpu::fp8_e4m3_values()[sc];
-          inv = sv == 0.0f ? 0.0f : enc / sv;
+          for (int k = 0; k < gs; ++k) {
+            // w / scale in w's dtype (a zero scale: a zero group, code 0),
+            // then times enc in float32
+            float y = sv == 0.0f ? 0.0f : cpu::round_to(t, v[k] / sv);
+            if (global) y = y * enc;
+            codes[k] = cpu::fp4_encode(y);
+          }
         } else {
           sc = cpu::e8m0_for(amax, mode == QuantMode::MxFp8 ? 448.0f : 6.0f);
-          inv = 1.0f / cpu::e8m0_values()[sc];
+          const float inv = 1.0f / cpu::e8m0_values()[sc];  // a power of two: w * inv is w / scale
+          for (int k = 0; k < gs; ++k) {
+            const float y = cpu::round_to(t, v[k] * inv);  // MLX rounds the quotient to w's dtype
+            codes[k] = mode == QuantMode::MxFp8 ? cpu::e4m3_encode(y) : cpu::fp4_encode(y);
+          }
         }
         reinterpret_cast<uint8_t*>(sout)[gi] = sc;
-        for (int k = 0; k < gs; ++k) {
-          const float y = cpu::round_to(t, v[k] * inv);  // MLX rounds the product to w's dtype
-          codes[k] = mode == QuantMode::MxFp8 ? cpu::e4m3_encode(y) : cpu::fp4_encode(y);
-        }
       }
       cpu::pack_codes(codes.data(), bits, g * gs, gs, row);
     }
