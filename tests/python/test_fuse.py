@@ -197,15 +197,14 @@ def _rhs_inputs(row, dtype, rng, n=64):
 ELEMENTWISE = [r for r in OPS if r.family in ("unary", "binary") and not r.multi_output]
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_every_elementwise_op_exact(dtype, rng):
-    """Every op of the table applied once into one graph, joined by
-    where(False, previous, this) (exactly `this`) so that one kernel per
-    output dtype computes them all."""
+def _fuse_every_op(rows, dtype, rng):
+    """Each row's op applied once into one graph, joined by where(False, previous, this) (exactly `this`) so that
+    one kernel per output dtype computes them all, and the graph fused:
+    (names, eager results, fused results, fused joins)."""
     dt = getattr(mx, dtype)
     chains = {}
     results, names, leaves = [], [], []
-    for row in ELEMENTWISE:
+    for row in rows:
         if dtype not in row.dtypes:
             continue
         a = _row_inputs(row, dt, rng)
@@ -220,37 +219,104 @@ def test_every_elementwise_op_exact(dtype, rng):
         key = r.dtype
         off = mx.zeros(r.shape, dtype=mx.bool_)
         chains[key] = r if key not in chains else mx.where(off, chains[key], r)
-    assert len(names) >= 40
     tails = list(chains.values())
     fused = mx._fuse(results + tails, leaves)
-    kernels = {fused_name(f) for f in fused[len(results):]}
+    return names, results, fused[:len(results)], fused[len(results):]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_every_elementwise_op_exact(dtype, rng):
+    """Every op of the table fused in one graph: one kernel per output
+    dtype, each op's bits as eager's."""
+    names, results, fused, tails = _fuse_every_op(ELEMENTWISE, dtype, rng)
+    assert len(names) >= 40
+    kernels = {fused_name(f) for f in tails}
     assert all(k.startswith("Compiled[") for k in kernels)
-    covered = sum(fused_name(f).startswith("Compiled[") for f in fused[:len(results)])
+    covered = sum(fused_name(f).startswith("Compiled[") for f in fused)
     assert covered >= len(results) - 6  # all but ops outside the generator (complex, ints)
     mx.eval(fused, results)
     for name, f, e in zip(names, fused, results):
         np.testing.assert_array_equal(bits(f), bits(e), err_msg=name)
 
 
+# every unary and binary elementwise op of the table, for the random chains
+CHAIN_ROWS = [r for r in OPS if r.family in ("unary", "binary")]
+
+
+def _apply_row(row, args):
+    """row's op on float arrays, each first mapped into the row's domain for
+    that argument (as _row_inputs draws: (lo, hi), zeros made 1 where the op
+    needs nonzero values); ops without float dtypes (bitwise, shifts) on the
+    floored values as int32. The result (a multi-output op's outputs added)
+    cast to the arguments' dtype."""
+    dtype = args[0].dtype
+    xs = []
+    for i, a in enumerate(args):
+        lo, hi = (row.rhs_domain if i == 1 else row.domain) or (-5, 5)
+        v = mx.sigmoid(a) * (hi - lo) + lo
+        if i in row.nonzero_args:
+            v = mx.where(v == 0, 1.0, v)
+        if str(dtype).rsplit(".", 1)[-1] not in row.dtypes:
+            v = mx.floor(v).astype(mx.int32)
+        xs.append(v)
+    r = row.op(*xs)
+    if isinstance(r, (list, tuple)):
+        r = sum(r[1:], r[0])
+    return r if r.dtype == dtype else r.astype(dtype)
+
+
+def _random_step(rows, vals, rng, last=False):
+    """A random row of `rows` applied to random values of `vals` (`last`:
+    one of them the last value, so that every step is read by the next)."""
+    row = rows[rng.integers(len(rows))]
+    args = [vals[rng.integers(len(vals))] for _ in range(1 if row.family == "unary" else 2)]
+    if last:
+        args[rng.integers(len(args))] = vals[-1]
+    return row, _apply_row(row, args)
+
+
 def test_random_chains_exact(rng):
-    unary = [mx.tanh, mx.sigmoid, mx.sin, mx.cos, mx.exp, mx.abs, mx.negative, mx.square,
-             mx.floor, mx.arctan, mx.erf, lambda v: mx.log1p(mx.abs(v)), lambda v: mx.sqrt(mx.abs(v))]
-    binary = [mx.add, mx.subtract, mx.multiply, mx.maximum, mx.minimum, mx.logaddexp,
-              lambda p, q: mx.where(p > q, p, q * 0.5), lambda p, q: p / (mx.abs(q) + 1)]
-    for dtype in (mx.float32, mx.float64):
-        leaves = [mx.array(rng.standard_normal((33, 17)) * 3, dtype=dtype) for _ in range(3)]
+    """Random chains over the whole table, fused and eager bit for bit:
+    every op at least once per dtype and every step's value an output (an
+    op whose result no later step reads is checked too); a step whose op
+    the generator fuses alone (the table fused as in
+    test_every_elementwise_op_exact; divmod not among them) is computed by
+    a kernel. Then chains of those ops only: one kernel computes them all."""
+    for dtype in ("float32", "float64"):
+        names, _, fused, _ = _fuse_every_op(ELEMENTWISE, dtype, rng)  # test_every_elementwise_op_exact's kernels
+        alone = {n for n, f in zip(names, fused) if fused_name(f).startswith("Compiled[")}
+        leaves = [mx.array(rng.standard_normal((33, 17)) * 3, dtype=getattr(mx, dtype)) for _ in range(3)]
+        # the whole table: 4 chains of 20 steps, the first 71 ops a shuffle of the table;
+        # each step reads the one before (no dead end: a kernel per chain and unfused op,
+        # not per step)
+        deck = [CHAIN_ROWS[k] for k in rng.permutation(len(CHAIN_ROWS))]
+        assert len(deck) <= 80
+        steps, outs = [], []
+        for c in range(4):
+            vals = list(leaves)
+            for i in range(20):
+                row, v = _random_step([deck[c * 20 + i]] if c * 20 + i < len(deck) else CHAIN_ROWS, vals, rng,
+                                      last=i > 0)
+                vals.append(v)
+                steps.append(row.name)
+                outs.append(v)
+        assert set(steps) == {r.name for r in CHAIN_ROWS}
+        fused = mx._fuse(outs, leaves)
+        kernels = [fused_name(f) for f in fused]  # before anything is evaluated
+        for name, k in zip(steps, kernels):
+            assert name not in alone or k.startswith("Compiled["), (dtype, name, k)
+        for f, e in zip(fused, outs):
+            assert_same(f, e)
+        # the ops fused alone: one kernel (under its 256 steps) computes every chain
+        rows = [r for r in CHAIN_ROWS if r.name in alone]
+        assert len(rows) >= 50
         outs = []
         for _ in range(4):
             vals = list(leaves)
-            for _ in range(9):
-                if rng.random() < 0.5:
-                    v = unary[rng.integers(len(unary))](vals[rng.integers(len(vals))])
-                else:
-                    v = binary[rng.integers(len(binary))](vals[rng.integers(len(vals))],
-                                                          vals[rng.integers(len(vals))])
-                vals.append(mx.clip(v, -20, 20))
+            for _ in range(9):  # 4 chains of 9 steps: ~100-170 nodes
+                vals.append(_random_step(rows, vals, rng)[1])
             outs.append(vals[-1] + vals[-2] * vals[-5])
-        outs.append(outs[0] - outs[1] * outs[2] + outs[3])  # one kernel computes them all
+        outs.append(outs[0] - outs[1] * outs[2] + outs[3])
         fused = mx._fuse(outs, leaves)
         assert len({fused_name(f) for f in fused}) == 1 and fused_name(fused[0]).startswith("Compiled[")
         for f, e in zip(fused, outs):
