@@ -827,6 +827,44 @@ def test_lower_compile_as_text_cost_analysis():
     assert_same(f(mx.ones((4,)), mx.ones((4,))), fun(mx.ones((4,)), mx.ones((4,))))  # f itself retraces
 
 
+
+@ember_only
+def test_lower_compile_builds_every_kernel_before_the_first_call(tmp_path, monkeypatch):
+    """lower() builds the fused groups' kernels (a fresh cache folder and an
+    emptied memory cache: each one compiled); compile() and the first and
+    later calls load none (the kernel counters stay where lower left them)."""
+    if not mx._fuse_stats()["compiler"]:
+        pytest.skip("no C++ compiler: nothing is fused")
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+    mx._fuse_clear_memory_cache()
+
+    def fun(x, w):  # two fused groups, a sort between them
+        h = mx.tanh(x * 1.5 + 0.25) * mx.cosh(x * 0.1) - mx.log1p(x * x)
+        return mx.erf(mx.sort(h, axis=-1) * 0.5) + w
+
+    x = mx.array(np.linspace(-3, 3, 60, dtype=np.float32).reshape(3, 20))
+    w = mx.array(np.linspace(1, 2, 20, dtype=np.float32))
+
+    def loads():
+        s = mx._fuse_stats()
+        return s["compiles"], s["disk_hits"], s["memory_hits"], s["failures"]
+
+    s0 = loads()
+    lowered = mx.compile(fun).lower(x, w)
+    s1 = loads()
+    c = lowered.compile()
+    kernels = set(re.findall(r"Compiled\[[^\]]*\]", c.as_text()))
+    assert len(kernels) == 2
+    assert (s1[0] - s0[0], s1[1:]) == (2, s0[1:])  # built by lower, none failed
+    assert loads() == s1  # compile() builds nothing more
+    out = c(x, w)
+    mx.eval(out)
+    assert loads() == s1  # nor does the first call
+    assert_same(out, fun(x, w))
+    assert_same(c(x * 2, w), fun(x * 2, w))
+    assert loads() == s1
+
+
 @ember_only
 def test_cost_analysis_matmul_and_reduction():
     c = mx.compile(lambda a, b: mx.sum(a @ b)).lower(mx.ones((4, 5)), mx.ones((5, 6))).compile()
