@@ -308,6 +308,152 @@ probe("random.key", "a seed beyond uint64")(lambda mx, np: mx.random.key(2 ** 64
 probe("random.uniform", "a bad key")(lambda mx, np: mx.random.uniform(shape=(2,), key=mx.array([1, 2, 3])))
 
 
+# ---- quantization: MLX's packing, bit for bit ---------------------------------
+# quantize / dequantize / quantized_matmul for every mode, affine bits and
+# group size and weight dtype. Float outputs come back twice: as arrays (the
+# dtypes and shapes compared) and as float32 bit patterns (uint32, compared
+# exactly). tests/python/test_mlx_conformance_quantized.py runs the same
+# cases on one backend against the NumPy model of the formats.
+
+QUANT_AFFINE = [(b, g) for b in (2, 3, 4, 5, 6, 8) for g in (32, 64, 128)]
+QUANT_DTYPES = ("float32", "float16", "bfloat16")
+QUANT_FP = [("mxfp4", None), ("mxfp8", None), ("nvfp4", None), ("nvfp4", 3.7), ("nvfp4", 150.0)]
+
+
+def quant_weights(np, shape=(8, 256), seed=0, gs=32):
+    """Random weights with hard groups: a group of quarter steps (ties), of
+    zeros, a constant one, a few levels, one dominated by a negative value;
+    rows spanning magnitudes from 1e-3 to 300."""
+    rng = np.random.default_rng(seed)
+    w = rng.standard_normal(shape).astype(np.float32)
+    flat = w.reshape(-1, shape[-1])
+    flat[0, :gs] = np.round(flat[0, :gs] * 4) / 4
+    flat[1, :gs] = 0
+    flat[2, :gs] = 0.75
+    flat[3, :gs] = rng.integers(0, 3, gs)
+    flat[4, :gs] = rng.standard_normal(gs) * 1e-3
+    flat[4, 0] = -5
+    flat[5] *= 300
+    flat[6] *= 1e-3
+    return w
+
+
+def float_bits(mx, np, a):
+    """a's values as float32 bit patterns (half types widen exactly)."""
+    return np.array(a.astype(mx.float32)).view(np.uint32)
+
+
+def _leaves(mx, np, arrays):
+    out = []
+    for a in arrays:
+        out.append(a)
+        if a.dtype in (mx.float32, mx.float16, mx.bfloat16):
+            out.append(float_bits(mx, np, a))
+    return out
+
+
+def quantize_case(mx, np, mode, bits, gs, dtype, global_scale=None):
+    """(the weights as float32, as rounded to dtype; quantize's outputs)."""
+    w = mx.array(quant_weights(np, gs=gs or 32)).astype(getattr(mx, dtype))
+    kw = {} if global_scale is None else {"global_scale": mx.array(global_scale)}
+    q = mx.quantize(w, gs, bits, mode=mode, **kw)
+    return np.array(w.astype(mx.float32)), list(q)
+
+
+def dequantize_case(mx, np, mode, bits, gs, dtype, global_scale=None, out_dtype=None):
+    """Random codes and scales (no NaN codes, scales in a modest range)
+    dequantized: reads the layout independently of quantize."""
+    rng = np.random.default_rng(1)
+    C = 256
+    if mode == "affine":
+        codes = rng.integers(0, 2 ** 32, (4, C * bits // 32), dtype=np.uint64).astype(np.uint32)
+        s = rng.standard_normal((4, C // gs)).astype(np.float32)
+        b = rng.standard_normal((4, C // gs)).astype(np.float32)
+        args = [mx.array(codes), mx.array(s).astype(getattr(mx, dtype)), mx.array(b).astype(getattr(mx, dtype))]
+    else:
+        if mode == "mxfp8":  # e4m3 bytes without the NaN codes 0x7f, 0xff
+            by = rng.integers(0, 127, (4, C)).astype(np.uint8) | (rng.integers(0, 2, (4, C)) << 7).astype(np.uint8)
+            codes = by.view(np.uint32)
+        else:
+            codes = rng.integers(0, 2 ** 32, (4, C * 4 // 32), dtype=np.uint64).astype(np.uint32)
+        gsz = 16 if mode == "nvfp4" else 32
+        lo, hi = (8, 127) if mode == "nvfp4" else (110, 140)  # e4m3 without NaN / e8m0 around 1
+        sc = rng.integers(lo, hi, (4, C // gsz)).astype(np.uint8)
+        args = [mx.array(codes), mx.array(sc), None]
+    kw = {"mode": mode}
+    if global_scale is not None:
+        kw["global_scale"] = mx.array(global_scale)
+    if out_dtype is not None:
+        kw["dtype"] = getattr(mx, out_dtype)
+    return args, mx.dequantize(*args, gs if mode == "affine" else None, bits if mode == "affine" else None, **kw)
+
+
+def qmm_exact_case(mx, np, mode, bits, gs, transpose, M):
+    """quantized_matmul on operands whose products and sums are exact in
+    float32 (and in int8 blocks and bfloat16 tiles): x = k / 4 with |k| <=
+    127 and 127 in every block of 32; affine weights (q + b') * 2^-e with
+    small integers b' <= 0 and 8 significant bits at most, fp weights of a
+    few significant bits. Every backend's arithmetic gives the same bits, so
+    the product checks only where each code and scale is read from. Returns
+    (x, (codes, scales, biases) as NumPy arrays, the product)."""
+    rng = np.random.default_rng(2 + (bits or 0) + (gs or 0) + 7 * transpose)
+    K, N = (128, 24) if transpose else (64, 128)
+    R, C = (N, K) if transpose else (K, N)
+    k = rng.integers(-127, 128, (M, K))
+    k[:, ::32] = 127 * rng.choice([-1, 1], (M, K // 32))
+    x = mx.array((k / 4).astype(np.float32))
+    if mode == "affine":
+        codes = rng.integers(0, 2 ** 32, (R, C * bits // 32), dtype=np.uint64).astype(np.uint32)
+        e = rng.integers(3, 6, (R, C // gs))
+        s = np.ldexp(np.float32(1), -e).astype(np.float32)
+        b = (rng.integers(-8, 1, (R, C // gs)) * s).astype(np.float32)
+        out = mx.quantized_matmul(x, mx.array(codes), mx.array(s), mx.array(b), transpose, gs, bits)
+        return x, (codes, s, b), out
+    gsz = 16 if mode == "nvfp4" else 32
+    if mode == "mxfp8":  # e4m3 values between 2^-3 and 15 (codes with exponent 4..10)
+        by = (rng.integers(4, 11, (R, C)) << 3 | rng.integers(0, 8, (R, C))) | (rng.integers(0, 2, (R, C)) << 7)
+        codes = by.astype(np.uint8).view(np.uint32)
+    else:
+        codes = rng.integers(0, 2 ** 32, (R, C * 4 // 32), dtype=np.uint64).astype(np.uint32)
+    lo, hi = (48, 64) if mode == "nvfp4" else (124, 129)  # e4m3 0.5..1.875 / e8m0 2^-3..2^1
+    sc = rng.integers(lo, hi, (R, C // gsz)).astype(np.uint8)
+    out = mx.quantized_matmul(x, mx.array(codes), mx.array(sc), None, transpose, mode=mode)
+    return x, (codes, sc, None), out
+
+
+for _b, _g in QUANT_AFFINE:
+    for _dt in QUANT_DTYPES:
+        probe("quantize", f"affine bits={_b} group={_g} {_dt}")(
+            lambda mx, np, b=_b, g=_g, dt=_dt: _leaves(mx, np, quantize_case(mx, np, "affine", b, g, dt)[1]))
+        probe("dequantize", f"affine bits={_b} group={_g} {_dt} round trip")(
+            lambda mx, np, b=_b, g=_g, dt=_dt: _leaves(mx, np, [mx.dequantize(
+                *quantize_case(mx, np, "affine", b, g, dt)[1], g, b)]))
+    probe("dequantize", f"affine bits={_b} group={_g} random codes")(
+        lambda mx, np, b=_b, g=_g: _leaves(mx, np, [dequantize_case(mx, np, "affine", b, g, "float32")[1]]))
+    for _t in (True, False):
+        probe("quantized_matmul", f"affine bits={_b} group={_g} transpose={_t} exact")(
+            lambda mx, np, b=_b, g=_g, t=_t: _leaves(mx, np, [qmm_exact_case(mx, np, "affine", b, g, t, M)[2]
+                                                           for M in (1, 12)]))
+for _m, _gsc in QUANT_FP:
+    _tag = "" if _gsc is None else f" global_scale={_gsc}"
+    for _dt in QUANT_DTYPES:
+        probe("quantize", f"{_m} {_dt}{_tag}")(
+            lambda mx, np, m=_m, dt=_dt, gsc=_gsc: _leaves(mx, np, quantize_case(mx, np, m, None, None, dt, gsc)[1]))
+        probe("dequantize", f"{_m} {_dt}{_tag} round trip")(
+            lambda mx, np, m=_m, dt=_dt, gsc=_gsc: _leaves(mx, np, [
+                mx.dequantize(*quantize_case(mx, np, m, None, None, dt, gsc)[1], mode=m, dtype=mx.float32,
+                              **({} if gsc is None else {"global_scale": mx.array(gsc)}))]))
+    for _od in (None, "float32", "float16"):
+        probe("dequantize", f"{_m}{_tag} random codes dtype={_od}")(
+            lambda mx, np, m=_m, gsc=_gsc, od=_od: _leaves(
+                mx, np, [dequantize_case(mx, np, m, None, None, "float32", gsc, od)[1]]))
+    if _gsc is None:
+        for _t in (True, False):
+            probe("quantized_matmul", f"{_m} transpose={_t} exact")(
+                lambda mx, np, m=_m, t=_t: _leaves(mx, np, [qmm_exact_case(mx, np, m, None, None, t, M)[2]
+                                                         for M in (1, 12)]))
+
+
 # ---- helpers -------------------------------------------------------------------
 
 class _ArrayLike:

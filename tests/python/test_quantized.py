@@ -152,8 +152,9 @@ def e8m0_for(amax, emax):
 
 
 def half(x):
-    """float32 rounded to float16 (nearest even), kept as float32."""
-    return np.asarray(x, np.float32).astype(np.float16).astype(np.float32)
+    """float32 rounded to float16 (nearest even; inf beyond its range), kept as float32."""
+    with np.errstate(over="ignore"):
+        return np.asarray(x, np.float32).astype(np.float16).astype(np.float32)
 
 
 def ref_fp_quantize(w, mode, global_scale=None, bfloat=False, dtype=None):
