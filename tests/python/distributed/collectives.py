@@ -417,4 +417,68 @@ got = mx.vmap(D.sum_scatter, in_axes=1, out_axes=1)(mx.moveaxis(xs4, 0, 1))
 ref = mx.stack([D.sum_scatter(xs4[i]) for i in range(3)], axis=1)
 np.testing.assert_array_equal(np.array(got), np.array(ref))
 
+# ---- vmap of send against a loop: ranks 0 and 1 send each other a batch ------------
+# (Send's rule sends the batch as one message, in the layout of the batched input:
+# the peer receives that shape; the loop sends and receives one message an example)
+if r < 2:
+    peer, B = 1 - r, 4
+    mine_b = np.random.default_rng(50 + r).standard_normal((B, 2, 3)).astype(np.float32)
+    theirs_b = np.random.default_rng(50 + peer).standard_normal((B, 2, 3)).astype(np.float32)
+
+    def exchange(send_it, recv_it):
+        """Rank 0 sends then receives, rank 1 the other way round; each message
+        evaluated alone, in order."""
+        if r == 0:
+            out = send_it()
+            got = recv_it()
+        else:
+            got = recv_it()
+            out = send_it()
+        return out, got
+
+    def loop_send(xs, fn):
+        outs = []
+        for v in xs:
+            outs.append(fn(v))
+            mx.eval(outs[-1])
+        return np.stack([np.array(o) for o in outs])
+
+    def loop_recv(k, shape):
+        return np.stack([np.array(D.recv(shape, mx.float32, peer)) for _ in range(k)])
+
+    def vmapped(fn, *xs, **kw):
+        out = mx.vmap(fn, **kw)(*xs)
+        mx.eval(out)
+        return np.array(out)
+
+    body = lambda v: D.send(mx.sin(v) * 2, peer) + 1  # compute before and after the send
+    loop_out, loop_got = exchange(lambda: loop_send(mine_b, lambda v: body(mx.array(v))),
+                                  lambda: loop_recv(B, (2, 3)))
+    np.testing.assert_allclose(loop_got, np.sin(theirs_b) * 2, rtol=1e-6)
+    v_out, v_got = exchange(lambda: vmapped(body, mx.array(mine_b)), lambda: np.array(D.recv((B, 2, 3), mx.float32, peer)))
+    np.testing.assert_array_equal(v_out, loop_out)
+    np.testing.assert_array_equal(v_got, loop_got)
+    # the batch on another axis: the message keeps the input's layout; the peer
+    # addressed by its rank in the reversed group
+    for axis in (1, 2):
+        xin = mx.moveaxis(mx.array(mine_b), 0, axis)
+        v_out, v_got = exchange(lambda: vmapped(lambda v: D.send(v, n - 1 - peer, group=rev), xin, in_axes=axis,
+                                                out_axes=0),
+                                lambda: np.array(D.recv(np.moveaxis(theirs_b, 0, axis).shape, mx.float32, n - 1 - peer,
+                                                        group=rev)))
+        np.testing.assert_array_equal(v_out, mine_b, err_msg=f"send axis {axis}")
+        np.testing.assert_array_equal(np.moveaxis(v_got, axis, 0), theirs_b, err_msg=f"recv axis {axis}")
+    # vmap of vmap: one (2, B, 3) message
+    v_out, v_got = exchange(lambda: vmapped(mx.vmap(lambda v: D.send(v, peer)), mx.array(mine_b.transpose(1, 0, 2))),
+                            lambda: np.array(D.recv((2, B, 3), mx.float32, peer)))
+    np.testing.assert_array_equal(v_out, mine_b.transpose(1, 0, 2))
+    np.testing.assert_array_equal(v_got, theirs_b.transpose(1, 0, 2))
+    # a send of an unbatched input inside vmap is one message of the example's shape
+    y = mx.array(np.full((3,), r, np.float32))
+    v_out, v_got = exchange(lambda: vmapped(lambda v, w: v + D.send(w, peer), mx.array(mine_b[:, 0]), y,
+                                            in_axes=(0, None)),
+                            lambda: np.array(D.recv((3,), mx.float32, peer)))
+    np.testing.assert_array_equal(v_out, mine_b[:, 0] + r)
+    np.testing.assert_array_equal(v_got, np.full((3,), peer, np.float32))
+
 print("OK", r, flush=True)
