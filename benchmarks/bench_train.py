@@ -15,9 +15,10 @@ Ember and MLX run the same code (``nn.Module``, ``nn.value_and_grad``,
 PyTorch its own ``torch.nn`` modules and ``torch.optim`` (eager,
 ``torch.set_num_threads(2)``), JAX a function of a parameter dict with the
 optimizer written out (no optax), once eagerly and once under ``jax.jit``.
-The "(compiled)" rows are ``jax.jit`` and ``mx.compile`` (Ember's and
-MLX's, the same code: the step with the model's and the optimizer's state as
-``inputs``/``outputs``); the last column holds Ember's eager step against
+The "(compiled)" rows are ``jax.jit``, ``mx.compile`` (Ember's and MLX's,
+the same code: the step with the model's and the optimizer's state as
+``inputs``/``outputs``) and ``torch.compile`` (of the loss, whose backward
+AOTAutograd compiles with it, and of the optimizer's step); the last column holds Ember's eager step against
 the fastest peer of the row.
 
 A step is ``loss, grads = value_and_grad(...); update; eval`` (for PyTorch
@@ -430,17 +431,25 @@ def torch_models(torch):
     return Transformer
 
 
-def _torch_step(torch, model, opt, loss_fn, outputs):
+def _torch_step(torch, model, opt, loss_fn, outputs, jit=False):
+    # compiled: torch.compile of the loss (forward and, through AOTAutograd,
+    # backward) and of the optimizer's step, as PyTorch's tutorials do
+    if jit:
+        loss_fn = torch.compile(loss_fn)
+        opt_step = torch.compile(opt.step)
+    else:
+        opt_step = opt.step
+
     def step(*batch):
         opt.zero_grad(set_to_none=True)
         loss = loss_fn(*batch)
         loss.backward()
-        opt.step()
+        opt_step()
         return (loss.detach(), *outputs())
     return step
 
 
-def mlp_torch(torch, *arrs):
+def mlp_torch(torch, *arrs, jit=False):
     torch.set_num_threads(2)
     F = torch.nn.functional
     dims = MLP_DIMS
@@ -456,11 +465,11 @@ def mlp_torch(torch, *arrs):
     opt = torch.optim.SGD(model.parameters(), lr=MLP_LR)
     lins = [m for m in model if isinstance(m, torch.nn.Linear)]
     step = _torch_step(torch, model, opt, lambda x, y: F.cross_entropy(model(x), y),
-                       lambda: [t.detach() for m in lins for t in (m.weight, m.bias)])
+                       lambda: [t.detach() for m in lins for t in (m.weight, m.bias)], jit)
     return lambda: step(x, labels)
 
 
-def transformer_torch(torch, *arrs):
+def transformer_torch(torch, *arrs, jit=False):
     torch.set_num_threads(2)
     F = torch.nn.functional
     specs = transformer_param_specs()
@@ -476,7 +485,7 @@ def transformer_torch(torch, *arrs):
     def loss_fn(tokens, targets):
         logits = model(tokens)
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets)
-    step = _torch_step(torch, model, opt, loss_fn, list)
+    step = _torch_step(torch, model, opt, loss_fn, list, jit)
     return lambda: step(tokens, targets)
 
 
@@ -585,14 +594,16 @@ CASES = [
     Case(name=MLP_NAME + " (compiled)", metric="ms", amount=1, make_inputs=mlp_inputs,
          reference=mlp_ref, out_dtype="float32", check_last=loss_fell,
          impls={"mlx": lambda mx, *a: mlp_mlx(mx, *a, compile_step=True),
-                "jax": lambda jnp, *a: mlp_jax(jnp, *a, jit=True)}),
+                "jax": lambda jnp, *a: mlp_jax(jnp, *a, jit=True),
+                "torch": lambda torch, *a: mlp_torch(torch, *a, jit=True)}),
     Case(name=TF_NAME + " (eager)", metric="ms", amount=1, make_inputs=transformer_inputs,
          reference=transformer_ref, out_dtype="float32", check_last=loss_fell,
          impls={"mlx": transformer_mlx, "jax": transformer_jax, "torch": transformer_torch}),
     Case(name=TF_NAME + " (compiled)", metric="ms", amount=1, make_inputs=transformer_inputs,
          reference=transformer_ref, out_dtype="float32", check_last=loss_fell,
          impls={"mlx": lambda mx, *a: transformer_mlx(mx, *a, compile_step=True),
-                "jax": lambda jnp, *a: transformer_jax(jnp, *a, jit=True)}),
+                "jax": lambda jnp, *a: transformer_jax(jnp, *a, jit=True),
+                "torch": lambda torch, *a: transformer_torch(torch, *a, jit=True)}),
 ]
 
 

@@ -4,9 +4,10 @@ value_and_grad on a small MLP step, beside MLX, JAX and torch.func. Run:
     python3 benchmarks/bench_transforms.py [--quick] [--only PATTERN] [--json FILE]
 
 The per-example row jits JAX (how JAX is used; Ember, MLX and torch.func run
-eagerly), and a second row compiles Ember's and MLX's (mx.compile) beside the
-same jitted JAX. The MLP step runs eagerly everywhere, transforming the Python
-function on every call, and again compiled (mx.compile / jax.jit).
+eagerly), and a second row compiles Ember's and MLX's (mx.compile) and
+torch.func's (torch.compile) beside the same jitted JAX. The MLP step runs
+eagerly everywhere, transforming the Python function on every call, and again
+compiled (mx.compile / jax.jit / torch.compile).
 """
 
 import os
@@ -55,9 +56,11 @@ def pe_jax(jnp, w, x, y):
     return lambda: f(w, x, y)
 
 
-def pe_torch(torch, w, x, y):
+def pe_torch(torch, w, x, y, jit=False):
     from torch.func import grad, vmap
     f = vmap(grad(_pe_loss(torch)), in_dims=(None, 0, 0))
+    if jit:
+        f = torch.compile(f)
     return lambda: f(w, x, y)
 
 
@@ -138,7 +141,7 @@ def mlp_jax(jnp, *arrs, jit=False):
     return _mlp_step(jnp, jax.value_and_grad, jax.jit, jax.nn.logsumexp, arrs, jit)
 
 
-def mlp_torch(torch, *arrs):
+def mlp_torch(torch, *arrs, jit=False):
     from torch.func import grad_and_value
     params, x, y = list(arrs[:-2]), arrs[-2], arrs[-1]
 
@@ -146,6 +149,8 @@ def mlp_torch(torch, *arrs):
         logits = _mlp_forward(torch, params, x, torch.relu, None)
         return torch.mean(torch.logsumexp(logits, dim=1) - torch.sum(logits * y, dim=1))
     gv = grad_and_value(loss)
+    if jit:
+        gv = torch.compile(gv)
 
     def step():
         g, v = gv(params, x, y)
@@ -159,13 +164,15 @@ CASES = [
          impls={"mlx": pe_mlx, "jax": pe_jax, "torch": pe_torch}),
     Case(name=f"per-example grads vmap(grad), linear {BATCH}x{DIM} (compiled)", metric="ms", amount=1,
          make_inputs=pe_inputs, reference=pe_ref, out_dtype="float32",
-         impls={"mlx": lambda mx, *a: pe_mlx(mx, *a, jit=True), "jax": pe_jax}),
+         impls={"mlx": lambda mx, *a: pe_mlx(mx, *a, jit=True), "jax": pe_jax,
+                "torch": lambda torch, *a: pe_torch(torch, *a, jit=True)}),
     Case(name="value_and_grad 3-layer MLP step (64-128-128-10, batch 32)", metric="µs/op", amount=1,
          make_inputs=mlp_inputs, reference=mlp_ref, out_dtype="float32", rtol=1e-4, atol=1e-5,
          impls={"mlx": mlp_mlx, "jax": mlp_jax, "torch": mlp_torch}),
     Case(name="value_and_grad 3-layer MLP step (compiled)", metric="µs/op", amount=1,
          make_inputs=mlp_inputs, reference=mlp_ref, out_dtype="float32", rtol=1e-4, atol=1e-5,
-         impls={"mlx": lambda mx, *a: mlp_mlx(mx, *a, jit=True), "jax": lambda jnp, *a: mlp_jax(jnp, *a, jit=True)}),
+         impls={"mlx": lambda mx, *a: mlp_mlx(mx, *a, jit=True), "jax": lambda jnp, *a: mlp_jax(jnp, *a, jit=True),
+                "torch": lambda torch, *a: mlp_torch(torch, *a, jit=True)}),
 ]
 
 if __name__ == "__main__":
