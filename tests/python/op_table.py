@@ -359,6 +359,29 @@ def _mx(name):
     return getattr(mx, name)
 
 
+def apply_in_domain(row, args):
+    """row's op on float arrays, each first mapped into the row's domain for
+    that argument (as the table's samples are drawn: (lo, hi), zeros made 1
+    where the op needs nonzero values); ops without float dtypes (bitwise,
+    shifts) on the floored values as int32. The result (a multi-output op's
+    outputs added) cast to the arguments' dtype. The random-chain tests of
+    compile and fusion build their chains from it."""
+    dtype = args[0].dtype
+    xs = []
+    for i, a in enumerate(args):
+        lo, hi = (row.rhs_domain if i == 1 else row.domain) or (-5, 5)
+        v = mx.sigmoid(a) * (hi - lo) + lo
+        if i in row.nonzero_args:
+            v = mx.where(v == 0, 1.0, v)
+        if str(dtype).rsplit(".", 1)[-1] not in row.dtypes:
+            v = mx.floor(v).astype(mx.int32)
+        xs.append(v)
+    r = row.op(*xs)
+    if isinstance(r, (list, tuple)):
+        r = sum(r[1:], r[0])
+    return r if r.dtype == dtype else r.astype(dtype)
+
+
 # ---- unary elementwise ----------------------------------------------------
 
 def _unary(name, ref, dtypes=ALL, out=same, domain=(-5, 5), int_domain=None,

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from conftest import IS_MLX, ember_only, mx, raises, run_python, to_mx
-from op_table import OPS, Fixed
+from op_table import OPS, Fixed, apply_in_domain
 
 
 def counted(fun):
@@ -182,28 +182,6 @@ CHAIN_ROWS = [o for o in OPS if o.family in ("unary", "binary")]
 N_CHAIN_SEEDS = 12
 
 
-def apply_row(row, args):
-    """row's op on float arrays, each first mapped into the row's domain for
-    that argument (as the table's samples are drawn: (lo, hi), zeros made
-    1 where the op needs nonzero values); ops without float dtypes (bitwise,
-    shifts) on the floored values as int32. The result (a multi-output op's
-    outputs added) cast to the arguments' dtype."""
-    dtype = args[0].dtype
-    xs = []
-    for i, a in enumerate(args):
-        lo, hi = (row.rhs_domain if i == 1 else row.domain) or (-5, 5)
-        v = mx.sigmoid(a) * (hi - lo) + lo
-        if i in row.nonzero_args:
-            v = mx.where(v == 0, 1.0, v)
-        if str(dtype).rsplit(".", 1)[-1] not in row.dtypes:
-            v = mx.floor(v).astype(mx.int32)
-        xs.append(v)
-    r = row.op(*xs)
-    if isinstance(r, (list, tuple)):
-        r = sum(r[1:], r[0])
-    return r if r.dtype == dtype else r.astype(dtype)
-
-
 def random_chain(seed, n_inputs=3, length=25):
     """A chain of `length` ops drawn from CHAIN_ROWS; seed k of
     range(N_CHAIN_SEEDS) also holds the k-th slice of a fixed shuffle of
@@ -225,7 +203,7 @@ def random_chain(seed, n_inputs=3, length=25):
             args = [vals[i % len(vals)]] if row.family == "unary" else [vals[i % len(vals)], vals[j % len(vals)] * 0.5]
             if n:  # each step reads the one before: no dead end (a kernel of its own each)
                 args[last % len(args)] = vals[-1]
-            vals.append(apply_row(row, args))
+            vals.append(apply_in_domain(row, args))
         # every op's result is an output (a comparison or a rounding at the
         # end would hide the values before it)
         return tuple(vals[len(xs):]) + (vals[-2] + 1.0,)

@@ -20,7 +20,7 @@ import pytest
 
 import ember
 import ember.core as mx
-from op_table import OPS
+from op_table import OPS, apply_in_domain
 
 
 
@@ -243,28 +243,6 @@ def test_every_elementwise_op_exact(dtype, rng):
 CHAIN_ROWS = [r for r in OPS if r.family in ("unary", "binary")]
 
 
-def _apply_row(row, args):
-    """row's op on float arrays, each first mapped into the row's domain for
-    that argument (as _row_inputs draws: (lo, hi), zeros made 1 where the op
-    needs nonzero values); ops without float dtypes (bitwise, shifts) on the
-    floored values as int32. The result (a multi-output op's outputs added)
-    cast to the arguments' dtype."""
-    dtype = args[0].dtype
-    xs = []
-    for i, a in enumerate(args):
-        lo, hi = (row.rhs_domain if i == 1 else row.domain) or (-5, 5)
-        v = mx.sigmoid(a) * (hi - lo) + lo
-        if i in row.nonzero_args:
-            v = mx.where(v == 0, 1.0, v)
-        if str(dtype).rsplit(".", 1)[-1] not in row.dtypes:
-            v = mx.floor(v).astype(mx.int32)
-        xs.append(v)
-    r = row.op(*xs)
-    if isinstance(r, (list, tuple)):
-        r = sum(r[1:], r[0])
-    return r if r.dtype == dtype else r.astype(dtype)
-
-
 def _random_step(rows, vals, rng, last=False):
     """A random row of `rows` applied to random values of `vals` (`last`:
     one of them the last value, so that every step is read by the next)."""
@@ -272,7 +250,7 @@ def _random_step(rows, vals, rng, last=False):
     args = [vals[rng.integers(len(vals))] for _ in range(1 if row.family == "unary" else 2)]
     if last:
         args[rng.integers(len(args))] = vals[-1]
-    return row, _apply_row(row, args)
+    return row, apply_in_domain(row, args)
 
 
 def test_random_chains_exact(rng):

@@ -509,6 +509,28 @@ def central(f, x, d, h=1.0):
     return (np.array(f(x + h * d)).astype(np.float64) - np.array(f(x - h * d))) / (2 * h)
 
 
+def check_vjp_jvp(rng, f, args, cot, grads, n=None):
+    """For each of the first n (all) arguments of f (linear in each): the vjp's
+    gradient `grads[i]` against a central difference along a random
+    direction d (<cot, J d> = <J^T cot, d>, sums in float64), its shape and
+    dtype, and the jvp along d against the same difference."""
+    for i in range(len(args) if n is None else n):
+        p = args[i]
+        d = mx.array(rng.standard_normal(p.shape).astype(np.float32))
+
+        def fi(v):
+            a = list(args)
+            a[i] = v
+            return f(*a)
+        num = central(fi, p, d)
+        lhs = float((np.array(cot).astype(np.float64) * num).sum())
+        rhs = float((np.array(grads[i]).astype(np.float64) * np.array(d)).sum())
+        assert abs(lhs - rhs) <= 1e-4 * max(1.0, abs(lhs)), (i, lhs, rhs)
+        assert grads[i].shape == p.shape and grads[i].dtype == p.dtype
+        _, (t,) = mx.jvp(fi, [p], [d])
+        np.testing.assert_allclose(np.array(t), num, rtol=1e-4, atol=1e-3)
+
+
 @pytest.mark.parametrize("transpose", [True, False])
 def test_qmm_vjp_jvp(rng, transpose):
     w = weights(rng, (16, 64) if transpose else (64, 32))
@@ -518,22 +540,7 @@ def test_qmm_vjp_jvp(rng, transpose):
     out = f(x, s, b)
     cot = mx.array(rng.standard_normal(out.shape).astype(np.float32))
     _, grads = mx.vjp(lambda x, s, b: f(x, s, b), [x, s, b], [cot])
-    for i, p in enumerate([x, s, b]):
-        d = mx.array(rng.standard_normal(p.shape).astype(np.float32))
-        args = [x, s, b]
-
-        def fi(v):
-            a = list(args)
-            a[i] = v
-            return f(*a)
-        num = central(fi, p, d)
-        # <cot, J d> = <J^T cot, d>
-        lhs = float((np.array(cot).astype(np.float64) * num).sum())
-        rhs = float((np.array(grads[i]).astype(np.float64) * np.array(d)).sum())
-        assert abs(lhs - rhs) <= 1e-4 * max(1.0, abs(lhs)), (i, lhs, rhs)
-        assert grads[i].shape == p.shape and grads[i].dtype == p.dtype
-        _, (t,) = mx.jvp(fi, [p], [d])
-        np.testing.assert_allclose(np.array(t), num, rtol=1e-4, atol=1e-3)
+    check_vjp_jvp(rng, f, [x, s, b], cot, grads)
 
 
 def test_qmm_grad_fp_mode(rng):
@@ -760,21 +767,7 @@ def test_gather_qmm_vjp_jvp(rng, mode, gs, bits, gscale, transpose):
     for i in np.ndindex(2, 3):
         gref[np.array(lhs)[i]] += c[i] @ Wt[np.array(rhs)[i]]
     np.testing.assert_allclose(np.array(grads[0]), gref, rtol=1e-4, atol=1e-4)
-    for i in range(len(prims)):
-        p = prims[i]
-        d = mx.array(rng.standard_normal(p.shape).astype(np.float32))
-
-        def fi(v):
-            a = [x, s, b]
-            a[i] = v
-            return f(*a)
-        num = central(fi, p, d)
-        lhs_ = float((np.array(cot).astype(np.float64) * num).sum())
-        rhs_ = float((np.array(grads[i]).astype(np.float64) * np.array(d)).sum())
-        assert abs(lhs_ - rhs_) <= 1e-4 * max(1.0, abs(lhs_)), (i, lhs_, rhs_)
-        assert grads[i].shape == p.shape and grads[i].dtype == p.dtype
-        _, (t,) = mx.jvp(fi, [p], [d])
-        np.testing.assert_allclose(np.array(t), num, rtol=1e-4, atol=1e-3)
+    check_vjp_jvp(rng, f, [x, s, b], cot, grads, n=len(prims))
 
 
 @pytest.mark.parametrize("mode, gs, bits, gscale", [GATHER_MODES[4], GATHER_MODES[6], GATHER_MODES[8]],
