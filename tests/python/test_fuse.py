@@ -385,13 +385,16 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-def _run(env_extra, cache):
-    # the ember this test imported (the installed wheel in CI, python/ in a dev tree)
+def _run(env_extra, cache, script=None, *argv):
+    """`script` (default SCRIPT) started in a fresh interpreter that imports
+    the ember this test imported (the installed wheel in CI, python/ in a
+    dev tree), with the kernel cache in `cache`, $CXX unset and `env_extra`
+    added; argv in sys.argv[1:]."""
     pkg_parent = os.path.dirname(os.path.dirname(os.path.abspath(ember.__file__)))
     env = dict(os.environ, PYTHONPATH=pkg_parent, EMBER_CACHE_DIR=cache)
     env.pop("CXX", None)
     env.update(env_extra)
-    return subprocess.Popen([sys.executable, "-c", SCRIPT], env=env, stdout=subprocess.PIPE,
+    return subprocess.Popen([sys.executable, "-c", script or SCRIPT, *argv], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
 
@@ -453,12 +456,7 @@ COMPILE_SCRIPT = textwrap.dedent("""
 
 
 def _run_compile(env_extra, cache, *argv):
-    pkg_parent = os.path.dirname(os.path.dirname(os.path.abspath(ember.__file__)))
-    env = dict(os.environ, PYTHONPATH=pkg_parent, EMBER_CACHE_DIR=cache)
-    env.pop("CXX", None)
-    env.update(env_extra)
-    return subprocess.Popen([sys.executable, "-c", COMPILE_SCRIPT, *argv], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    return _run(env_extra, cache, COMPILE_SCRIPT, *argv)
 
 
 @pytest.mark.parametrize("cxx", [None, "/nonexistent/g++"])
