@@ -469,6 +469,14 @@ class raises:
 # subprocesses
 # --------------------------------------------------------------------------
 
+def buffer_address(a):
+    """The address of an evaluated array's buffer, through the buffer
+    protocol (the export is released at once, so it holds no reference that
+    would block donation): the same address means the same buffer."""
+    with memoryview(a) as m:
+        return np.frombuffer(m, np.uint8).__array_interface__["data"][0]
+
+
 def run_python(code, env=None, args=(), check=True, timeout=600):
     """Run ``code`` (dedented) with ``python -c`` in a fresh interpreter that
     finds the packages this one does (PYTHONPATH = this sys.path), with the

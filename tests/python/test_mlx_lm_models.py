@@ -19,7 +19,7 @@ import importlib.util
 import numpy as np
 import pytest
 
-from conftest import IS_EMBER, ember_only, mx
+from conftest import IS_EMBER, buffer_address, ember_only, mx
 
 if importlib.util.find_spec("mlx_lm") is None:
     pytest.skip("mlx-lm is not installed (pip install --no-deps mlx-lm==0.32.2)", allow_module_level=True)
@@ -142,13 +142,6 @@ def test_kv_cache_slice_assignment_state():
     assert cache.offset == 7
 
 
-def _address(a):
-    """The address of a's buffer (through the buffer protocol; the export is
-    released at once, so it holds no reference that would block donation)."""
-    with memoryview(a) as m:
-        return np.frombuffer(m, np.uint8).__array_interface__["data"][0]
-
-
 def test_kv_cache_updated_in_place_while_decoding():
     """Decoding through mlx-lm's KVCache (``self.keys[..., prev:offset, :] =
     keys`` into a 256-step buffer) writes each token into the same buffers:
@@ -168,7 +161,7 @@ def test_kv_cache_updated_in_place_while_decoding():
     cache = _cache_module().make_prompt_cache(model)
     y = mx.argmax(model(mx.array([[5, 17, 42, 8]]), cache=cache)[:, -1], axis=-1)
     mx.eval(y)
-    addresses = [(_address(c.keys), _address(c.values)) for c in cache]
+    addresses = [(buffer_address(c.keys), buffer_address(c.values)) for c in cache]
     one_buffer = min(min(c.keys.nbytes, c.values.nbytes) for c in cache)
     assert one_buffer >= 32 * 1024
     gc.collect()
@@ -179,7 +172,7 @@ def test_kv_cache_updated_in_place_while_decoding():
         y = mx.argmax(model(y[:, None], cache=cache)[:, -1], axis=-1)
         mx.eval(y)
         assert mx.get_peak_memory() - before < one_buffer, (t, mx.get_peak_memory() - before)
-        assert [(_address(c.keys), _address(c.values)) for c in cache] == addresses, t
+        assert [(buffer_address(c.keys), buffer_address(c.values)) for c in cache] == addresses, t
 
     def step(tok):
         return mx.argmax(model(tok[:, None], cache=cache)[:, -1], axis=-1)
@@ -196,7 +189,7 @@ def test_kv_cache_updated_in_place_while_decoding():
     mx.eval(y)
     assert mx.get_peak_memory() - before < one_buffer, mx.get_peak_memory() - before
     assert cache[0].offset == 124 and cache[0].keys.shape[2] == 256  # still the first buffer
-    assert [(_address(c.keys), _address(c.values)) for c in cache] == addresses
+    assert [(buffer_address(c.keys), buffer_address(c.values)) for c in cache] == addresses
 
 
 def test_array_mask_equals_causal_string():
