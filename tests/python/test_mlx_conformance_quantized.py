@@ -21,7 +21,8 @@ import numpy as np
 import pytest
 
 from conftest import ember_only, mx
-from test_quantized import bf16, f32, half, ref_affine_quantize, ref_fp_dequantize, ref_fp_quantize, unpack
+from test_quantized import (bf16, f32, half, ref_affine_dequantize, ref_affine_quantize, ref_fp_dequantize,
+                            ref_fp_quantize, unpack)
 
 _spec = importlib.util.spec_from_file_location(
     "mlx_diff_probes", Path(__file__).resolve().parents[2] / "tools" / "mlx_diff_probes.py")
@@ -40,15 +41,6 @@ def assert_bits(got, want, what=""):
     np.testing.assert_array_equal(bits_of(np.array(got.astype(mx.float32))), bits_of(want), err_msg=str(what))
 
 
-def affine_dequant_ref(codes, s, b, gs, bits, dtype):
-    """MLX: s * q rounded to the dtype, plus b rounded again."""
-    rnd = ROUND[dtype]
-    q = unpack(codes, bits).astype(np.float32)
-    q = q.reshape(*q.shape[:-1], -1, gs)
-    out = rnd(rnd(q * f32(s)[..., None]) + f32(b)[..., None])
-    return out.reshape(*codes.shape[:-1], -1)
-
-
 @pytest.mark.parametrize("dtype", P.QUANT_DTYPES)
 @pytest.mark.parametrize("bits, gs", P.QUANT_AFFINE)
 def test_affine_quantize_and_dequantize(bits, gs, dtype):
@@ -61,7 +53,7 @@ def test_affine_quantize_and_dequantize(bits, gs, dtype):
     assert_bits(b, ROUND[dtype](f32(rb)), "biases")
     d = mx.dequantize(wq, s, b, gs, bits)
     assert d.dtype == getattr(mx, dtype)
-    assert_bits(d, affine_dequant_ref(rq, rs, rb, gs, bits, dtype), "dequantize")
+    assert_bits(d, ref_affine_dequantize(rq, rs, rb, gs, bits, ROUND[dtype]), "dequantize")
 
 
 @pytest.mark.parametrize("dtype", P.QUANT_DTYPES)
@@ -80,7 +72,7 @@ def test_fp_quantize_and_dequantize(mode, gscale, dtype):
 @pytest.mark.parametrize("bits, gs", P.QUANT_AFFINE)
 def test_affine_dequantize_random_codes(bits, gs):
     (codes, s, b), d = P.dequantize_case(mx, np, "affine", bits, gs, "float32")
-    assert_bits(d, affine_dequant_ref(np.array(codes), np.array(s), np.array(b), gs, bits, "float32"))
+    assert_bits(d, ref_affine_dequantize(np.array(codes), np.array(s), np.array(b), gs, bits, ROUND["float32"]))
 
 
 # with a global scale only float32 output: MLX ignores the dtype there (the

@@ -98,11 +98,13 @@ def ref_affine_quantize(w, gs, bits, bfloat=False):
     return pack(q.reshape(w.shape), bits), scale.astype(dt), bias.astype(dt)
 
 
-def ref_affine_dequantize(wq, s, b, gs, bits, dt):
+def ref_affine_dequantize(wq, s, b, gs, bits, rnd):
+    """MLX's dequantize: s * q rounded to the output dtype, plus b rounded
+    again; `rnd` rounds float32 values to that dtype (f32, half, bf16)."""
     q = unpack(wq, bits).astype(np.float32)
     q = q.reshape(*q.shape[:-1], -1, gs)
-    out = (q * f32(s)[..., None]).astype(dt).astype(np.float32) + f32(b)[..., None]
-    return out.astype(dt).reshape(*wq.shape[:-1], -1)
+    out = rnd(rnd(q * f32(s)[..., None]) + f32(b)[..., None])
+    return out.reshape(*wq.shape[:-1], -1)
 
 
 FP4 = np.array([0, .5, 1, 1.5, 2, 3, 4, 6, -0., -.5, -1, -1.5, -2, -3, -4, -6], np.float32)
@@ -236,7 +238,7 @@ def test_affine_quantize_bit_exact(rng, bits, dtype):
         d = mx.dequantize(wq, s, b, gs, bits)
         assert d.dtype == wm.dtype
         if dtype != "bfloat16":
-            np.testing.assert_array_equal(to_np(d), f32(ref_affine_dequantize(rq, rs, rb, gs, bits, wn.dtype)))
+            np.testing.assert_array_equal(to_np(d), ref_affine_dequantize(rq, rs, rb, gs, bits, half if wn.dtype == np.float16 else f32))
         # the round trip is within a step and a half (the edge fit may clip
         # the other edge by up to half a step more)
         err = np.abs(to_np(d) - wn).reshape(6, -1, gs).max(-1)
