@@ -210,6 +210,24 @@ def test_depthwise_flip_input_dilation_multiplier(level):
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
 
+# Three taps along the line at unit stride: edge tiles (padding, input
+# dilation's holes, lines that end in a short tile) load each pixel once too,
+# from a table of pixel pointers; padding wider than a tap, negative padding
+# and flip move where the zeros are.
+@pytest.mark.parametrize("pad", [(1, 1), (2, 0), (0, 3), (-1, 2), (3, 3)])
+@pytest.mark.parametrize("idil", [1, 2])
+@pytest.mark.parametrize("flip", [False, True])
+def test_depthwise_three_taps_edges(level, pad, idil, flip):
+    rng = np.random.default_rng([pad[0] + 1, pad[1], idil])
+    x = rng.standard_normal((2, 3, 13, 32))
+    w = rng.standard_normal((32, 2, 3, 1))
+    got = mx.conv_general(arr(x), arr(w), padding=([1, pad[0]], [0, pad[1]]),
+                          input_dilation=[1, idil], groups=32, flip=flip)
+    want = ref_conv(x, w, [1, 1], [1, pad[0]], [0, pad[1]], [1, 1], [1, idil], 32, flip)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(to_numpy(got), want, rtol=1e-12, atol=1e-12)
+
+
 def weight_grad(x, w, stride, pad, dil, groups):
     D = x.ndim - 2
     fn = {1: mx.conv1d, 2: mx.conv2d, 3: mx.conv3d}[D]

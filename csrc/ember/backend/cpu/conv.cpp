@@ -1056,11 +1056,14 @@ void dw_tile(const A* base, const int64_t* lead, int64_t nlead, const int64_t* t
 // Three taps along the line at unit stride and dilation (the common case).
 // The MR outputs of a tile read MR + 2 neighbouring pixels; each is loaded
 // once and used by up to three taps (a third of the loads of dw_tile).
-// px[h]: the tile's first pixel in leading position h's input row (nullptr:
-// padding), pixels `step` apart; nv whole vectors of channels, one at a time.
-template <class A, int MR>
-void dw_tile3(const A* const* px, int64_t nlead, int64_t step, const A* wt, int64_t ldw, int nv, A* out, int64_t ldo,
-              bool stream, A* held) {
+// Affine (the line's interior): px[h] is the tile's first pixel in leading
+// position h's input row (nullptr: padding), pixels `step` apart. Otherwise
+// (a tile at a line's ends, or of `rows` < MR outputs): px[h * (MR + 2) + i]
+// is pixel i itself, a zero pixel where it is padding (nullptr: row h is).
+// nv whole vectors of channels, one at a time; rows [0, rows) stored.
+template <class A, int MR, bool Affine>
+void dw_tile3(const A* const* px, int64_t nlead, int64_t step, const A* wt, int64_t ldw, int nv, int64_t rows,
+              A* out, int64_t ldo, bool stream, A* held) {
   using V = typename Vec<A>::V;
   constexpr int W = Vec<A>::W;
   // a cache line is P vectors: the first P - 1 wait in `held` and go out
@@ -1072,14 +1075,15 @@ void dw_tile3(const A* const* px, int64_t nlead, int64_t step, const A* wt, int6
     V acc[MR];
     for (int r = 0; r < MR; ++r) acc[r] = V{};
     for (int64_t h = 0; h < nlead; ++h) {
-      if (px[h] == nullptr) continue;
-      const A* pj = px[h] + j * W;
+      const A* const* ph = Affine ? px + h : px + h * (MR + 2);
+      if (ph[0] == nullptr) continue;
+      auto pixel = [&](int i) { return Affine ? vload<V>(ph[0] + j * W + i * step) : vload<V>(ph[i] + j * W); };
       const A* wk = wt + h * 3 * ldw + j * W;
       const V k0 = vload<V>(wk), k1 = vload<V>(wk + ldw), k2 = vload<V>(wk + 2 * ldw);
       // a sliding window of three pixels
-      V a0 = vload<V>(pj), a1 = vload<V>(pj + step);
+      V a0 = pixel(0), a1 = pixel(1);
       for (int r = 0; r < MR; ++r) {
-        const V a2 = vload<V>(pj + (r + 2) * step);
+        const V a2 = pixel(r + 2);
         acc[r] = vfma(a0, k0, acc[r]);
         acc[r] = vfma(a1, k1, acc[r]);
         acc[r] = vfma(a2, k2, acc[r]);
@@ -1092,13 +1096,13 @@ void dw_tile3(const A* const* px, int64_t nlead, int64_t step, const A* wt, int6
         for (int r = 0; r < MR; ++r) vstore(held + ((j % P) * MR + r) * W, acc[r]);
       } else {
         const int j0 = j - (P - 1);
-        for (int r = 0; r < MR; ++r) {
+        for (int r = 0; r < rows; ++r) {
           for (int i = 0; i < P - 1; ++i) vstream(out + r * ldo + (j0 + i) * W, vload<V>(held + (i * MR + r) * W));
           vstream(out + r * ldo + j * W, acc[r]);
         }
       }
     } else {
-      for (int r = 0; r < MR; ++r) vstore(out + r * ldo + j * W, acc[r]);
+      for (int r = 0; r < rows; ++r) vstore(out + r * ldo + j * W, acc[r]);
     }
   }
 }
@@ -1154,7 +1158,8 @@ void conv_depthwise(const A* x, const A* w, const Geometry& g, const ConvParams&
   struct State {
     std::vector<int64_t> lead;
     std::vector<A> held;  // dw_tile3's first vectors of streamed lines
-    std::vector<const A*> px;  // dw_tile3's input rows
+    std::vector<const A*> px;  // dw_tile3's input rows or pixels
+    std::vector<A> zeros;      // dw_tile3's padding pixel
   };
   // one task per `grain` output lines
   auto task = [&](State& st, int64_t t) {
@@ -1172,11 +1177,29 @@ void conv_depthwise(const A* x, const A* w, const Geometry& g, const ConvParams&
           if (interior) {
             for (int64_t r = 1; r < MR && interior; ++r) interior = tl[(w0 + r) * KL] == tl[w0 * KL] + r * step;
           }
-          if (interior && taps3 && cols % W == 0) {
+          if (taps3 && cols % W == 0) {
             const A** px = st.px.data();
-            for (int64_t h = 0; h < nlead; ++h) px[h] = lead[h] < 0 ? nullptr : base + lead[h] + tl[w0 * 3] + c0;
-            dw_tile3<A, MR>(px, nlead, step, wt.data + c0, cpad, static_cast<int>(cols / W),
-                            ol + w0 * g.O + c0, g.O, stream, st.held.data());
+            if (interior) {
+              for (int64_t h = 0; h < nlead; ++h) px[h] = lead[h] < 0 ? nullptr : base + lead[h] + tl[w0 * 3] + c0;
+              dw_tile3<A, MR, true>(px, nlead, step, wt.data + c0, cpad, static_cast<int>(cols / W), MR,
+                                    ol + w0 * g.O + c0, g.O, stream, st.held.data());
+              continue;
+            }
+            // pixel i is output i's tap 0, and the last output's taps 1
+            // and 2 the two after it (unit stride and dilation); pixels
+            // past those feed only outputs past `rows`, never stored
+            int64_t off[MR + 2];
+            for (int i = 0; i < MR + 2; ++i) {
+              off[i] = i < rows ? tl[(w0 + i) * 3] : i < rows + 2 ? tl[(w0 + rows - 1) * 3 + i - rows + 1] : -1;
+            }
+            for (int64_t h = 0; h < nlead; ++h) {
+              const A** ph = px + h * (MR + 2);
+              for (int i = 0; i < MR + 2; ++i) {
+                ph[i] = lead[h] < 0 ? nullptr : off[i] < 0 ? st.zeros.data() : base + lead[h] + off[i] + c0;
+              }
+            }
+            dw_tile3<A, MR, false>(px, nlead, step, wt.data + c0, cpad, static_cast<int>(cols / W), rows,
+                                   ol + w0 * g.O + c0, g.O, stream, st.held.data());
             continue;
           }
           // NE vectors at a time; streamed only where NE vectors are whole lines
@@ -1197,7 +1220,7 @@ void conv_depthwise(const A* x, const A* w, const Geometry& g, const ConvParams&
       (lines + grain - 1) / grain,
       [&] {
         return State{std::vector<int64_t>(static_cast<size_t>(nlead)), std::vector<A>(MR * NR * W),
-                     std::vector<const A*>(static_cast<size_t>(nlead))};
+                     std::vector<const A*>(static_cast<size_t>(nlead * (MR + 2))), std::vector<A>(NR * W)};
       },
       [&](int64_t i, State& st) { task(st, i); },
       [&](State&) {
