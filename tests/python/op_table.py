@@ -382,6 +382,13 @@ def apply_in_domain(row, args):
     return r if r.dtype == dtype else r.astype(dtype)
 
 
+def chain_rows():
+    """Every unary and binary elementwise row (multi-output ones included):
+    what the random-chain tests of compile and fusion draw from, through
+    apply_in_domain."""
+    return [o for o in OPS if o.family in ("unary", "binary")]
+
+
 # ---- unary elementwise ----------------------------------------------------
 
 def _unary(name, ref, dtypes=ALL, out=same, domain=(-5, 5), int_domain=None,
