@@ -693,12 +693,11 @@ def test_gather_qmm_modes_and_indices(rng, mode, gs, bits, gscale, transpose):
         # x batch (2, 3) flattened, lhs a scalar broadcast against rhs (4,)
         (xs(2, 3, 1), np.uint32(4), [0, 1, 2, 3]),
     ]
+    def index(a):  # an int64 array stays int64, anything else is uint32
+        return mx.array(a) if isinstance(a, np.ndarray) and a.dtype == np.int64 else u32(a)
+
     for x, lhs, rhs in cases:
-        idx = {}
-        if lhs is not None:
-            idx["lhs_indices"] = mx.array(lhs) if isinstance(lhs, np.ndarray) and lhs.dtype == np.int64 else u32(lhs)
-        if rhs is not None:
-            idx["rhs_indices"] = mx.array(rhs) if isinstance(rhs, np.ndarray) and rhs.dtype == np.int64 else u32(rhs)
+        idx = {k: index(a) for k, a in (("lhs_indices", lhs), ("rhs_indices", rhs)) if a is not None}
         assert_rel(gq(x, **idx), gather_ref(x, W, lhs, rhs, transpose), what=(x.shape, lhs, rhs))
     # sorted indices (as a MoE layer sorts its tokens by expert): the hint
     # changes nothing, bit for bit
