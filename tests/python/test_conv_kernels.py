@@ -102,6 +102,24 @@ def test_forward_affine_tiles(level, stride, dil, O, D, dt):
     np.testing.assert_allclose(got, want, rtol=tol(dt), atol=tol(dt) * 10)
 
 
+@pytest.mark.parametrize("Wd,O,pad", [(wd, o, p) for wd in [1, 2, 6, 7, 8, 9, 10, 16, 17, 33]
+                                       for o, p in [(8, 1), (16, 1), (32, 1), (16, 2), (32, 0)] if wd + 2 * p >= 3])
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_forward_tap_reuse_line_ends(level, Wd, O, pad, dt):
+    # Tiles that reuse each pixel across three taps (one or two vectors of
+    # output channels) skip the FMAs of a line's outer padding pixels: the
+    # first tile's first pixel, the last tile's last, both in a line no
+    # longer than one tile; padding wider than a tap (pad 2: the tile's
+    # next pixel is padding too, computed), none (pad 0), short last tiles.
+    # The weights are large beside the inputs so that a skipped real pixel
+    # or a counted padding one shows.
+    rng = np.random.default_rng(Wd * 100 + O + pad)
+    x = rng.standard_normal((2, 3, Wd, 5)).astype(dt)
+    w = (rng.standard_normal((O, 3, 3, 5)) * 8).astype(dt)
+    got, want = conv_and_ref(x, w, pad=pad)
+    np.testing.assert_allclose(got, want, rtol=tol(dt), atol=tol(dt) * 100)
+
+
 @pytest.mark.parametrize("N,H,Wd,O", [(1, 9, 37, 64), (2, 3, 100, 48), (1, 2, 300, 33), (3, 5, 64, 64)])
 def test_forward_blocks_of_whole_lines(level, N, H, Wd, O):
     # more rows than one task's block: blocks of whole output lines where a

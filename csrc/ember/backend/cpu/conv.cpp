@@ -419,19 +419,33 @@ void fwd_tile(const In* const* src, const In* zeros, int64_t Kprod, int64_t goff
         }
       }
       if (shared) {
-        for (int64_t c = c0; c < c1; c += P) {
-          V b[3][NR];
-          for (int k = 0; k < 3; ++k)
-            for (int j = 0; j < NR; ++j) b[k][j] = vload<V>(wk + k * w_kstride + (c * NR + j * P) * W);
-          for (int i = 0; i < MR + 2; ++i) {
-            const V a = D::bcast(px[i] + c);
-            for (int k = 0; k < 3; ++k) {
-              const int r = i - k;
-              if (r < 0 || r >= MR) continue;
-              for (int j = 0; j < NR; ++j) acc[r][j] = D::madd(acc[r][j], a, b[k][j]);
+        // the line's first and last tiles: their outer pixel is the
+        // padding's zero pixel, whose FMAs (2 * NR of 3 * MR * NR a
+        // channel) are skipped, as those of a kernel position in the
+        // padding are
+        auto taps = [&](auto first, auto last) {
+          for (int64_t c = c0; c < c1; c += P) {
+            V b[3][NR];
+            for (int k = 0; k < 3; ++k)
+              for (int j = 0; j < NR; ++j) b[k][j] = vload<V>(wk + k * w_kstride + (c * NR + j * P) * W);
+            for (int i = first ? 0 : 1; i < (last ? MR + 2 : MR + 1); ++i) {
+              const V a = D::bcast(px[i] + c);
+              for (int k = 0; k < 3; ++k) {
+                const int r = i - k;
+                if (r < 0 || r >= MR) continue;
+                for (int j = 0; j < NR; ++j) acc[r][j] = D::madd(acc[r][j], a, b[k][j]);
+              }
             }
           }
-        }
+        };
+        const In* zpx = zeros + goff;
+        const bool first = px[0] != zpx, last = px[MR + 1] != zpx;
+        using T = std::true_type;
+        using F = std::false_type;
+        if (first && last) taps(T{}, T{});
+        else if (last) taps(F{}, T{});
+        else if (first) taps(T{}, F{});
+        else taps(F{}, F{});
         kp += 3;
         continue;
       }
