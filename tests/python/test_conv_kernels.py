@@ -102,6 +102,19 @@ def test_forward_affine_tiles(level, stride, dil, O, D, dt):
     np.testing.assert_allclose(got, want, rtol=tol(dt), atol=tol(dt) * 10)
 
 
+@pytest.mark.parametrize("groups,O", [(2, 32), (2, 64), (4, 64), (3, 48)])
+@pytest.mark.parametrize("D", [1, 2, 3])
+def test_forward_affine_tiles_groups(level, groups, O, D):
+    # a group's channels are part of each pixel: an affine tile's kernel
+    # positions are never one run across pixels (as they are with one group)
+    rng = np.random.default_rng(groups * 10 + O + D)
+    S = {1: [50], 2: [3, 40], 3: [2, 3, 26]}[D]
+    x = rng.standard_normal((2, *S, 8 * groups)).astype(np.float32)
+    w = rng.standard_normal((O, *[3] * D, 8)).astype(np.float32)
+    got, want = conv_and_ref(x, w, groups=groups)
+    np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-3)
+
+
 @pytest.mark.parametrize("Wd,O,pad", [(wd, o, p) for wd in [1, 2, 6, 7, 8, 9, 10, 16, 17, 33]
                                        for o, p in [(8, 1), (16, 1), (32, 1), (16, 2), (32, 0)] if wd + 2 * p >= 3])
 @pytest.mark.parametrize("dt", [np.float32, np.float64])
@@ -136,9 +149,11 @@ def test_forward_blocks_of_whole_lines(level, N, H, Wd, O):
 @pytest.mark.parametrize("C,K", [(1100, 3), (150, 3), (40, 7)])
 def test_forward_long_reductions(level, C, K):
     # the weights of one column block exceed the chunk the kernel keeps in
-    # cache: split over channels (C=1100), over kernel positions (C=150)
+    # cache: split over channels (C=1100 with four vectors of output
+    # channels a tile), over kernel positions (C=150); 26-wide lines hold
+    # affine tiles, whose runs of positions then stop at the chunk's end
     rng = np.random.default_rng(C)
-    x = rng.standard_normal((1, 4, 9, C)).astype(np.float32)
+    x = rng.standard_normal((1, 3, 26, C)).astype(np.float32)
     w = (rng.standard_normal((64, K, K, C)) / np.sqrt(C * K * K)).astype(np.float32)
     got, want = conv_and_ref(x, w, pad=K // 2)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

@@ -382,6 +382,37 @@ void fwd_tile(const In* const* src, const In* zeros, int64_t Kprod, int64_t goff
     }
   }
   const bool whole_c = c0 == 0 && c1 == cstride;  // channel runs may cross kernel positions
+  if constexpr (Full && !tap_reuse<Acc>(NR)) {
+    if (affine) {
+      // the loop below for an affine tile, with nothing per kernel
+      // position but its run: a tile with few channels a position (conv3d
+      // with 16: 48 a run of three taps) spends a tenth of its time there
+      for (int64_t kp = kp0; kp < kp1;) {
+        const In* p = src[kp];
+        if (p == zeros) {
+          ++kp;
+          continue;
+        }
+        int64_t n = 1;
+        if (whole_c) {
+          while (kp + n < kp1 && src[kp + n] == p + n * cstride) ++n;
+        }
+        p += goff;
+        const In* wk = w + kp * w_kstride;
+        const int64_t e = (n - 1) * cstride + c1;
+        for (int64_t c = c0; c < e; c += P) {
+          V b[NR];
+          for (int j = 0; j < NR; ++j) b[j] = vload<V>(wk + (c * NR + j * P) * W);
+          for (int r = 0; r < MR; ++r) {
+            const V a = D::bcast(p + r * step + c);
+            for (int j = 0; j < NR; ++j) acc[r][j] = D::madd(acc[r][j], a, b[j]);
+          }
+        }
+        kp += n;
+      }
+      kp0 = kp1;  // (the general loop below has nothing left to do)
+    }
+  }
   for (int64_t kp = kp0; kp < kp1;) {
     // a kernel position where every row reads the padding (a leading
     // kernel index off the input, the same for all the rows of a tile,
