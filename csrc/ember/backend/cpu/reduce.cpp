@@ -500,24 +500,48 @@ void tree_pieces(int64_t n, int64_t off, int64_t thr, std::vector<std::pair<int6
 // ------------------------------------------------------------------ threads
 constexpr int64_t kStep = 1 << 14;  // elements per work item
 
-// f(b, e) over [0, n) in items of `step` (the last one shorter), taken by the
-// pool's threads as they come free, so that a core that is busy elsewhere
-// takes fewer; parallel when n >= 2 * grain. Each item's result is computed
-// the same way whichever thread takes it.
+// f(b, e) over [0, n) in items of `step` (the last one shorter); parallel
+// when n >= 2 * grain. Each task owns a contiguous share of the items and
+// takes them in order from its front, so that each core reads one stream
+// (items dealt out in turn made every core's stream jump ahead every item,
+// and the hardware prefetchers start again there: row sums of 33 MB ran at
+// 0.6x torch's rate on Zen 4); a task whose share is done takes items from
+// the back of the others', so that a core busy elsewhere is not waited for.
+// Each item's result is computed the same way whichever thread takes it.
 template <class F>
 void parallel_steps(int64_t n, int64_t grain, int64_t step, F&& f) {
   if (n <= 0) return;
   step = std::max<int64_t>(step, 1);
   const int nt = num_threads();
   const int64_t nsteps = (n + step - 1) / step;
-  if (nt <= 1 || n < 2 * std::max<int64_t>(grain, 1) || nsteps < 2) {
+  if (nt <= 1 || n < 2 * std::max<int64_t>(grain, 1) || nsteps < 2 || nsteps >= (int64_t(1) << 31)) {
     f(int64_t(0), n);
     return;
   }
-  std::atomic<int64_t> next{0};
-  parallel_for(nt, 1, [&](int64_t, int64_t) {
-    for (int64_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < nsteps;) {
-      f(i * step, std::min(n, (i + 1) * step));
+  // share t: items [front, back), packed as front << 32 | back
+  std::unique_ptr<std::atomic<uint64_t>[]> share(new std::atomic<uint64_t>[nt]);
+  for (int t = 0; t < nt; ++t) {
+    share[t].store(uint64_t(nsteps * t / nt) << 32 | uint64_t(nsteps * (t + 1) / nt), std::memory_order_relaxed);
+  }
+  // the next item of share t, from its front or its back; -1 when it is empty
+  auto take = [&](int t, bool front) -> int64_t {
+    uint64_t cur = share[t].load(std::memory_order_relaxed);
+    for (;;) {
+      const uint64_t lo = cur >> 32, hi = cur & 0xffffffffu;
+      if (lo >= hi) return -1;
+      const uint64_t want = front ? (lo + 1) << 32 | hi : lo << 32 | (hi - 1);
+      if (share[t].compare_exchange_weak(cur, want, std::memory_order_relaxed)) {
+        return static_cast<int64_t>(front ? lo : hi - 1);
+      }
+    }
+  };
+  parallel_for(nt, 1, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      for (int64_t i; (i = take(static_cast<int>(t), true)) >= 0;) f(i * step, std::min(n, (i + 1) * step));
+      for (int v = 1; v < nt; ++v) {
+        const int u = static_cast<int>((t + v) % nt);
+        for (int64_t i; (i = take(u, false)) >= 0;) f(i * step, std::min(n, (i + 1) * step));
+      }
     }
   });
 }
