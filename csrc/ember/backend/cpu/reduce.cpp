@@ -504,9 +504,10 @@ constexpr int64_t kStep = 1 << 14;  // elements per work item
 // when n >= 2 * grain. Each task owns a contiguous share of the items and
 // takes them in order from its front, so that each core reads one stream
 // (items dealt out in turn made every core's stream jump ahead every item,
-// and the hardware prefetchers start again there: row sums of 33 MB ran at
-// 0.6x torch's rate on Zen 4); a task whose share is done takes items from
-// the back of the others', so that a core busy elsewhere is not waited for.
+// and the hardware prefetchers start again there: on Zen 4, row sums of
+// 33-64 MB ran at 45-76 GB/s dealt in turn, 54-90 in shares, torch 57-93,
+// in alternating runs); a task whose share is done takes items from the
+// back of the others', so that a core busy elsewhere is not waited for.
 // Each item's result is computed the same way whichever thread takes it.
 template <class F>
 void parallel_steps(int64_t n, int64_t grain, int64_t step, F&& f) {
