@@ -382,6 +382,17 @@ void fwd_tile(const In* const* src, const In* zeros, int64_t Kprod, int64_t goff
     }
   }
   const bool whole_c = c0 == 0 && c1 == cstride;  // channel runs may cross kernel positions
+  // channels [c0, e) of a run: row r's from s[r], the weights from wk
+  auto run_rows = [&](const In* const* s, const In* wk, int64_t e) {
+    for (int64_t c = c0; c < e; c += P) {
+      V b[NR];
+      for (int j = 0; j < NR; ++j) b[j] = vload<V>(wk + (c * NR + j * P) * W);
+      for (int r = 0; r < MR; ++r) {
+        const V a = D::bcast(s[r] + c);
+        for (int j = 0; j < NR; ++j) acc[r][j] = D::madd(acc[r][j], a, b[j]);
+      }
+    }
+  };
   if constexpr (Full && !tap_reuse<Acc>(NR)) {
     if (affine) {
       // the loop below for an affine tile, with nothing per kernel
@@ -397,17 +408,9 @@ void fwd_tile(const In* const* src, const In* zeros, int64_t Kprod, int64_t goff
         if (whole_c) {
           while (kp + n < kp1 && src[kp + n] == p + n * cstride) ++n;
         }
-        p += goff;
-        const In* wk = w + kp * w_kstride;
-        const int64_t e = (n - 1) * cstride + c1;
-        for (int64_t c = c0; c < e; c += P) {
-          V b[NR];
-          for (int j = 0; j < NR; ++j) b[j] = vload<V>(wk + (c * NR + j * P) * W);
-          for (int r = 0; r < MR; ++r) {
-            const V a = D::bcast(p + r * step + c);
-            for (int j = 0; j < NR; ++j) acc[r][j] = D::madd(acc[r][j], a, b[j]);
-          }
-        }
+        const In* s[MR];
+        for (int r = 0; r < MR; ++r) s[r] = p + goff + r * step;
+        run_rows(s, w + kp * w_kstride, (n - 1) * cstride + c1);
         kp += n;
       }
       kp0 = kp1;  // (the general loop below has nothing left to do)
@@ -489,15 +492,7 @@ void fwd_tile(const In* const* src, const In* zeros, int64_t Kprod, int64_t goff
       if (!next) break;
     }
     if (!whole_c) n = 1;  // a channel chunk (or a group) is not contiguous across positions
-    const int64_t e = (n - 1) * cstride + c1;
-    for (int64_t c = c0; c < e; c += P) {
-      V b[NR];
-      for (int j = 0; j < NR; ++j) b[j] = vload<V>(wk + (c * NR + j * P) * W);
-      for (int r = 0; r < MR; ++r) {
-        const V a = D::bcast(s[r] + c);
-        for (int j = 0; j < NR; ++j) acc[r][j] = D::madd(acc[r][j], a, b[j]);
-      }
-    }
+    run_rows(s, wk, (n - 1) * cstride + c1);
     kp += n;
   }
   if (Full && stream) {
