@@ -133,6 +133,24 @@ def test_forward_tap_reuse_line_ends(level, Wd, O, pad, dt):
     np.testing.assert_allclose(got, want, rtol=tol(dt), atol=tol(dt) * 100)
 
 
+@pytest.mark.parametrize("Wd", [1, 2, 3, 4, 5, 7, 8, 26, 32, 33])
+@pytest.mark.parametrize("O", [24, 32, 40, 48, 64])
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_forward_wide_tiles_line_ends(level, Wd, O, dt):
+    # With AVX2 the forward picks 3 x 4 or 4 x 3 tiles (rows x vectors of
+    # output channels) over 6 x 2 where a line's tiles then take fewer steps:
+    # widths whose last tile is short (2, 5, 7, 26, 33), blocks of columns
+    # cut short (40 outputs: a 3-vector block and a 2-vector one), float64's
+    # 4-lane vectors (24 outputs: 6 vectors); every level runs it.
+    rng = np.random.default_rng(Wd * 1000 + O)
+    x = rng.standard_normal((2, 3, Wd, 7)).astype(dt)
+    w = (rng.standard_normal((O, 3, 3, 7)) * 8).astype(dt)
+    got, want = conv_and_ref(x, w)
+    np.testing.assert_allclose(got, want, rtol=tol(dt), atol=tol(dt) * 100)
+    got, want = conv_and_ref(x[:, None].repeat(2, axis=1), w[:, None].repeat(3, axis=1))  # conv3d, the same lines
+    np.testing.assert_allclose(got, want, rtol=tol(dt), atol=tol(dt) * 100)
+
+
 @pytest.mark.parametrize("N,H,Wd,O", [(1, 9, 37, 64), (2, 3, 100, 48), (1, 2, 300, 33), (3, 5, 64, 64)])
 def test_forward_blocks_of_whole_lines(level, N, H, Wd, O):
     # more rows than one task's block: blocks of whole output lines where a
