@@ -47,7 +47,8 @@ namespace {
 
 // Tile shapes per level: NR vectors of output channels x MR rows, as many
 // accumulators as the registers hold with room for the operands (32 vector
-// registers with AVX-512, 16 below it).
+// registers with AVX-512, 16 below it: 6 x 2, and for the forward, which
+// fwd_nr lets pick them, 4 x 3 and 3 x 4).
 template <class A>
 constexpr int max_nr() {
   return EMBER_ISA_HAS_AVX512 ? 4 : 2;
@@ -55,25 +56,19 @@ constexpr int max_nr() {
 template <class A>
 constexpr int rows_for(int nr) {
   if (EMBER_ISA_HAS_AVX512) return nr >= 4 ? 6 : 8;
-  return nr >= 2 ? (EMBER_ISA_HAS_AVX2 ? 6 : 4) : 8;
-}
-// The forward's tiles with AVX2 also come 3 rows x 4 vectors and 4 x 3
-// (12 accumulators, the operands of a step in the other 4 registers), which
-// fwd_nr picks where a line's tiles then take fewer steps.
-template <class A>
-constexpr int fwd_rows_for(int nr) {
-  if (EMBER_ISA_HAS_AVX2 && !EMBER_ISA_HAS_AVX512 && nr >= 3) return nr == 4 ? 3 : 4;
-  return rows_for<A>(nr);
+  if (EMBER_ISA_HAS_AVX2) return nr >= 4 ? 3 : nr == 3 ? 4 : nr == 2 ? 6 : 8;
+  return nr >= 2 ? 4 : 8;
 }
 // Vectors of output channels per forward tile, for `vecs` vectors in all and
 // output lines of OL pixels. With AVX2 the 6 x 2 tile leaves a line of 32 a
 // 2 x 2 tile at its end, whose 4 accumulators wait on the FMA latency; 3 x 4
 // tiles end it with a 2 x 4; 3 vectors took two blocks of 2 (1 thread,
 // Zen 4: conv3d with 32 outputs 105 -> 110 GFLOP/s, conv2d with 24 outputs
-// on lines of 32 73 -> 106, conv2d with 64 outputs unchanged). The choice models one (kpos, c) step of an r x nr tile as the
-// most of r * nr FMAs on two pipes, 4 cycles of FMA latency, and r + nr loads
-// on two ports, and takes the cheapest line of all the blocks of columns
-// (ties to the narrower tile, whose weights stay nearer).
+// on lines of 32 73 -> 106, conv2d with 64 outputs unchanged). The choice
+// models one (kpos, c) step of an r x nr tile as the most of r * nr FMAs on
+// two pipes, 4 cycles of FMA latency, and r + nr loads on two ports, and
+// takes the cheapest line of all the blocks of columns (ties to the narrower
+// tile, whose weights stay nearer).
 template <class A>
 int fwd_nr(int64_t vecs, int64_t OL) {
   const int most = static_cast<int>(std::min<int64_t>(max_nr<A>(), std::max<int64_t>(vecs, 1)));
@@ -82,7 +77,7 @@ int fwd_nr(int64_t vecs, int64_t OL) {
   int best = most;
   int64_t best_cost = std::numeric_limits<int64_t>::max();
   for (int nr = 2; nr <= 4 && nr <= vecs; ++nr) {
-    const int64_t mr = fwd_rows_for<A>(nr);
+    const int64_t mr = rows_for<A>(nr);
     const int64_t line = OL / mr * step(mr, nr) + (OL % mr ? step(OL % mr, nr) : 0);
     const int64_t cost = (vecs + nr - 1) / nr * line;
     if (cost < best_cost) {
@@ -578,7 +573,7 @@ struct ForwardPlan {
     constexpr int W = D::W;
     const int64_t vecs = (g.Og + W - 1) / W;
     nr = fwd_nr<typename D::Acc>(vecs, g.OS[std::max(g.D - 1, 0)]);
-    mr = fwd_rows_for<typename D::Acc>(nr);
+    mr = rows_for<typename D::Acc>(nr);
     nrw = int64_t(nr) * W;
     blocks = (g.Og + nrw - 1) / nrw;
   }
@@ -824,11 +819,11 @@ void conv_forward(const In* x, const In* w, const array& warr, const Geometry& g
   ConvParams p = params;  // the packed weights carry the flip
   p.flip = false;
   switch (plan.nr) {
-    case 1: return forward_blocks<D, fwd_rows_for<A>(1), 1>(x, g, p, plan, out);
-    case 2: return forward_blocks<D, fwd_rows_for<A>(2), 2>(x, g, p, plan, out);
+    case 1: return forward_blocks<D, rows_for<A>(1), 1>(x, g, p, plan, out);
+    case 2: return forward_blocks<D, rows_for<A>(2), 2>(x, g, p, plan, out);
 #if EMBER_ISA_HAS_AVX2
-    case 3: return forward_blocks<D, fwd_rows_for<A>(3), 3>(x, g, p, plan, out);
-    case 4: return forward_blocks<D, fwd_rows_for<A>(4), 4>(x, g, p, plan, out);
+    case 3: return forward_blocks<D, rows_for<A>(3), 3>(x, g, p, plan, out);
+    case 4: return forward_blocks<D, rows_for<A>(4), 4>(x, g, p, plan, out);
 #endif
     default: break;
   }
