@@ -133,6 +133,44 @@ def test_forward_tap_reuse_line_ends(level, Wd, O, pad, dt):
     np.testing.assert_allclose(got, want, rtol=tol(dt), atol=tol(dt) * 100)
 
 
+@pytest.mark.parametrize("Wd", [7, 8, 9, 10, 16, 17, 24, 33])
+@pytest.mark.parametrize("lo,hi,dil", [(1, 1, 1), (1, 0, 1), (0, 1, 1), (1, 2, 1), (2, 1, 1), (1, 1, 2), (2, 1, 2)])
+@pytest.mark.parametrize("O", [8, 16, 32])
+@pytest.mark.parametrize("flip", [False, True])
+def test_forward_edge_tiles(level, Wd, lo, hi, dil, O, flip):
+    # Three-tap tiles at a line's ends whose first row's first tap (or last
+    # row's last) is the only one in the padding run as edge tiles: one row
+    # of pointers, the rows after it one step on, the padded tap skipped.
+    # One-sided and wider padding (where the next pixel reads the padding
+    # too: not an edge tile), dilated kernels (a last row whose last tap
+    # alone reads the padding, but whose taps are two pixels apart: not an
+    # edge tile either), flipped kernels, lines of one tile and a bit,
+    # conv2d and conv3d. Weights large beside the inputs, so that a padded
+    # tap read from the neighbouring pixel, or a real one skipped, shows.
+    rng = np.random.default_rng(Wd * 1000 + O * 10 + lo * 3 + hi + flip + dil * 7)
+    for D in (2, 3):
+        x = rng.standard_normal((2,) + (1 + dil,) * (D - 1) + (Wd, 5)).astype(np.float32)
+        w = (rng.standard_normal((O,) + (3,) * D + (5,)) * 8).astype(np.float32)
+        got = mx.conv_general(arr(x), arr(w), 1, ([lo] * D, [hi] * D), dil, flip=flip)
+        want = ref_conv(x, w, [1] * D, [lo] * D, [hi] * D, [dil] * D, [1] * D, 1, flip)
+        np.testing.assert_allclose(to_numpy(got), want, rtol=2e-4, atol=2e-2)
+
+
+@pytest.mark.parametrize("C,O", [(1100, 32), (700, 16)])
+def test_forward_edge_tiles_chunked_positions(level, C, O):
+    # the reduction cut into chunks of kernel positions: 1100 channels take
+    # chunks of 2 positions, across the three taps of a line (no edge tiles,
+    # the taps one at a time); 700 take chunks of whole kernel rows
+    rng = np.random.default_rng(C + O)
+    x = rng.standard_normal((1, 3, 19, C)).astype(np.float32)
+    w = (rng.standard_normal((O, 3, 3, C)) / np.sqrt(C * 9)).astype(np.float32)
+    got, want = conv_and_ref(x, w)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    ct = rng.standard_normal(want.shape).astype(np.float32)
+    _, (dx,) = mx.vjp(lambda a: mx.conv2d(a, arr(w), 1, 1), [arr(x)], [arr(ct)])
+    np.testing.assert_allclose(to_numpy(dx), ref_input_grad(ct, w, x.shape, 1), rtol=1e-4, atol=1e-3)
+
+
 @pytest.mark.parametrize("Wd", [1, 2, 3, 4, 5, 7, 8, 26, 32, 33])
 @pytest.mark.parametrize("O", [24, 32, 40, 48, 64])
 @pytest.mark.parametrize("dt", [np.float32, np.float64])

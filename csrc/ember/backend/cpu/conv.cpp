@@ -184,6 +184,33 @@ struct OffsetTables {
     run.assign(static_cast<size_t>(g.OS[L]) + 1, 0);
     for (int64_t pos = g.OS[L] - 1; pos >= 0; --pos) run[pos] = shift[pos] ? run[pos + 1] + 1 : 0;
   }
+  // Whether a line's first tile of mr rows is an edge tile (kLeadPad): a
+  // three-tap kernel along the line, taps a pixel apart, whose first
+  // position reads the padding at its first tap only, every row after it
+  // one step (a pixel) on; and its last (kTrailPad): the last position
+  // reads the padding at its last tap only, one step on from the row
+  // before, and the rows before it back to the tile's first row one step
+  // apart too (the tile's first row: see RowPointers::fill).
+  bool lead_edge(const Geometry& g, int64_t mr) const {
+    const int L = g.D - 1;
+    const int64_t OL = g.OS[L], in = g.in_stride[L];
+    const int64_t* tl = t[L].data();
+    if (g.K[L] != 3 || OL <= mr || step != in || tl[0] >= 0 || tl[1] < 0 || tl[2] != tl[1] + in) return false;
+    for (int64_t k = 0; k < 3; ++k)
+      if (tl[3 + k] != (k == 0 ? tl[1] - in : tl[k]) + step) return false;
+    return mr < 3 || run[2] >= mr - 2;
+  }
+  bool trail_edge(const Geometry& g, int64_t mr) const {
+    const int L = g.D - 1;
+    const int64_t OL = g.OS[L], last = OL - 1;
+    const int64_t* tl = t[L].data();
+    if (g.K[L] != 3 || OL <= mr || step != g.in_stride[L] || tl[last * 3 + 2] >= 0 || tl[last * 3] < 0 ||
+        tl[last * 3 + 1] != tl[last * 3] + step)
+      return false;
+    for (int64_t k = 0; k < 2; ++k)
+      if (tl[(last - 1) * 3 + k] < 0 || tl[last * 3 + k] != tl[(last - 1) * 3 + k] + step) return false;
+    return mr < 3 || run[OL - mr + 1] >= mr - 2;
+  }
   // lead[(k0, k1)]: the input offset of the leading dims' kernel positions
   // (all but the last dim) for output positions pos[0..D-2], or -1 where
   // one of them reads the padding
@@ -222,9 +249,17 @@ struct OffsetTables {
 // line than the one before, at every kernel position: the interior of a
 // stride-1 line), row r's pointer at a kernel position is row 0's plus
 // r * step, or zeros where row 0's is: the kernel then reads row 0's only.
+// An edge tile (RowPointers::fill's `edges`) is affine but for the padding
+// at a line's ends: its first row's first tap along the line (kLeadPad) or
+// its last row's last tap (kTrailPad) reads the padding. Row 0's pointer
+// there is where the tap would read without the padding, never read: the
+// kernel's three-tap form skips that pixel, as it skips the padding's zero
+// pixel at a line's ends.
+constexpr int kLeadPad = 1, kTrailPad = 2;
 struct Tile {
   int64_t at, row, rows;
   bool affine = false;
+  int edge = 0;  // kLeadPad | kTrailPad
 };
 
 // The per-row input pointers of output rows [r0, r0 + n): ptr[i * Kprod +
@@ -246,11 +281,14 @@ struct RowPointers {
       : ptr(static_cast<size_t>((max_rows + (max_rows / std::max<int64_t>(g.OS[g.D - 1], 1) + 2) * mr) * g.Kprod)),
         lead(static_cast<size_t>(g.Kprod / g.K[g.D - 1])), tab(t) {}
 
-  void fill(const A* x, const A* zeros, int64_t r0, int64_t n, int64_t mr, const Geometry& g) {
+  // edges: whether the kernel reading the table takes edge tiles (see Tile)
+  void fill(const A* x, const A* zeros, int64_t r0, int64_t n, int64_t mr, const Geometry& g, bool edges = false) {
     tiles.clear();
     if (n <= 0) return;
     const int L = g.D - 1;  // the last spatial dim
     const int64_t KL = g.K[L], OL = g.OS[L];
+    const bool lead_edge = edges && mr > 1 && tab.lead_edge(g, mr);
+    const bool trail_edge = edges && mr > 1 && tab.trail_edge(g, mr);
     int64_t pos[3] = {0, 0, 0};
     int64_t b = r0 / g.OSprod, rem = r0 % g.OSprod;  // the first row's position; then an odometer
     for (int d = L; d >= 0; --d) {
@@ -282,7 +320,7 @@ struct RowPointers {
       }
       cur.affine = affine && cur.rows == mr && mr > 1;
       tiles.push_back(cur);
-      cur = Tile{at, cur.row + cur.rows, 0};
+      cur = Tile{at, cur.row + cur.rows, 0, false, 0};
       affine = true;
     };
     bool prev_in_line = false;
@@ -297,8 +335,46 @@ struct RowPointers {
       if (d < 0) ++b;
       line_offsets(pos, g);
     };
+    // an edge tile: row 0 only, as the kernel reads it (see Tile)
+    auto edge_tile = [&](const A** row, int edge, int64_t& r) {
+      if (edge == kLeadPad) {
+        const A* base = x + b * g.in_batch;
+        const int64_t* tl = tab.t[L].data();  // position 0's taps: the padding, then neighbours
+        for (size_t h = 0; h < lead.size(); ++h) {
+          const int64_t lo = lead[h];
+          if (lo < 0) {
+            for (int64_t k = 0; k < KL; ++k) *row++ = zeros;
+            continue;
+          }
+          *row++ = base + lo + tl[1] - g.in_stride[L];
+          for (int64_t k = 1; k < KL; ++k) *row++ = base + lo + tl[k];
+        }
+      } else {
+        write_shifted(row, anchor, dist + 1);
+      }
+      anchor = ptr.data() + at * g.Kprod;
+      dist = mr - 1;
+      at += mr;
+      cur.rows = mr;
+      cur.edge = edge;
+      r += mr - 1;
+      pos[L] += mr;
+      prev_in_line = true;
+      close();
+      if (pos[L] == OL) next_line();
+    };
     for (int64_t r = 0; r < n; ++r) {
       const A** row = ptr.data() + at * g.Kprod;
+      if (cur.rows == 0 && r + mr <= n) {
+        if (lead_edge && pos[L] == 0) {
+          edge_tile(row, kLeadPad, r);
+          continue;
+        }
+        if (trail_edge && prev_in_line && pos[L] == OL - mr && tab.shift[pos[L]]) {
+          edge_tile(row, kTrailPad, r);
+          continue;
+        }
+      }
       if (mr > 1 && cur.rows == 0 && prev_in_line && tab.run[pos[L]] >= mr && r + mr <= n) {
         // a whole affine tile at once: its first row one step on, the
         // others never written
@@ -400,7 +476,7 @@ struct Bf16Dot {
 template <class D, int MR, int NR, bool Full, class In = typename D::In, class Acc = typename D::Acc>
 void fwd_tile(const In* const* src, const In* zeros, int64_t Kprod, int64_t goff, int64_t cstride, int64_t kp0,
               int64_t kp1, int64_t c0, int64_t c1, const In* w, int64_t w_kstride, Acc* out, int64_t ldo, int64_t rows,
-              int64_t cols, bool accumulate, bool stream, bool affine, int64_t step) {
+              int64_t cols, bool accumulate, bool stream, bool affine, int64_t step, int edge) {
   using V = typename D::V;
   constexpr int W = D::W, P = D::P;
   V acc[MR][NR];
@@ -503,7 +579,7 @@ void fwd_tile(const In* const* src, const In* zeros, int64_t Kprod, int64_t goff
           }
         };
         const In* zpx = zeros + goff;
-        const bool first = px[0] != zpx, last = px[MR + 1] != zpx;
+        const bool first = px[0] != zpx && !(edge & kLeadPad), last = px[MR + 1] != zpx && !(edge & kTrailPad);
         using T = std::true_type;
         using F = std::false_type;
         if (first && last) taps(T{}, T{});
@@ -545,16 +621,16 @@ void fwd_tile(const In* const* src, const In* zeros, int64_t Kprod, int64_t goff
 template <class D, int MR, int NR, class In = typename D::In, class Acc = typename D::Acc>
 void fwd_short_tile(const In* const* src, const In* zeros, int64_t Kprod, int64_t goff, int64_t cstride, int64_t kp0,
                     int64_t kp1, int64_t c0, int64_t c1, const In* w, int64_t w_kstride, Acc* out, int64_t ldo,
-                    int64_t rows, int64_t cols, bool accumulate, bool stream, bool, int64_t) {
+                    int64_t rows, int64_t cols, bool accumulate, bool stream, bool, int64_t, int) {
   if constexpr (MR > 1) {
     if (rows < MR) {
       return fwd_short_tile<D, MR - 1, NR>(src, zeros, Kprod, goff, cstride, kp0, kp1, c0, c1, w, w_kstride, out,
-                                           ldo, rows, cols, accumulate, stream, false, 0);
+                                           ldo, rows, cols, accumulate, stream, false, 0, 0);
     }
   }
   // (the table's rows past `rows` hold zeros: not affine)
   fwd_tile<D, MR, NR, true>(src, zeros, Kprod, goff, cstride, kp0, kp1, c0, c1, w, w_kstride, out, ldo, rows, cols,
-                            accumulate, stream, false, 0);
+                            accumulate, stream, false, 0, 0);
 }
 
 // The forward kernel's plan: the tile shape for this group width, and the
@@ -750,6 +826,9 @@ void forward_blocks(const In* x, const Geometry& g, const ConvParams& p, const F
     const int64_t chunks = (per_kp + kChunkBytes - 1) / kChunkBytes;
     c_step = ((g.Cg + chunks - 1) / chunks + D::P - 1) / D::P * D::P;
   }
+  // edge tiles (see Tile) where every tile runs the three-tap form: full
+  // column blocks, and chunks of whole kernel rows along the line
+  const bool edges = tap_reuse<Acc>(NR) && g.Og % plan.nrw == 0 && kp_step % g.K[std::max(g.D - 1, 0)] == 0;
   const int64_t block_rows = forward_block_rows(g, MR);
   const int64_t nblocks = (g.rows + block_rows - 1) / block_rows;
   const std::vector<In> zeros(static_cast<size_t>(g.C + 1), In(0));
@@ -764,7 +843,7 @@ void forward_blocks(const In* x, const Geometry& g, const ConvParams& p, const F
   auto block = [&](BlockState<In, Acc>& st, int64_t blk) {
     const int64_t r0 = blk * block_rows, nr = std::min(block_rows, g.rows - r0);
     RowPointers<In>& rp = st.rp;
-    rp.fill(x, zeros.data(), r0, nr, MR, g);
+    rp.fill(x, zeros.data(), r0, nr, MR, g, edges);
     Acc* sums;  // output row r0's sums
     if constexpr (direct) sums = out + r0 * g.O;
     else sums = st.sums.data();
@@ -785,7 +864,7 @@ void forward_blocks(const In* x, const Geometry& g, const ConvParams& p, const F
                                             : fwd_short_tile<D, MR - 1, NR>;
               tile(rp.ptr.data() + t.at * g.Kprod, zeros.data(), g.Kprod, gi * g.Cg, cstride, kp0, kp1, c0, c1,
                    wb, g.Cg * plan.nrw, ob + (t.row - r0) * g.O, g.O, t.rows, cols, !first, stream, t.affine,
-                   tab.step);
+                   tab.step, t.edge);
             }
             first = false;
           }
