@@ -254,7 +254,8 @@ struct OffsetTables {
 // its last row's last tap (kTrailPad) reads the padding. Row 0's pointer
 // there is where the tap would read without the padding, never read: the
 // kernel's three-tap form skips that pixel, as it skips the padding's zero
-// pixel at a line's ends.
+// pixel at a line's ends, and its runs of taps leave that row out of the
+// padded tap's channels.
 constexpr int kLeadPad = 1, kTrailPad = 2;
 struct Tile {
   int64_t at, row, rows;
@@ -488,7 +489,21 @@ void fwd_tile(const In* const* src, const In* zeros, int64_t Kprod, int64_t goff
     }
   }
   const bool whole_c = c0 == 0 && c1 == cstride;  // channel runs may cross kernel positions
-  // channels [c0, e) of a run: row r's from s[r], the weights from wk
+  // channels [cb, e) of a run for rows [first, MR - skip_last): row r's
+  // from s[r], the weights from wk
+  auto run_part = [&](auto first, auto skip_last, const In* const* s, const In* wk, int64_t cb, int64_t e) {
+    for (int64_t c = cb; c < e; c += P) {
+      V b[NR];
+      for (int j = 0; j < NR; ++j) b[j] = vload<V>(wk + (c * NR + j * P) * W);
+      for (int r = decltype(first)::value; r < MR - decltype(skip_last)::value; ++r) {
+        const V a = D::bcast(s[r] + c);
+        for (int j = 0; j < NR; ++j) acc[r][j] = D::madd(acc[r][j], a, b[j]);
+      }
+    }
+  };
+  using I0 = std::integral_constant<int, 0>;
+  using I1 = std::integral_constant<int, 1>;
+  // channels [c0, e) of a run, every row
   auto run_rows = [&](const In* const* s, const In* wk, int64_t e) {
     for (int64_t c = c0; c < e; c += P) {
       V b[NR];
@@ -500,7 +515,36 @@ void fwd_tile(const In* const* src, const In* zeros, int64_t Kprod, int64_t goff
     }
   };
   if constexpr (Full && !tap_reuse<Acc>(NR)) {
-    if (affine) {
+    if (affine && edge) {
+      // an edge tile (three taps along the line): the affine loop below with runs
+      // that end with their kernel row, the first tap without row 0 where
+      // that reads the padding, the last without the last row; each row's
+      // sums in the order of the plain run
+      for (int64_t kp = kp0; kp < kp1;) {
+        const In* p = src[kp];
+        if (p == zeros) {
+          ++kp;
+          continue;
+        }
+        int64_t n = 1;
+        if (whole_c) {
+          while (kp + n < kp1 && src[kp + n] == p + n * cstride) ++n;
+        }
+        const In* s[MR];
+        for (int r = 0; r < MR; ++r) s[r] = p + goff + r * step;
+        const In* wk = w + kp * w_kstride;
+        const int64_t kw = kp % 3;
+        n = std::min(n, 3 - kw);
+        int64_t t0 = 0, t1 = n;  // taps [t0, t1) of the run for every row
+        if ((edge & kLeadPad) && kw == 0) run_part(I1{}, I0{}, s, wk, c0, c1), t0 = 1;
+        const bool trail = (edge & kTrailPad) && kw + n == 3 && t1 > t0;
+        if (trail) --t1;
+        if (t1 > t0) run_part(I0{}, I0{}, s, wk, t0 * cstride + c0, (t1 - 1) * cstride + c1);
+        if (trail) run_part(I0{}, I1{}, s, wk, t1 * cstride + c0, t1 * cstride + c1);
+        kp += n;
+      }
+      kp0 = kp1;
+    } else if (affine) {
       // the loop below for an affine tile, with nothing per kernel
       // position but its run: a tile with few channels a position (conv3d
       // with 16: 48 a run of three taps) spends a tenth of its time there
@@ -826,9 +870,9 @@ void forward_blocks(const In* x, const Geometry& g, const ConvParams& p, const F
     const int64_t chunks = (per_kp + kChunkBytes - 1) / kChunkBytes;
     c_step = ((g.Cg + chunks - 1) / chunks + D::P - 1) / D::P * D::P;
   }
-  // edge tiles (see Tile) where every tile runs the three-tap form: full
-  // column blocks, and chunks of whole kernel rows along the line
-  const bool edges = tap_reuse<Acc>(NR) && g.Og % plan.nrw == 0 && kp_step % g.K[std::max(g.D - 1, 0)] == 0;
+  // edge tiles (see Tile) where every tile is full (whole column blocks)
+  // and, in the three-tap form, chunks hold whole kernel rows along the line
+  const bool edges = g.Og % plan.nrw == 0 && (!tap_reuse<Acc>(NR) || kp_step % g.K[std::max(g.D - 1, 0)] == 0);
   const int64_t block_rows = forward_block_rows(g, MR);
   const int64_t nblocks = (g.rows + block_rows - 1) / block_rows;
   const std::vector<In> zeros(static_cast<size_t>(g.C + 1), In(0));
