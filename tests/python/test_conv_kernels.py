@@ -135,12 +135,14 @@ def test_forward_tap_reuse_line_ends(level, Wd, O, pad, dt):
 
 @pytest.mark.parametrize("Wd", [7, 8, 9, 10, 16, 17, 24, 33])
 @pytest.mark.parametrize("lo,hi,dil", [(1, 1, 1), (1, 0, 1), (0, 1, 1), (1, 2, 1), (2, 1, 1), (1, 1, 2), (2, 1, 2)])
-@pytest.mark.parametrize("O", [8, 16, 32])
+@pytest.mark.parametrize("O", [8, 16, 32, 64])
 @pytest.mark.parametrize("flip", [False, True])
 def test_forward_edge_tiles(level, Wd, lo, hi, dil, O, flip):
-    # Three-tap tiles at a line's ends whose first row's first tap (or last
-    # row's last) is the only one in the padding run as edge tiles: one row
-    # of pointers, the rows after it one step on, the padded tap skipped.
+    # Tiles at a line's ends whose first row's first tap (or last row's
+    # last) is the only one in the padding run as edge tiles: one row of
+    # pointers, the rows after it one step on, the padded tap skipped (by
+    # the three-tap form of narrow tiles, by the runs of wider ones: 64
+    # outputs with AVX-512, 16 and more with AVX2).
     # One-sided and wider padding (where the next pixel reads the padding
     # too: not an edge tile), dilated kernels (a last row whose last tap
     # alone reads the padding, but whose taps are two pixels apart: not an
