@@ -503,7 +503,9 @@ void fwd_tile(const In* const* src, const In* zeros, int64_t Kprod, int64_t goff
   };
   using I0 = std::integral_constant<int, 0>;
   using I1 = std::integral_constant<int, 1>;
-  // channels [c0, e) of a run, every row
+  // channels [c0, e) of a run, every row (run_part would do; this plain
+  // loop, and the affine loop's own, measured 1-2% faster for conv1d's and
+  // conv2d's 4-vector tiles than run_part and a shared run finder)
   auto run_rows = [&](const In* const* s, const In* wk, int64_t e) {
     for (int64_t c = c0; c < e; c += P) {
       V b[NR];
@@ -522,19 +524,16 @@ void fwd_tile(const In* const* src, const In* zeros, int64_t Kprod, int64_t goff
       // sums in the order of the plain run
       for (int64_t kp = kp0; kp < kp1;) {
         const In* p = src[kp];
-        if (p == zeros) {
+        const int64_t kw = kp % 3, most = std::min(3 - kw, whole_c ? kp1 - kp : 1);
+        int64_t n = p == zeros ? 0 : 1;
+        while (n > 0 && n < most && src[kp + n] == p + n * cstride) ++n;
+        if (n == 0) {
           ++kp;
           continue;
-        }
-        int64_t n = 1;
-        if (whole_c) {
-          while (kp + n < kp1 && src[kp + n] == p + n * cstride) ++n;
         }
         const In* s[MR];
         for (int r = 0; r < MR; ++r) s[r] = p + goff + r * step;
         const In* wk = w + kp * w_kstride;
-        const int64_t kw = kp % 3;
-        n = std::min(n, 3 - kw);
         int64_t t0 = 0, t1 = n;  // taps [t0, t1) of the run for every row
         if ((edge & kLeadPad) && kw == 0) run_part(I1{}, I0{}, s, wk, c0, c1), t0 = 1;
         const bool trail = (edge & kTrailPad) && kw + n == 3 && t1 > t0;
