@@ -145,6 +145,9 @@ Geometry make_geometry(const Shape& xs, const Shape& ws, const Shape& os, const 
   return g;
 }
 
+// The edge tiles of a line (see Tile): its first, its last
+constexpr int kLeadPad = 1, kTrailPad = 2;
+
 // Per spatial dim d, the input offset (elements from the batch item's
 // start) that output position pos reads at kernel index k, or -1 where the
 // dilated, padded input has no element: table[d][pos * K[d] + k]. Built once
@@ -211,6 +214,10 @@ struct OffsetTables {
       if (tl[(last - 1) * 3 + k] < 0 || tl[last * 3 + k] != tl[(last - 1) * 3 + k] + step) return false;
     return mr < 3 || run[OL - mr + 1] >= mr - 2;
   }
+  // the edge tiles of a line in tiles of mr rows (kLeadPad | kTrailPad)
+  int edges(const Geometry& g, int64_t mr) const {
+    return (lead_edge(g, mr) ? kLeadPad : 0) | (trail_edge(g, mr) ? kTrailPad : 0);
+  }
   // lead[(k0, k1)]: the input offset of the leading dims' kernel positions
   // (all but the last dim) for output positions pos[0..D-2], or -1 where
   // one of them reads the padding
@@ -256,7 +263,6 @@ struct OffsetTables {
 // kernel's three-tap form skips that pixel, as it skips the padding's zero
 // pixel at a line's ends, and its runs of taps leave that row out of the
 // padded tap's channels.
-constexpr int kLeadPad = 1, kTrailPad = 2;
 struct Tile {
   int64_t at, row, rows;
   bool affine = false;
@@ -282,14 +288,14 @@ struct RowPointers {
       : ptr(static_cast<size_t>((max_rows + (max_rows / std::max<int64_t>(g.OS[g.D - 1], 1) + 2) * mr) * g.Kprod)),
         lead(static_cast<size_t>(g.Kprod / g.K[g.D - 1])), tab(t) {}
 
-  // edges: whether the kernel reading the table takes edge tiles (see Tile)
-  void fill(const A* x, const A* zeros, int64_t r0, int64_t n, int64_t mr, const Geometry& g, bool edges = false) {
+  // edges: the edge tiles (kLeadPad | kTrailPad, see Tile) to make, from
+  // OffsetTables::edges
+  void fill(const A* x, const A* zeros, int64_t r0, int64_t n, int64_t mr, const Geometry& g, int edges = 0) {
     tiles.clear();
     if (n <= 0) return;
     const int L = g.D - 1;  // the last spatial dim
     const int64_t KL = g.K[L], OL = g.OS[L];
-    const bool lead_edge = edges && mr > 1 && tab.lead_edge(g, mr);
-    const bool trail_edge = edges && mr > 1 && tab.trail_edge(g, mr);
+    const bool lead_edge = edges & kLeadPad, trail_edge = edges & kTrailPad;
     int64_t pos[3] = {0, 0, 0};
     int64_t b = r0 / g.OSprod, rem = r0 % g.OSprod;  // the first row's position; then an odometer
     for (int d = L; d >= 0; --d) {
@@ -321,7 +327,7 @@ struct RowPointers {
       }
       cur.affine = affine && cur.rows == mr && mr > 1;
       tiles.push_back(cur);
-      cur = Tile{at, cur.row + cur.rows, 0, false, 0};
+      cur = Tile{at, cur.row + cur.rows, 0};
       affine = true;
     };
     bool prev_in_line = false;
@@ -869,13 +875,14 @@ void forward_blocks(const In* x, const Geometry& g, const ConvParams& p, const F
     const int64_t chunks = (per_kp + kChunkBytes - 1) / kChunkBytes;
     c_step = ((g.Cg + chunks - 1) / chunks + D::P - 1) / D::P * D::P;
   }
-  // edge tiles (see Tile) where every tile is full (whole column blocks)
-  // and, in the three-tap form, chunks hold whole kernel rows along the line
-  const bool edges = g.Og % plan.nrw == 0 && (!tap_reuse<Acc>(NR) || kp_step % g.K[std::max(g.D - 1, 0)] == 0);
   const int64_t block_rows = forward_block_rows(g, MR);
   const int64_t nblocks = (g.rows + block_rows - 1) / block_rows;
   const std::vector<In> zeros(static_cast<size_t>(g.C + 1), In(0));
   const OffsetTables tab(g, p);
+  // edge tiles (see Tile) where every tile is full (whole column blocks)
+  // and, in the three-tap form, chunks hold whole kernel rows along the line
+  const bool edge_ok = g.Og % plan.nrw == 0 && (!tap_reuse<Acc>(NR) || kp_step % g.K[std::max(g.D - 1, 0)] == 0);
+  const int edges = edge_ok ? tab.edges(g, MR) : 0;
   // an output far larger than the caches, computed in one chunk, is written
   // around them where every full tile's vectors are whole cache lines
   constexpr int64_t line = 64 / sizeof(Acc);
